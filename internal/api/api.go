@@ -1,0 +1,278 @@
+// Package api owns the control-plane vocabulary shared by the core and the
+// public client: the JSON request and response bodies, the layouts handed to
+// clients, and the error codes that travel over HTTP and the data plane.
+// The client package re-exports these types; keeping them here lets the core
+// use them without importing the client.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Version is the protocol and release version reported by /v1/version.
+const Version = "0.1.0"
+
+// Error codes. Each maps to one sentinel below and one HTTP status.
+const (
+	CodeNotFound = "not_found"
+	CodeExist    = "exists"
+	CodeNotDir   = "not_dir"
+	CodeIsDir    = "is_dir"
+	CodeNotEmpty = "not_empty"
+	CodeInvalid  = "invalid"
+	CodeNoSpace  = "no_space"
+	CodeCorrupt  = "corrupt"
+	CodeDenied   = "denied"
+	CodeInternal = "internal"
+)
+
+// Sentinel errors; errors.Is works on every error the client returns.
+var (
+	ErrNotFound = errors.New("no such file or directory")
+	ErrExist    = errors.New("file exists")
+	ErrNotDir   = errors.New("not a directory")
+	ErrIsDir    = errors.New("is a directory")
+	ErrNotEmpty = errors.New("directory not empty")
+	ErrInvalid  = errors.New("invalid argument")
+	ErrNoSpace  = errors.New("no space left on device")
+	ErrCorrupt  = errors.New("data corruption detected")
+	ErrDenied   = errors.New("permission denied")
+	ErrInternal = errors.New("internal server error")
+)
+
+var codes = []struct {
+	code   string
+	err    error
+	status int
+}{
+	{CodeNotFound, ErrNotFound, 404},
+	{CodeExist, ErrExist, 409},
+	{CodeNotDir, ErrNotDir, 409},
+	{CodeIsDir, ErrIsDir, 409},
+	{CodeNotEmpty, ErrNotEmpty, 409},
+	{CodeInvalid, ErrInvalid, 400},
+	{CodeNoSpace, ErrNoSpace, 507},
+	{CodeCorrupt, ErrCorrupt, 500},
+	{CodeDenied, ErrDenied, 403},
+	{CodeInternal, ErrInternal, 500},
+}
+
+// CodeOf returns the code and HTTP status for err.
+func CodeOf(err error) (string, int) {
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return c.code, c.status
+		}
+	}
+	return CodeInternal, 500
+}
+
+// Error is an error carrying a code and a message from the peer.
+type Error struct {
+	Code string `json:"code"`
+	Msg  string `json:"error"`
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap maps the code back to its sentinel.
+func (e *Error) Unwrap() error {
+	for _, c := range codes {
+		if c.code == e.Code {
+			return c.err
+		}
+	}
+	return ErrInternal
+}
+
+// Errorf wraps a sentinel with a message: Errorf(ErrNotFound, "stat %s", p)
+// reads "stat /a: no such file or directory".
+func Errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, sentinel)...)
+}
+
+// File types.
+const (
+	TypeDir  = "dir"
+	TypeFile = "file"
+)
+
+// Segment is one stripe of one copy of a file's data on one device.
+type Segment struct {
+	Copy   int    `json:"copy"`
+	Stripe int    `json:"stripe"`
+	Device string `json:"device"`
+	Object string `json:"object"`
+	Length int64  `json:"length"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// Layout is how a file's data is laid out: round-robin stripe units over
+// StripeWidth segments.
+type Layout struct {
+	StripeWidth int       `json:"stripe_width"`
+	StripeUnit  int64     `json:"stripe_unit"`
+	Segments    []Segment `json:"segments"`
+}
+
+// FileInfo describes a namespace entry.
+type FileInfo struct {
+	Path   string    `json:"path"`
+	Name   string    `json:"name"`
+	Type   string    `json:"type"`
+	ID     int64     `json:"id"`
+	Mode   uint32    `json:"mode"`
+	UID    uint32    `json:"uid"`
+	GID    uint32    `json:"gid"`
+	Size   int64     `json:"size"`
+	Mtime  time.Time `json:"mtime"`
+	Ctime  time.Time `json:"ctime"`
+	Atime  time.Time `json:"atime"`
+	COS    string    `json:"cos,omitempty"`
+	Layout *Layout   `json:"layout,omitempty"`
+	Fixity string    `json:"fixity,omitempty"` // "sha256:<hex>" of the whole file
+}
+
+// IsDir reports whether fi is a directory.
+func (fi *FileInfo) IsDir() bool { return fi.Type == TypeDir }
+
+// MkdirRequest creates a directory.
+type MkdirRequest struct {
+	Path    string `json:"path"`
+	Parents bool   `json:"parents,omitempty"`
+	Mode    uint32 `json:"mode,omitempty"`
+	UID     uint32 `json:"uid"`
+	GID     uint32 `json:"gid"`
+}
+
+// CreateRequest asks for a layout to write a new file of Size bytes. A
+// Size of 0 creates and commits an empty file at once.
+type CreateRequest struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	COS       string `json:"cos,omitempty"`
+	Stripes   int    `json:"stripes,omitempty"`   // overrides the class of service
+	Overwrite bool   `json:"overwrite,omitempty"` // replace an existing file atomically
+	Mode      uint32 `json:"mode,omitempty"`
+	UID       uint32 `json:"uid"`
+	GID       uint32 `json:"gid"`
+}
+
+// StripeTarget tells a client where to send or fetch one stripe.
+type StripeTarget struct {
+	Stripe int    `json:"stripe"`
+	Device string `json:"device"`
+	Mover  string `json:"mover"` // host:port of the mover's data listener
+	Object string `json:"object"`
+	Length int64  `json:"length"` // write: bytes reserved; read: bytes stored
+	CRC32C uint32 `json:"crc32c,omitempty"`
+	Token  string `json:"token"`
+}
+
+// CreateResponse is the write layout, or the committed file when Size was 0.
+type CreateResponse struct {
+	Bitfile    int64          `json:"bitfile,omitempty"`
+	StripeUnit int64          `json:"stripe_unit,omitempty"`
+	Stripes    []StripeTarget `json:"stripes,omitempty"`
+	File       *FileInfo      `json:"file,omitempty"`
+}
+
+// SegmentReceipt is a mover's signed statement that a stripe is durable.
+type SegmentReceipt struct {
+	Stripe  int    `json:"stripe"`
+	Length  int64  `json:"length"`
+	CRC32C  uint32 `json:"crc32c"`
+	Receipt string `json:"receipt"`
+}
+
+// CommitRequest makes a written file visible.
+type CommitRequest struct {
+	Bitfile   int64            `json:"bitfile"`
+	Path      string           `json:"path"`
+	Size      int64            `json:"size"`
+	Segments  []SegmentReceipt `json:"segments"`
+	Fixity    string           `json:"fixity,omitempty"`
+	COS       string           `json:"cos,omitempty"`
+	Overwrite bool             `json:"overwrite,omitempty"`
+	Mode      uint32           `json:"mode,omitempty"`
+	UID       uint32           `json:"uid"`
+	GID       uint32           `json:"gid"`
+}
+
+// AbortRequest abandons a pending write.
+type AbortRequest struct {
+	Bitfile int64 `json:"bitfile"`
+}
+
+// OpenResponse is the read layout of a file.
+type OpenResponse struct {
+	File       FileInfo       `json:"file"`
+	StripeUnit int64          `json:"stripe_unit"`
+	Stripes    []StripeTarget `json:"stripes"`
+}
+
+// RenameRequest moves Src to Dst.
+type RenameRequest struct {
+	Src       string `json:"src"`
+	Dst       string `json:"dst"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+}
+
+// RemoveRequest removes a file or (with Recursive, or when empty) a directory.
+type RemoveRequest struct {
+	Path      string `json:"path"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// SetAttrRequest changes attributes; nil fields are left alone.
+type SetAttrRequest struct {
+	Path  string     `json:"path"`
+	Mode  *uint32    `json:"mode,omitempty"`
+	UID   *uint32    `json:"uid,omitempty"`
+	GID   *uint32    `json:"gid,omitempty"`
+	Mtime *time.Time `json:"mtime,omitempty"`
+	Atime *time.Time `json:"atime,omitempty"`
+}
+
+// DeviceInfo is one device's capacity and use.
+type DeviceInfo struct {
+	ID        string `json:"id"`
+	Pool      string `json:"pool"`
+	Mover     string `json:"mover"`
+	Online    bool   `json:"online"`
+	Capacity  int64  `json:"capacity"`
+	Used      int64  `json:"used"`
+	Free      int64  `json:"free"`
+	Bandwidth int64  `json:"bandwidth,omitempty"` // bytes/s cap, 0 = none
+}
+
+// PoolInfo sums the devices of one pool.
+type PoolInfo struct {
+	Name     string `json:"name"`
+	Devices  int    `json:"devices"`
+	Capacity int64  `json:"capacity"`
+	Used     int64  `json:"used"`
+	Free     int64  `json:"free"`
+}
+
+// DFResponse is capacity and use per device and pool.
+type DFResponse struct {
+	Devices []DeviceInfo `json:"devices"`
+	Pools   []PoolInfo   `json:"pools"`
+}
+
+// MoverRegistration announces a mover and its devices to the core.
+type MoverRegistration struct {
+	ID      string       `json:"id"`
+	Addr    string       `json:"addr"`
+	Devices []DeviceInfo `json:"devices"`
+	// Proof is an HMAC of the body fields under the cluster secret.
+	Proof string `json:"proof"`
+}
+
+// MoverRegistered is the core's answer: the epoch movers must accept.
+type MoverRegistered struct {
+	Epoch int64 `json:"epoch"`
+}

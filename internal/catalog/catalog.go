@@ -1,0 +1,212 @@
+// Package catalog owns Strata's durable metadata: the namespace (directories
+// and files with their attributes), each file's bitfile (its data's copies
+// and segments on devices), the devices themselves, and the core's epoch.
+//
+// Store is the one interface over the database. Implementations (SQLite now,
+// PostgreSQL next) must pass catalogtest.Run. Every mutating method is one
+// atomic transaction, so the invariants below hold after any crash:
+//
+//   - a file entry points only at a committed bitfile (or none, when empty);
+//   - a bitfile is pending (being written), committed, or dead (its objects
+//     await reclaim); nothing else references a dead bitfile;
+//   - device use counts every pending reservation and committed segment.
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// Kind is the type of a namespace entry.
+type Kind int8
+
+// Entry kinds.
+const (
+	KindDir  Kind = 1
+	KindFile Kind = 2
+)
+
+// RootID is the inode number of "/".
+const RootID int64 = 1
+
+// Inode is one namespace entry. Times are Unix nanoseconds.
+type Inode struct {
+	ID, Parent          int64
+	Name                string
+	Kind                Kind
+	Mode                uint32
+	UID, GID            uint32
+	Size                int64
+	Mtime, Ctime, Atime int64
+	COS                 string
+	Bitfile             int64 // 0 when the entry has no data
+}
+
+// BitfileState is a bitfile's life-cycle state.
+type BitfileState int8
+
+// Bitfile states.
+const (
+	Pending   BitfileState = 0
+	Committed BitfileState = 1
+	Dead      BitfileState = 2
+)
+
+// Bitfile is a file's data: its segments on devices.
+type Bitfile struct {
+	ID          int64
+	State       BitfileState
+	Size        int64
+	StripeWidth int
+	StripeUnit  int64
+	Fixity      string
+	Epoch       int64 // core epoch that created it
+	Lease       int64 // pending: Unix ns after which it may be reclaimed
+	Segments    []Segment
+}
+
+// Segment is one stripe of one copy on one device. For a pending bitfile,
+// Length is the space reserved; after commit, the bytes stored.
+type Segment struct {
+	Copy, Stripe int
+	Device       string
+	Object       string
+	Length       int64
+	CRC32C       uint32
+}
+
+// Device is a storage device known to the catalog.
+type Device struct {
+	ID        string
+	Pool      string
+	Mover     string
+	Capacity  int64
+	Used      int64
+	Bandwidth int64
+}
+
+// Attr carries the attributes SetAttr may change; nil fields stay.
+type Attr struct {
+	Mode         *uint32
+	UID, GID     *uint32
+	Mtime, Atime *int64
+	Ctime        int64 // always set by the caller
+}
+
+// ObjectName is the device object that holds one segment. Bitfile IDs are
+// never reused, so an object name is never reused either, and a late delete
+// can never hit newer data.
+func ObjectName(bitfile int64, copy, stripe int) string {
+	return fmt.Sprintf("%016x.%d.%d", bitfile, copy, stripe)
+}
+
+// Store is the catalog database.
+type Store interface {
+	// Get returns the inode with the given id.
+	Get(ctx context.Context, id int64) (Inode, error)
+	// Lookup returns the entry name in directory parent.
+	Lookup(ctx context.Context, parent int64, name string) (Inode, error)
+	// List returns the entries of directory dir, sorted by name.
+	List(ctx context.Context, dir int64) ([]Inode, error)
+
+	// Mkdir creates directory in.Name in in.Parent. ErrExist if the name is
+	// taken; ErrNotFound if the parent is gone; ErrNotDir if it is a file.
+	Mkdir(ctx context.Context, in Inode) (Inode, error)
+	// Commit makes a file visible at in.Parent/in.Name with the data of
+	// bitfile b (nil for an empty file), whose segments carry their final
+	// lengths and CRCs. An existing file there is replaced atomically when
+	// replace is set (its bitfile dies); otherwise ErrExist. A directory
+	// there is ErrIsDir.
+	Commit(ctx context.Context, in Inode, b *Bitfile, replace bool) (Inode, error)
+	// Rename moves an entry. It refuses to move a directory below itself
+	// (ErrInvalid) and to replace a directory with a file or vice versa.
+	Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) error
+	// Remove deletes an entry; a non-empty directory only when recursive.
+	// The data of removed files dies and awaits reclaim.
+	Remove(ctx context.Context, parent int64, name string, recursive bool) error
+	// SetAttr changes attributes of id.
+	SetAttr(ctx context.Context, id int64, a Attr) (Inode, error)
+
+	// CreatePending records a bitfile being written, with its segments'
+	// reservations, and returns it with ID and object names filled in.
+	CreatePending(ctx context.Context, b Bitfile) (Bitfile, error)
+	// Bitfile returns a bitfile with its segments.
+	Bitfile(ctx context.Context, id int64) (Bitfile, error)
+	// Abort kills a pending bitfile.
+	Abort(ctx context.Context, id int64) error
+	// ExpirePending kills pending bitfiles from an epoch before epoch or
+	// whose lease ended before now; it returns how many.
+	ExpirePending(ctx context.Context, epoch, now int64) (int, error)
+	// DeadBitfiles returns up to limit dead bitfiles with their segments.
+	DeadBitfiles(ctx context.Context, limit int) ([]Bitfile, error)
+	// Purge forgets a dead bitfile whose objects are gone and returns its
+	// space to the devices.
+	Purge(ctx context.Context, id int64) error
+
+	// PutDevice records a device, keeping its accounted use.
+	PutDevice(ctx context.Context, d Device) error
+	// Devices lists devices by ID.
+	Devices(ctx context.Context) ([]Device, error)
+	// NextEpoch increments and returns the core epoch.
+	NextEpoch(ctx context.Context) (int64, error)
+
+	Close() error
+}
+
+// MaxNameLen bounds one path component, as on most POSIX file systems.
+const MaxNameLen = 255
+
+// SplitPath validates an absolute path and returns its components ("/" has
+// none). Empty components from doubled or trailing slashes are dropped;
+// "." and ".." are refused rather than interpreted, so a path always names
+// the same entry however it is reached.
+func SplitPath(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, api.Errorf(api.ErrInvalid, "path %q is not absolute", p)
+	}
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c == "" {
+			continue
+		}
+		if err := ValidName(c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ValidName checks one path component.
+func ValidName(c string) error {
+	switch {
+	case c == "." || c == "..":
+		return api.Errorf(api.ErrInvalid, "path component %q not allowed", c)
+	case len(c) > MaxNameLen:
+		return api.Errorf(api.ErrInvalid, "name %.20q... longer than %d bytes", c, MaxNameLen)
+	case strings.ContainsAny(c, "/\x00"):
+		return api.Errorf(api.ErrInvalid, "name %q contains / or NUL", c)
+	}
+	return nil
+}
+
+// Resolve walks components from the root.
+func Resolve(ctx context.Context, s Store, comps []string) (Inode, error) {
+	in, err := s.Get(ctx, RootID)
+	if err != nil {
+		return in, err
+	}
+	for i, c := range comps {
+		if in.Kind != KindDir {
+			return in, api.Errorf(api.ErrNotDir, "/%s", strings.Join(comps[:i], "/"))
+		}
+		in, err = s.Lookup(ctx, in.ID, c)
+		if err != nil {
+			return in, fmt.Errorf("/%s: %w", strings.Join(comps[:i+1], "/"), err)
+		}
+	}
+	return in, nil
+}

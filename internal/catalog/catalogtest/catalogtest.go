@@ -1,0 +1,429 @@
+// Package catalogtest is the conformance suite every catalog.Store
+// implementation must pass. Each implementation's test calls Run with a
+// constructor for a fresh, empty store.
+package catalogtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// Run runs the suite. open must return a new, empty store; Run closes it.
+func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s catalog.Store)
+	}{
+		{"Root", testRoot},
+		{"Mkdir", testMkdir},
+		{"CommitEmpty", testCommitEmpty},
+		{"CommitData", testCommitData},
+		{"Replace", testReplace},
+		{"Rename", testRename},
+		{"Remove", testRemove},
+		{"Reclaim", testReclaim},
+		{"SetAttr", testSetAttr},
+		{"Epoch", testEpoch},
+		{"Concurrent", testConcurrent},
+		{"Resolve", testResolve},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			defer s.Close()
+			defer func() {
+				if r := recover(); r != nil {
+					f, ok := r.(failure)
+					if !ok {
+						panic(r)
+					}
+					t.Fatalf("unexpected error: %v", f.err)
+				}
+			}()
+			tc.fn(t, s)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+// failure carries an unexpected error out of must; Run turns it into a
+// test failure. It keeps the cases readable: one call, one line.
+type failure struct{ err error }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(failure{err})
+	}
+	return v
+}
+
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("want %v, got %v", want, err)
+	}
+}
+
+func dir(parent int64, name string) catalog.Inode {
+	return catalog.Inode{Parent: parent, Name: name, Mode: 0o755, Mtime: 1, Ctime: 1, Atime: 1}
+}
+
+func file(parent int64, name string) catalog.Inode {
+	return catalog.Inode{Parent: parent, Name: name, Mode: 0o644, UID: 7, GID: 8, Mtime: 2, Ctime: 2, Atime: 2, COS: "default"}
+}
+
+func addDevices(t *testing.T, s catalog.Store, ids ...string) {
+	for _, id := range ids {
+		if err := s.PutDevice(ctx, catalog.Device{ID: id, Pool: "disk", Mover: "m0", Capacity: 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func used(t *testing.T, s catalog.Store) map[string]int64 {
+	m := map[string]int64{}
+	for _, d := range must(s.Devices(ctx)) {
+		m[d.ID] = d.Used
+	}
+	return m
+}
+
+// pending creates a pending bitfile of size n striped over devs.
+func pending(t *testing.T, s catalog.Store, n int64, devs ...string) catalog.Bitfile {
+	b := catalog.Bitfile{Size: n, StripeWidth: len(devs), StripeUnit: 1 << 20, Epoch: 1, Lease: 100}
+	for i, d := range devs {
+		b.Segments = append(b.Segments, catalog.Segment{Stripe: i, Device: d, Length: n})
+	}
+	return must(s.CreatePending(ctx, b))
+}
+
+// finish sets final segment lengths as a client would after writing.
+func finish(b catalog.Bitfile, per int64) *catalog.Bitfile {
+	b.Size = per * int64(len(b.Segments))
+	for i := range b.Segments {
+		b.Segments[i].Length = per
+		b.Segments[i].CRC32C = uint32(0xc0ffee00 + i)
+	}
+	b.Fixity = "sha256:00"
+	return &b
+}
+
+func testRoot(t *testing.T, s catalog.Store) {
+	r := must(s.Get(ctx, catalog.RootID))
+	if r.Kind != catalog.KindDir || r.ID != catalog.RootID {
+		t.Fatalf("root: %+v", r)
+	}
+	if l := must(s.List(ctx, catalog.RootID)); len(l) != 0 {
+		t.Fatalf("fresh root lists %d entries", len(l))
+	}
+	_, err := s.Get(ctx, 999)
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testMkdir(t *testing.T, s catalog.Store) {
+	a := must(s.Mkdir(ctx, dir(catalog.RootID, "a")))
+	if a.ID == 0 || a.Kind != catalog.KindDir {
+		t.Fatalf("mkdir: %+v", a)
+	}
+	must(s.Mkdir(ctx, dir(a.ID, "z")))
+	must(s.Mkdir(ctx, dir(a.ID, "b")))
+	_, err := s.Mkdir(ctx, dir(a.ID, "b"))
+	wantErr(t, err, api.ErrExist)
+	_, err = s.Mkdir(ctx, dir(12345, "x"))
+	wantErr(t, err, api.ErrNotFound)
+	f := must(s.Commit(ctx, file(a.ID, "f"), nil, false))
+	_, err = s.Mkdir(ctx, dir(f.ID, "x"))
+	wantErr(t, err, api.ErrNotDir)
+	l := must(s.List(ctx, a.ID))
+	if len(l) != 3 || l[0].Name != "b" || l[1].Name != "f" || l[2].Name != "z" {
+		t.Fatalf("list not sorted by name: %+v", l)
+	}
+	got := must(s.Lookup(ctx, a.ID, "b"))
+	if got.Parent != a.ID || got.Mode != 0o755 {
+		t.Fatalf("lookup: %+v", got)
+	}
+	_, err = s.Lookup(ctx, a.ID, "nope")
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testCommitEmpty(t *testing.T, s catalog.Store) {
+	f := must(s.Commit(ctx, file(catalog.RootID, "empty"), nil, false))
+	got := must(s.Get(ctx, f.ID))
+	if got.Kind != catalog.KindFile || got.Size != 0 || got.Bitfile != 0 || got.UID != 7 || got.GID != 8 || got.COS != "default" {
+		t.Fatalf("empty file: %+v", got)
+	}
+	_, err := s.Commit(ctx, file(catalog.RootID, "empty"), nil, false)
+	wantErr(t, err, api.ErrExist)
+	_, err = s.Commit(ctx, file(4242, "x"), nil, false)
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testCommitData(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0", "d1")
+	b := pending(t, s, 1000, "d0", "d1")
+	if b.ID == 0 || b.Segments[0].Object == "" || b.Segments[0].Object == b.Segments[1].Object {
+		t.Fatalf("pending: %+v", b)
+	}
+	if u := used(t, s); u["d0"] != 1000 || u["d1"] != 1000 {
+		t.Fatalf("reservation not accounted: %v", u)
+	}
+	// Pending data is invisible.
+	_, err := s.Lookup(ctx, catalog.RootID, "data")
+	wantErr(t, err, api.ErrNotFound)
+	f := must(s.Commit(ctx, file(catalog.RootID, "data"), finish(b, 300), false))
+	if f.Size != 600 || f.Bitfile != b.ID {
+		t.Fatalf("commit: %+v", f)
+	}
+	if u := used(t, s); u["d0"] != 300 || u["d1"] != 300 {
+		t.Fatalf("commit did not settle use: %v", u)
+	}
+	got := must(s.Bitfile(ctx, b.ID))
+	if got.State != catalog.Committed || got.Size != 600 || len(got.Segments) != 2 || got.Segments[1].CRC32C != 0xc0ffee01 || got.Fixity != "sha256:00" {
+		t.Fatalf("bitfile: %+v", got)
+	}
+	// A bitfile commits once.
+	_, err = s.Commit(ctx, file(catalog.RootID, "again"), finish(b, 300), false)
+	wantErr(t, err, api.ErrInvalid)
+	if _, err := s.Lookup(ctx, catalog.RootID, "again"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatal("failed commit left an entry")
+	}
+	// Unknown device is refused and leaves nothing behind.
+	_, err = s.CreatePending(ctx, catalog.Bitfile{Size: 1, Segments: []catalog.Segment{{Device: "nope", Length: 1}}})
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testReplace(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0")
+	b1 := pending(t, s, 10, "d0")
+	f1 := must(s.Commit(ctx, file(catalog.RootID, "f"), finish(b1, 10), false))
+	b2 := pending(t, s, 20, "d0")
+	_, err := s.Commit(ctx, file(catalog.RootID, "f"), finish(b2, 20), false)
+	wantErr(t, err, api.ErrExist)
+	// The failed commit rolled back: b2 is still pending and can commit.
+	f2 := must(s.Commit(ctx, file(catalog.RootID, "f"), finish(b2, 20), true))
+	if f2.ID != f1.ID || f2.Size != 20 || f2.Bitfile != b2.ID {
+		t.Fatalf("replace: %+v", f2)
+	}
+	if must(s.Bitfile(ctx, b1.ID)).State != catalog.Dead {
+		t.Fatal("replaced bitfile not dead")
+	}
+	must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	_, err = s.Commit(ctx, file(catalog.RootID, "d"), nil, true)
+	wantErr(t, err, api.ErrIsDir)
+}
+
+func testRename(t *testing.T, s catalog.Store) {
+	a := must(s.Mkdir(ctx, dir(catalog.RootID, "a")))
+	b := must(s.Mkdir(ctx, dir(a.ID, "b")))
+	f := must(s.Commit(ctx, file(a.ID, "f"), nil, false))
+	must(s.Commit(ctx, file(catalog.RootID, "g"), nil, false))
+
+	cases := []struct {
+		name    string
+		sp      int64
+		sn      string
+		dp      int64
+		dn      string
+		replace bool
+		want    error
+	}{
+		{"missing source", a.ID, "nope", a.ID, "x", false, api.ErrNotFound},
+		{"into itself", catalog.RootID, "a", b.ID, "a2", false, api.ErrInvalid},
+		{"onto itself", catalog.RootID, "a", a.ID, "a", false, api.ErrInvalid},
+		{"existing target", a.ID, "f", catalog.RootID, "g", false, api.ErrExist},
+		{"file over dir", catalog.RootID, "g", a.ID, "b", true, api.ErrIsDir},
+		{"dir over file", a.ID, "b", catalog.RootID, "g", true, api.ErrNotDir},
+		{"target parent is file", a.ID, "b", f.ID, "x", false, api.ErrNotDir},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantErr(t, s.Rename(ctx, c.sp, c.sn, c.dp, c.dn, c.replace, 5), c.want)
+		})
+	}
+	if err := s.Rename(ctx, a.ID, "f", b.ID, "f2", false, 5); err != nil {
+		t.Fatal(err)
+	}
+	got := must(s.Lookup(ctx, b.ID, "f2"))
+	if got.ID != f.ID || got.Ctime != 5 {
+		t.Fatalf("renamed: %+v", got)
+	}
+	if err := s.Rename(ctx, b.ID, "f2", catalog.RootID, "g", true, 6); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.Lookup(ctx, catalog.RootID, "g")); got.ID != f.ID {
+		t.Fatalf("replace by rename: %+v", got)
+	}
+	if err := s.Rename(ctx, catalog.RootID, "a", catalog.RootID, "a3", false, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.Lookup(ctx, catalog.RootID, "a3")); got.ID != a.ID {
+		t.Fatal("dir rename lost identity")
+	}
+}
+
+func testRemove(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0")
+	a := must(s.Mkdir(ctx, dir(catalog.RootID, "a")))
+	b := must(s.Mkdir(ctx, dir(a.ID, "b")))
+	bf := pending(t, s, 5, "d0")
+	must(s.Commit(ctx, file(b.ID, "deep"), finish(bf, 5), false))
+	bf2 := pending(t, s, 5, "d0")
+	must(s.Commit(ctx, file(a.ID, "top"), finish(bf2, 5), false))
+
+	wantErr(t, s.Remove(ctx, catalog.RootID, "a", false), api.ErrNotEmpty)
+	wantErr(t, s.Remove(ctx, catalog.RootID, "zz", false), api.ErrNotFound)
+	if err := s.Remove(ctx, a.ID, "top", false); err != nil {
+		t.Fatal(err)
+	}
+	if must(s.Bitfile(ctx, bf2.ID)).State != catalog.Dead {
+		t.Fatal("removed file's bitfile not dead")
+	}
+	if err := s.Remove(ctx, catalog.RootID, "a", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{a.ID, b.ID} {
+		_, err := s.Get(ctx, id)
+		wantErr(t, err, api.ErrNotFound)
+	}
+	if must(s.Bitfile(ctx, bf.ID)).State != catalog.Dead {
+		t.Fatal("recursive remove left data alive")
+	}
+	empty := must(s.Mkdir(ctx, dir(catalog.RootID, "e")))
+	_ = empty
+	if err := s.Remove(ctx, catalog.RootID, "e", false); err != nil {
+		t.Fatalf("remove empty dir: %v", err)
+	}
+}
+
+func testReclaim(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0", "d1")
+	old := pending(t, s, 100, "d0") // epoch 1, lease 100
+	b := catalog.Bitfile{Size: 7, StripeWidth: 1, Epoch: 2, Lease: 1000, Segments: []catalog.Segment{{Device: "d1", Length: 7}}}
+	cur := must(s.CreatePending(ctx, b))
+	aborted := pending(t, s, 50, "d0")
+	b.Lease = 10
+	expired := must(s.CreatePending(ctx, b))
+	if err := s.Abort(ctx, aborted.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.Abort(ctx, aborted.ID), api.ErrNotFound)
+	// Epoch 2 starts at time 50: old epoch and expired lease die; cur lives.
+	n := must(s.ExpirePending(ctx, 2, 50))
+	if n != 2 {
+		t.Fatalf("expired %d bitfiles, want 2", n)
+	}
+	if must(s.Bitfile(ctx, cur.ID)).State != catalog.Pending {
+		t.Fatal("live pending bitfile expired")
+	}
+	dead := must(s.DeadBitfiles(ctx, 10))
+	ids := map[int64]bool{}
+	for _, d := range dead {
+		ids[d.ID] = true
+		if len(d.Segments) != 1 {
+			t.Fatalf("dead bitfile without segments: %+v", d)
+		}
+	}
+	if len(dead) != 3 || !ids[old.ID] || !ids[aborted.ID] || !ids[expired.ID] {
+		t.Fatalf("dead: %v", ids)
+	}
+	if l := must(s.DeadBitfiles(ctx, 1)); len(l) != 1 {
+		t.Fatalf("limit ignored: %d", len(l))
+	}
+	for _, d := range dead {
+		if err := s.Purge(ctx, d.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, s.Purge(ctx, cur.ID), api.ErrInvalid)
+	if u := used(t, s); u["d0"] != 0 || u["d1"] != 7 {
+		t.Fatalf("use after purge: %v", u)
+	}
+	_, err := s.Bitfile(ctx, old.ID)
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testSetAttr(t *testing.T, s catalog.Store) {
+	f := must(s.Commit(ctx, file(catalog.RootID, "f"), nil, false))
+	mode, uid, mt := uint32(0o600), uint32(99), int64(12345)
+	got := must(s.SetAttr(ctx, f.ID, catalog.Attr{Mode: &mode, UID: &uid, Mtime: &mt, Ctime: 777}))
+	if got.Mode != 0o600 || got.UID != 99 || got.GID != 8 || got.Mtime != 12345 || got.Ctime != 777 {
+		t.Fatalf("setattr: %+v", got)
+	}
+	if again := must(s.Get(ctx, f.ID)); again != got {
+		t.Fatalf("setattr not stored: %+v vs %+v", again, got)
+	}
+	_, err := s.SetAttr(ctx, 9999, catalog.Attr{Mode: &mode})
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testEpoch(t *testing.T, s catalog.Store) {
+	e1 := must(s.NextEpoch(ctx))
+	e2 := must(s.NextEpoch(ctx))
+	if e2 != e1+1 {
+		t.Fatalf("epochs %d then %d", e1, e2)
+	}
+}
+
+func testConcurrent(t *testing.T, s catalog.Store) {
+	const workers, each = 8, 150
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			d, err := s.Mkdir(ctx, dir(catalog.RootID, fmt.Sprintf("w%d", w)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := 0; i < each; i++ {
+				if _, err := s.Commit(ctx, file(d.ID, fmt.Sprintf("f%d", i)), nil, false); err != nil {
+					errs <- err
+					return
+				}
+				// Collisions in the same group must fail alone.
+				if _, err := s.Commit(ctx, file(d.ID, fmt.Sprintf("f%d", i)), nil, false); !errors.Is(err, api.ErrExist) {
+					errs <- fmt.Errorf("duplicate commit: %v", err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for w := 0; w < workers; w++ {
+		d := must(s.Lookup(ctx, catalog.RootID, fmt.Sprintf("w%d", w)))
+		if n := len(must(s.List(ctx, d.ID))); n != each {
+			t.Fatalf("w%d has %d entries, want %d", w, n, each)
+		}
+	}
+}
+
+func testResolve(t *testing.T, s catalog.Store) {
+	a := must(s.Mkdir(ctx, dir(catalog.RootID, "a")))
+	must(s.Commit(ctx, file(a.ID, "f"), nil, false))
+	comps := must(catalog.SplitPath("//a///f"))
+	if got := must(catalog.Resolve(ctx, s, comps)); got.Name != "f" {
+		t.Fatalf("resolve: %+v", got)
+	}
+	_, err := catalog.Resolve(ctx, s, []string{"a", "f", "g"})
+	wantErr(t, err, api.ErrNotDir)
+	_, err = catalog.Resolve(ctx, s, []string{"a", "x"})
+	wantErr(t, err, api.ErrNotFound)
+	for _, bad := range []string{"rel", "/a/../b", "/a/./b", "/x\x00y"} {
+		if _, err := catalog.SplitPath(bad); !errors.Is(err, api.ErrInvalid) {
+			t.Errorf("SplitPath(%q): %v", bad, err)
+		}
+	}
+}

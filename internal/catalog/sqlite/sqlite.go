@@ -1,0 +1,102 @@
+// Package sqlite opens Strata's embedded catalog: a SQLite database in WAL
+// mode, driven by the pure-Go modernc driver so the binary stays static and
+// cgo-free. Queries and the group-commit writer live in sqlstore; this
+// package owns the connection settings and the schema migrations.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/strata-storage/strata/internal/catalog/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options tune the database.
+type Options struct {
+	// Sync is "full" (every commit survives power loss; the default) or
+	// "normal" (commits survive a process crash but the last group may be
+	// lost on power loss).
+	Sync string
+	// Readers is the size of the read pool (default 8).
+	Readers int
+}
+
+func dsn(path string, o Options, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+o.Sync+")")
+	q.Add("_pragma", "foreign_keys(0)")
+	q.Add("_pragma", "cache_size(-65536)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens or creates the catalog at path and brings its schema up to date.
+func Open(path string, o Options) (*sqlstore.Store, error) {
+	if o.Sync == "" {
+		o.Sync = "full"
+	}
+	if o.Sync != "full" && o.Sync != "normal" {
+		return nil, fmt.Errorf("catalog: sync must be full or normal, not %q", o.Sync)
+	}
+	if o.Readers <= 0 {
+		o.Readers = 8
+	}
+	wdb, err := sql.Open("sqlite", dsn(path, o, false))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetConnMaxIdleTime(0)
+	if err := migrate(wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("catalog: migrate %s: %w", path, err)
+	}
+	now := time.Now().UnixNano()
+	if _, err := wdb.Exec("UPDATE inodes SET mtime = ?, ctime = ?, atime = ? WHERE id = 1 AND mtime = 0", now, now, now); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("catalog: init root: %w", err)
+	}
+	rdb, err := sql.Open("sqlite", dsn(path, o, true))
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(o.Readers)
+	rdb.SetMaxIdleConns(o.Readers)
+	s, err := sqlstore.New(sqlstore.Dialect{Name: "sqlite"}, wdb, rdb)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+	}
+	return s, err
+}
+
+func migrate(db *sql.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(context.Background())
+	return err
+}

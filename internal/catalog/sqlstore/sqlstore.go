@@ -1,0 +1,812 @@
+// Package sqlstore implements catalog.Store over database/sql, for every SQL
+// database Strata supports (SQLite, PostgreSQL). Dialects differ only in
+// placeholders and in how a unique-key violation is reported; the queries
+// are plain SQL both accept.
+//
+// Writes go through one writer goroutine that groups whatever operations are
+// queued into one transaction, each inside its own SAVEPOINT, so one
+// operation's failure does not undo the others and the cost of a durable
+// commit (an fsync of the WAL) is shared by the whole group. Reads use a
+// separate pool and never wait for the writer.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// Dialect adapts the queries to one database.
+type Dialect struct {
+	Name string
+	// Numbered placeholders ($1, $2 …) instead of "?".
+	Numbered bool
+}
+
+// Store is a catalog.Store over database/sql.
+type Store struct {
+	d       Dialect
+	wdb     *sql.DB   // exactly one connection
+	wconn   *sql.Conn // that connection, held by the writer goroutine
+	rdb     *sql.DB
+	ops     chan *op
+	closing chan struct{}
+	done    chan struct{}
+
+	mu    sync.Mutex
+	rstmt map[string]*sql.Stmt
+	wstmt map[string]*sql.Stmt // used by the writer goroutine only
+}
+
+var _ catalog.Store = (*Store)(nil)
+
+// MaxBatch bounds how many operations share one transaction.
+const MaxBatch = 512
+
+type op struct {
+	fn  func(*Tx) error
+	err chan error
+}
+
+// New starts a store on wdb (which must allow a single connection) and rdb.
+func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
+	wconn, err := wdb.Conn(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("catalog: writer connection: %w", err)
+	}
+	s := &Store{d: d, wdb: wdb, wconn: wconn, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}),
+		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}}
+	go s.writer()
+	return s, nil
+}
+
+// Close stops the writer after the queued operations and closes both pools.
+func (s *Store) Close() error {
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	<-s.done
+	for _, st := range s.rstmt {
+		st.Close()
+	}
+	for _, st := range s.wstmt {
+		st.Close()
+	}
+	s.wconn.Close()
+	err := s.wdb.Close()
+	if e := s.rdb.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+func (s *Store) rebind(q string) string {
+	if !s.d.Numbered {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+var errClosed = errors.New("catalog: closed")
+
+// write runs fn in the writer's current group transaction.
+func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
+	o := &op{fn: fn, err: make(chan error, 1)}
+	select {
+	case s.ops <- o:
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued the operation will run; wait for its outcome so a caller
+	// never mistakes a committed change for a failed one.
+	return <-o.err
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	for {
+		var first *op
+		select {
+		case first = <-s.ops:
+		case <-s.closing:
+			// Drain what was queued before close.
+			for {
+				select {
+				case o := <-s.ops:
+					s.runBatch([]*op{o})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*op{first}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+func (s *Store) runBatch(batch []*op) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	tx, err := s.wconn.BeginTx(ctx, nil)
+	if err != nil {
+		for _, o := range batch {
+			o.err <- fmt.Errorf("catalog: begin: %w", err)
+		}
+		return
+	}
+	t := &Tx{s: s, tx: tx, ctx: ctx}
+	single := len(batch) == 1
+	for i, o := range batch {
+		if single {
+			errs[i] = o.fn(t)
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			errs[i] = fmt.Errorf("catalog: savepoint: %w", err)
+			continue
+		}
+		if errs[i] = o.fn(t); errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT op"); err != nil {
+				errs[i] = errors.Join(errs[i], err)
+			}
+		}
+		tx.ExecContext(ctx, "RELEASE SAVEPOINT op")
+	}
+	if single && errs[0] != nil {
+		tx.Rollback()
+		batch[0].err <- errs[0]
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("catalog: commit: %w", err)
+			}
+		}
+	}
+	for i, o := range batch {
+		o.err <- errs[i]
+	}
+}
+
+// Tx is the writer's transaction handle.
+type Tx struct {
+	s   *Store
+	tx  *sql.Tx
+	ctx context.Context
+}
+
+func (t *Tx) stmt(q string) (*sql.Stmt, error) {
+	st, ok := t.s.wstmt[q]
+	if !ok {
+		var err error
+		if st, err = t.s.wconn.PrepareContext(t.ctx, t.s.rebind(q)); err != nil {
+			return nil, fmt.Errorf("catalog: prepare %q: %w", q, err)
+		}
+		t.s.wstmt[q] = st
+	}
+	return t.tx.StmtContext(t.ctx, st), nil
+}
+
+// Exec runs a statement and returns the rows it affected.
+func (t *Tx) Exec(q string, args ...any) (int64, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.Exec(args...)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: %s: %w", firstWord(q), err)
+	}
+	return res.RowsAffected()
+}
+
+// QueryRow runs a query returning one row.
+func (t *Tx) QueryRow(q string, args ...any) *sql.Row {
+	st, err := t.stmt(q)
+	if err != nil {
+		return t.tx.QueryRowContext(t.ctx, "SELECT broken WHERE 0") // surfaces as a scan error
+	}
+	return st.QueryRow(args...)
+}
+
+// Query runs a query returning rows.
+func (t *Tx) Query(q string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(args...)
+}
+
+func firstWord(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.IndexAny(q, " \n\t"); i > 0 {
+		return strings.ToLower(q[:i])
+	}
+	return q
+}
+
+func (s *Store) rstmtFor(q string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.rstmt[q]
+	if !ok {
+		var err error
+		if st, err = s.rdb.Prepare(s.rebind(q)); err != nil {
+			return nil, fmt.Errorf("catalog: prepare %q: %w", q, err)
+		}
+		s.rstmt[q] = st
+	}
+	return st, nil
+}
+
+func (s *Store) readRow(ctx context.Context, q string, args ...any) (*sql.Row, error) {
+	st, err := s.rstmtFor(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(ctx, args...), nil
+}
+
+func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.rstmtFor(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+const inodeCols = "id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile"
+
+type scanner interface{ Scan(...any) error }
+
+func scanInode(r scanner) (catalog.Inode, error) {
+	var in catalog.Inode
+	err := r.Scan(&in.ID, &in.Parent, &in.Name, &in.Kind, &in.Mode, &in.UID, &in.GID, &in.Size, &in.Mtime, &in.Ctime, &in.Atime, &in.COS, &in.Bitfile)
+	return in, err
+}
+
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return api.Errorf(api.ErrNotFound, format, args...)
+	}
+	return fmt.Errorf("catalog: "+format+": %w", append(args, err)...)
+}
+
+// Get implements catalog.Store.
+func (s *Store) Get(ctx context.Context, id int64) (catalog.Inode, error) {
+	row, err := s.readRow(ctx, "SELECT "+inodeCols+" FROM inodes WHERE id = ?", id)
+	if err != nil {
+		return catalog.Inode{}, err
+	}
+	in, err := scanInode(row)
+	if err != nil {
+		return in, notFound(err, "inode %d", id)
+	}
+	return in, nil
+}
+
+// Lookup implements catalog.Store.
+func (s *Store) Lookup(ctx context.Context, parent int64, name string) (catalog.Inode, error) {
+	row, err := s.readRow(ctx, "SELECT "+inodeCols+" FROM inodes WHERE parent = ? AND name = ?", parent, name)
+	if err != nil {
+		return catalog.Inode{}, err
+	}
+	in, err := scanInode(row)
+	if err != nil {
+		return in, notFound(err, "lookup %q", name)
+	}
+	return in, nil
+}
+
+// List implements catalog.Store.
+func (s *Store) List(ctx context.Context, dir int64) ([]catalog.Inode, error) {
+	rows, err := s.readRows(ctx, "SELECT "+inodeCols+" FROM inodes WHERE parent = ? AND id <> ? ORDER BY name", dir, catalog.RootID)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list %d: %w", dir, err)
+	}
+	defer rows.Close()
+	var out []catalog.Inode
+	for rows.Next() {
+		in, err := scanInode(rows)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: list %d: %w", dir, err)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+func (t *Tx) get(id int64) (catalog.Inode, error) {
+	in, err := scanInode(t.QueryRow("SELECT "+inodeCols+" FROM inodes WHERE id = ?", id))
+	if err != nil {
+		return in, notFound(err, "inode %d", id)
+	}
+	return in, nil
+}
+
+// lookup returns the entry or ok=false when absent.
+func (t *Tx) lookup(parent int64, name string) (catalog.Inode, bool, error) {
+	in, err := scanInode(t.QueryRow("SELECT "+inodeCols+" FROM inodes WHERE parent = ? AND name = ?", parent, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return in, false, nil
+	}
+	if err != nil {
+		return in, false, fmt.Errorf("catalog: lookup %q: %w", name, err)
+	}
+	return in, true, nil
+}
+
+func (t *Tx) requireDir(id int64) error {
+	p, err := t.get(id)
+	if err != nil {
+		return err
+	}
+	if p.Kind != catalog.KindDir {
+		return api.Errorf(api.ErrNotDir, "inode %d", id)
+	}
+	return nil
+}
+
+func (t *Tx) insert(in catalog.Inode) (int64, error) {
+	var id int64
+	err := t.QueryRow("INSERT INTO inodes (parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+		in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: insert %q: %w", in.Name, err)
+	}
+	return id, nil
+}
+
+// Mkdir implements catalog.Store.
+func (s *Store) Mkdir(ctx context.Context, in catalog.Inode) (catalog.Inode, error) {
+	in.Kind, in.Size, in.Bitfile = catalog.KindDir, 0, 0
+	err := s.write(ctx, func(t *Tx) error {
+		if err := t.requireDir(in.Parent); err != nil {
+			return err
+		}
+		if _, ok, err := t.lookup(in.Parent, in.Name); err != nil {
+			return err
+		} else if ok {
+			return api.Errorf(api.ErrExist, "mkdir %q", in.Name)
+		}
+		id, err := t.insert(in)
+		in.ID = id
+		return err
+	})
+	return in, err
+}
+
+// Commit implements catalog.Store.
+func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile, replace bool) (catalog.Inode, error) {
+	in.Kind = catalog.KindFile
+	in.Bitfile = 0
+	if b != nil {
+		in.Bitfile, in.Size = b.ID, b.Size
+	}
+	err := s.write(ctx, func(t *Tx) error {
+		if b != nil {
+			if err := t.commitBitfile(b); err != nil {
+				return err
+			}
+		}
+		old, ok, err := t.lookup(in.Parent, in.Name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := t.requireDir(in.Parent); err != nil {
+				return err
+			}
+			in.ID, err = t.insert(in)
+			return err
+		}
+		switch {
+		case old.Kind == catalog.KindDir:
+			return api.Errorf(api.ErrIsDir, "create %q", in.Name)
+		case !replace:
+			return api.Errorf(api.ErrExist, "create %q", in.Name)
+		}
+		if err := t.kill(old.Bitfile); err != nil {
+			return err
+		}
+		in.ID = old.ID
+		_, err = t.Exec("UPDATE inodes SET mode = ?, uid = ?, gid = ?, size = ?, mtime = ?, ctime = ?, atime = ?, cos = ?, bitfile = ? WHERE id = ?",
+			in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.ID)
+		return err
+	})
+	return in, err
+}
+
+func (t *Tx) commitBitfile(b *catalog.Bitfile) error {
+	var state catalog.BitfileState
+	if err := t.QueryRow("SELECT state FROM bitfiles WHERE id = ?", b.ID).Scan(&state); err != nil {
+		return notFound(err, "bitfile %d", b.ID)
+	}
+	if state != catalog.Pending {
+		return api.Errorf(api.ErrInvalid, "bitfile %d is not pending (state %d)", b.ID, state)
+	}
+	for _, sg := range b.Segments {
+		var reserved int64
+		var dev string
+		if err := t.QueryRow("SELECT length, device FROM segments WHERE bitfile = ? AND copy = ? AND stripe = ?", b.ID, sg.Copy, sg.Stripe).Scan(&reserved, &dev); err != nil {
+			return notFound(err, "bitfile %d segment %d.%d", b.ID, sg.Copy, sg.Stripe)
+		}
+		if _, err := t.Exec("UPDATE segments SET length = ?, crc32c = ? WHERE bitfile = ? AND copy = ? AND stripe = ?", sg.Length, int64(sg.CRC32C), b.ID, sg.Copy, sg.Stripe); err != nil {
+			return err
+		}
+		if _, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ?", sg.Length-reserved, dev); err != nil {
+			return err
+		}
+	}
+	_, err := t.Exec("UPDATE bitfiles SET state = ?, size = ?, fixity = ? WHERE id = ?", catalog.Committed, b.Size, b.Fixity, b.ID)
+	return err
+}
+
+func (t *Tx) kill(bitfile int64) error {
+	if bitfile == 0 {
+		return nil
+	}
+	_, err := t.Exec("UPDATE bitfiles SET state = ? WHERE id = ?", catalog.Dead, bitfile)
+	return err
+}
+
+// Rename implements catalog.Store.
+func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) error {
+	return s.write(ctx, func(t *Tx) error {
+		src, ok, err := t.lookup(srcParent, srcName)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return api.Errorf(api.ErrNotFound, "rename %q", srcName)
+		}
+		if err := t.requireDir(dstParent); err != nil {
+			return err
+		}
+		if src.Kind == catalog.KindDir {
+			// Refuse to move a directory into its own subtree.
+			for p := dstParent; p != 0 && p != catalog.RootID; {
+				if p == src.ID {
+					return api.Errorf(api.ErrInvalid, "rename %q: cannot move a directory into itself", srcName)
+				}
+				in, err := t.get(p)
+				if err != nil {
+					return err
+				}
+				p = in.Parent
+			}
+		}
+		dst, exists, err := t.lookup(dstParent, dstName)
+		if err != nil {
+			return err
+		}
+		if exists {
+			if dst.ID == src.ID {
+				return nil
+			}
+			switch {
+			case !replace:
+				return api.Errorf(api.ErrExist, "rename to %q", dstName)
+			case dst.Kind == catalog.KindDir && src.Kind != catalog.KindDir:
+				return api.Errorf(api.ErrIsDir, "rename to %q", dstName)
+			case dst.Kind != catalog.KindDir && src.Kind == catalog.KindDir:
+				return api.Errorf(api.ErrNotDir, "rename to %q", dstName)
+			case dst.Kind == catalog.KindDir:
+				var n int
+				if err := t.QueryRow("SELECT COUNT(*) FROM inodes WHERE parent = ?", dst.ID).Scan(&n); err != nil {
+					return err
+				}
+				if n > 0 {
+					return api.Errorf(api.ErrNotEmpty, "rename to %q", dstName)
+				}
+			}
+			if err := t.kill(dst.Bitfile); err != nil {
+				return err
+			}
+			if _, err := t.Exec("DELETE FROM inodes WHERE id = ?", dst.ID); err != nil {
+				return err
+			}
+		}
+		_, err = t.Exec("UPDATE inodes SET parent = ?, name = ?, ctime = ? WHERE id = ?", dstParent, dstName, ctime, src.ID)
+		return err
+	})
+}
+
+// Remove implements catalog.Store.
+func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive bool) error {
+	return s.write(ctx, func(t *Tx) error {
+		in, ok, err := t.lookup(parent, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return api.Errorf(api.ErrNotFound, "remove %q", name)
+		}
+		if in.Kind == catalog.KindFile {
+			if err := t.kill(in.Bitfile); err != nil {
+				return err
+			}
+			_, err := t.Exec("DELETE FROM inodes WHERE id = ?", in.ID)
+			return err
+		}
+		if !recursive {
+			var n int
+			if err := t.QueryRow("SELECT COUNT(*) FROM inodes WHERE parent = ?", in.ID).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return api.Errorf(api.ErrNotEmpty, "remove %q", name)
+			}
+		}
+		const sub = "WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT i.id FROM inodes i JOIN sub ON i.parent = sub.id) "
+		if _, err := t.Exec(sub+"UPDATE bitfiles SET state = ? WHERE id IN (SELECT bitfile FROM inodes WHERE bitfile <> 0 AND id IN (SELECT id FROM sub))", in.ID, catalog.Dead); err != nil {
+			return err
+		}
+		_, err = t.Exec(sub+"DELETE FROM inodes WHERE id IN (SELECT id FROM sub)", in.ID)
+		return err
+	})
+}
+
+// SetAttr implements catalog.Store.
+func (s *Store) SetAttr(ctx context.Context, id int64, a catalog.Attr) (catalog.Inode, error) {
+	var in catalog.Inode
+	err := s.write(ctx, func(t *Tx) error {
+		var err error
+		if in, err = t.get(id); err != nil {
+			return err
+		}
+		if a.Mode != nil {
+			in.Mode = *a.Mode
+		}
+		if a.UID != nil {
+			in.UID = *a.UID
+		}
+		if a.GID != nil {
+			in.GID = *a.GID
+		}
+		if a.Mtime != nil {
+			in.Mtime = *a.Mtime
+		}
+		if a.Atime != nil {
+			in.Atime = *a.Atime
+		}
+		if a.Mode != nil || a.UID != nil || a.GID != nil || a.Mtime != nil {
+			in.Ctime = a.Ctime
+		}
+		_, err = t.Exec("UPDATE inodes SET mode = ?, uid = ?, gid = ?, mtime = ?, atime = ?, ctime = ? WHERE id = ?", in.Mode, in.UID, in.GID, in.Mtime, in.Atime, in.Ctime, id)
+		return err
+	})
+	return in, err
+}
+
+// CreatePending implements catalog.Store.
+func (s *Store) CreatePending(ctx context.Context, b catalog.Bitfile) (catalog.Bitfile, error) {
+	b.State = catalog.Pending
+	err := s.write(ctx, func(t *Tx) error {
+		if err := t.QueryRow("INSERT INTO bitfiles (state, size, stripe_width, stripe_unit, fixity, epoch, lease) VALUES (?, ?, ?, ?, '', ?, ?) RETURNING id",
+			b.State, b.Size, b.StripeWidth, b.StripeUnit, b.Epoch, b.Lease).Scan(&b.ID); err != nil {
+			return fmt.Errorf("catalog: insert bitfile: %w", err)
+		}
+		for i := range b.Segments {
+			sg := &b.Segments[i]
+			if sg.Object == "" {
+				sg.Object = catalog.ObjectName(b.ID, sg.Copy, sg.Stripe)
+			}
+			if _, err := t.Exec("INSERT INTO segments (bitfile, copy, stripe, device, object, length, crc32c) VALUES (?, ?, ?, ?, ?, ?, 0)",
+				b.ID, sg.Copy, sg.Stripe, sg.Device, sg.Object, sg.Length); err != nil {
+				return err
+			}
+			n, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ?", sg.Length, sg.Device)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return api.Errorf(api.ErrNotFound, "device %q", sg.Device)
+			}
+		}
+		return nil
+	})
+	return b, err
+}
+
+const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease"
+
+func scanBitfile(r scanner) (catalog.Bitfile, error) {
+	var b catalog.Bitfile
+	err := r.Scan(&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease)
+	return b, err
+}
+
+func (s *Store) segments(ctx context.Context, b *catalog.Bitfile) error {
+	rows, err := s.readRows(ctx, "SELECT copy, stripe, device, object, length, crc32c FROM segments WHERE bitfile = ? ORDER BY copy, stripe", b.ID)
+	if err != nil {
+		return fmt.Errorf("catalog: segments of %d: %w", b.ID, err)
+	}
+	defer rows.Close()
+	b.Segments = b.Segments[:0]
+	for rows.Next() {
+		var sg catalog.Segment
+		var crc int64
+		if err := rows.Scan(&sg.Copy, &sg.Stripe, &sg.Device, &sg.Object, &sg.Length, &crc); err != nil {
+			return fmt.Errorf("catalog: segments of %d: %w", b.ID, err)
+		}
+		sg.CRC32C = uint32(crc)
+		b.Segments = append(b.Segments, sg)
+	}
+	return rows.Err()
+}
+
+// Bitfile implements catalog.Store.
+func (s *Store) Bitfile(ctx context.Context, id int64) (catalog.Bitfile, error) {
+	row, err := s.readRow(ctx, "SELECT "+bitfileCols+" FROM bitfiles WHERE id = ?", id)
+	if err != nil {
+		return catalog.Bitfile{}, err
+	}
+	b, err := scanBitfile(row)
+	if err != nil {
+		return b, notFound(err, "bitfile %d", id)
+	}
+	return b, s.segments(ctx, &b)
+}
+
+// Abort implements catalog.Store.
+func (s *Store) Abort(ctx context.Context, id int64) error {
+	return s.write(ctx, func(t *Tx) error {
+		n, err := t.Exec("UPDATE bitfiles SET state = ? WHERE id = ? AND state = ?", catalog.Dead, id, catalog.Pending)
+		if err == nil && n == 0 {
+			return api.Errorf(api.ErrNotFound, "pending bitfile %d", id)
+		}
+		return err
+	})
+}
+
+// ExpirePending implements catalog.Store.
+func (s *Store) ExpirePending(ctx context.Context, epoch, now int64) (int, error) {
+	var n int64
+	err := s.write(ctx, func(t *Tx) error {
+		var err error
+		n, err = t.Exec("UPDATE bitfiles SET state = ? WHERE state = ? AND (epoch < ? OR lease < ?)", catalog.Dead, catalog.Pending, epoch, now)
+		return err
+	})
+	return int(n), err
+}
+
+// DeadBitfiles implements catalog.Store.
+func (s *Store) DeadBitfiles(ctx context.Context, limit int) ([]catalog.Bitfile, error) {
+	rows, err := s.readRows(ctx, "SELECT "+bitfileCols+" FROM bitfiles WHERE state = ? ORDER BY id LIMIT ?", catalog.Dead, limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: dead bitfiles: %w", err)
+	}
+	var out []catalog.Bitfile
+	for rows.Next() {
+		b, err := scanBitfile(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("catalog: dead bitfiles: %w", err)
+		}
+		out = append(out, b)
+	}
+	rows.Close()
+	for i := range out {
+		if err := s.segments(ctx, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Purge implements catalog.Store.
+func (s *Store) Purge(ctx context.Context, id int64) error {
+	return s.write(ctx, func(t *Tx) error {
+		var state catalog.BitfileState
+		if err := t.QueryRow("SELECT state FROM bitfiles WHERE id = ?", id).Scan(&state); err != nil {
+			return notFound(err, "bitfile %d", id)
+		}
+		if state != catalog.Dead {
+			return api.Errorf(api.ErrInvalid, "purge bitfile %d: not dead", id)
+		}
+		rows, err := t.Query("SELECT device, length FROM segments WHERE bitfile = ?", id)
+		if err != nil {
+			return err
+		}
+		type use struct {
+			dev string
+			n   int64
+		}
+		var uses []use
+		for rows.Next() {
+			var u use
+			if err := rows.Scan(&u.dev, &u.n); err != nil {
+				rows.Close()
+				return err
+			}
+			uses = append(uses, u)
+		}
+		rows.Close()
+		for _, u := range uses {
+			if _, err := t.Exec("UPDATE devices SET used = used - ? WHERE id = ?", u.n, u.dev); err != nil {
+				return err
+			}
+		}
+		if _, err := t.Exec("DELETE FROM segments WHERE bitfile = ?", id); err != nil {
+			return err
+		}
+		_, err = t.Exec("DELETE FROM bitfiles WHERE id = ?", id)
+		return err
+	})
+}
+
+// PutDevice implements catalog.Store.
+func (s *Store) PutDevice(ctx context.Context, d catalog.Device) error {
+	return s.write(ctx, func(t *Tx) error {
+		n, err := t.Exec("UPDATE devices SET pool = ?, mover = ?, capacity = ?, bandwidth = ? WHERE id = ?", d.Pool, d.Mover, d.Capacity, d.Bandwidth, d.ID)
+		if err != nil || n > 0 {
+			return err
+		}
+		_, err = t.Exec("INSERT INTO devices (id, pool, mover, capacity, used, bandwidth) VALUES (?, ?, ?, ?, 0, ?)", d.ID, d.Pool, d.Mover, d.Capacity, d.Bandwidth)
+		return err
+	})
+}
+
+// Devices implements catalog.Store.
+func (s *Store) Devices(ctx context.Context) ([]catalog.Device, error) {
+	rows, err := s.readRows(ctx, "SELECT id, pool, mover, capacity, used, bandwidth FROM devices ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: devices: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.Device
+	for rows.Next() {
+		var d catalog.Device
+		if err := rows.Scan(&d.ID, &d.Pool, &d.Mover, &d.Capacity, &d.Used, &d.Bandwidth); err != nil {
+			return nil, fmt.Errorf("catalog: devices: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// NextEpoch implements catalog.Store.
+func (s *Store) NextEpoch(ctx context.Context) (int64, error) {
+	var e int64
+	err := s.write(ctx, func(t *Tx) error {
+		if _, err := t.Exec("UPDATE meta SET value = value + 1 WHERE name = 'epoch'"); err != nil {
+			return err
+		}
+		return t.QueryRow("SELECT value FROM meta WHERE name = 'epoch'").Scan(&e)
+	})
+	return e, err
+}

@@ -1,0 +1,513 @@
+// Package disk owns disk devices: a directory on a local file system that
+// stands for one disk or RAID array and stores segment objects.
+//
+// Each object is the segment's data followed by a trailer: a CRC32C per
+// 1 MiB chunk and a footer with the length and whole-object CRC. Data starts
+// at offset 0, so large writes stay aligned and a read needs no index; the
+// chunk table lets any range be verified at rest without reading the whole
+// object. Writes are fsynced (file, then directory) before a receipt is
+// issued, so a receipt means the bytes survive a crash.
+//
+// A device accounts its capacity (a configured size, never more than the
+// file system offers) and may be capped in bandwidth so that one machine can
+// emulate many slower devices.
+package disk
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/time/rate"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// ChunkSize is the granularity of at-rest checksums.
+const ChunkSize = 1 << 20
+
+const (
+	footerSize = 32
+	magic      = "STRATA01"
+	fanout     = 256
+)
+
+// Device is one disk device.
+type Device struct {
+	id       string
+	dir      string
+	capacity int64
+	bw       int64
+	limiter  *rate.Limiter // nil when uncapped
+
+	mu       sync.Mutex
+	used     int64 // bytes in objects on the device
+	reserved int64 // bytes promised to writes in flight
+
+	dirSync []sync.Mutex // serialises directory fsyncs per fan-out dir
+	dirs    [fanout]*os.File
+	writes  atomic.Int64
+}
+
+// Options configure a device.
+type Options struct {
+	// Capacity in bytes; 0 means what the file system holds.
+	Capacity int64
+	// Bandwidth cap in bytes per second for reads and writes; 0 means none.
+	Bandwidth int64
+}
+
+// Open opens (creating if needed) the device rooted at dir.
+func Open(id, dir string, o Options) (*Device, error) {
+	d := &Device{id: id, dir: dir, capacity: o.Capacity, bw: o.Bandwidth, dirSync: make([]sync.Mutex, fanout)}
+	for i := 0; i < fanout; i++ {
+		p := filepath.Join(dir, "objects", fmt.Sprintf("%02x", i))
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, fmt.Errorf("disk %s: %w", id, err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("disk %s: %w", id, err)
+		}
+		d.dirs[i] = f
+	}
+	if d.capacity == 0 {
+		total, _, err := fsSpace(dir)
+		if err != nil {
+			return nil, fmt.Errorf("disk %s: %w", id, err)
+		}
+		d.capacity = total
+	}
+	if o.Bandwidth > 0 {
+		// A 4 MiB burst lets 1 MiB frames through without stalling while
+		// keeping the long-run rate within the cap.
+		d.limiter = rate.NewLimiter(rate.Limit(o.Bandwidth), 4<<20)
+	}
+	used, err := d.scan()
+	if err != nil {
+		return nil, fmt.Errorf("disk %s: scan: %w", id, err)
+	}
+	d.used = used
+	return d, nil
+}
+
+// Close releases the device's directory handles.
+func (d *Device) Close() error {
+	for _, f := range d.dirs {
+		if f != nil {
+			f.Close()
+		}
+	}
+	return nil
+}
+
+func (d *Device) scan() (int64, error) {
+	var used int64
+	err := filepath.WalkDir(filepath.Join(d.dir, "objects"), func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		used += info.Size()
+		return nil
+	})
+	return used, err
+}
+
+// ID returns the device's name.
+func (d *Device) ID() string { return d.id }
+
+// Dir returns the device's root directory.
+func (d *Device) Dir() string { return d.dir }
+
+// Bandwidth returns the configured cap in bytes/s (0 = none).
+func (d *Device) Bandwidth() int64 { return d.bw }
+
+// Usage reports capacity, bytes used and bytes free. Free is bounded by what
+// the file system really has, so a device sharing a disk with others never
+// promises space that is gone.
+func (d *Device) Usage() (capacity, used, free int64) {
+	d.mu.Lock()
+	used, res := d.used, d.reserved
+	d.mu.Unlock()
+	free = d.capacity - used - res
+	if _, avail, err := fsSpace(d.dir); err == nil && avail < free {
+		free = avail
+	}
+	if free < 0 {
+		free = 0
+	}
+	return d.capacity, used, free
+}
+
+func fsSpace(dir string) (total, avail int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize, nil
+}
+
+func (d *Device) slot(object string) int {
+	h := fnv.New32a()
+	h.Write([]byte(object))
+	return int(h.Sum32() % fanout)
+}
+
+func (d *Device) path(object string) (string, error) {
+	if object == "" || strings.ContainsAny(object, "/\\\x00") || object == "." || object == ".." {
+		return "", api.Errorf(api.ErrInvalid, "disk %s: bad object name %q", d.id, object)
+	}
+	return filepath.Join(d.dir, "objects", fmt.Sprintf("%02x", d.slot(object)), object), nil
+}
+
+// trailerSize is the number of bytes the trailer adds to n bytes of data.
+func trailerSize(n int64) int64 { return 4*((n+ChunkSize-1)/ChunkSize) + footerSize }
+
+func (d *Device) wait(ctx context.Context, n int) error {
+	if d.limiter == nil {
+		return nil
+	}
+	for n > 0 {
+		k := min(n, d.limiter.Burst())
+		if err := d.limiter.WaitN(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// Create starts writing object, reserving room for up to maxLen data bytes.
+func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writer, error) {
+	p, err := d.path(object)
+	if err != nil {
+		return nil, err
+	}
+	need := maxLen + trailerSize(maxLen)
+	d.mu.Lock()
+	free := d.capacity - d.used - d.reserved
+	if need > free {
+		d.mu.Unlock()
+		return nil, api.Errorf(api.ErrNoSpace, "disk %s: %d bytes requested, %d free", d.id, need, max(free, 0))
+	}
+	d.reserved += need
+	d.mu.Unlock()
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		d.release(need)
+		if errors.Is(err, os.ErrExist) {
+			return nil, api.Errorf(api.ErrExist, "disk %s: object %s", d.id, object)
+		}
+		return nil, mapErr(fmt.Errorf("disk %s: create %s: %w", d.id, object, err))
+	}
+	d.writes.Add(1)
+	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx}, nil
+}
+
+func (d *Device) release(n int64) {
+	d.mu.Lock()
+	d.reserved -= n
+	d.mu.Unlock()
+}
+
+func mapErr(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("%w (%w)", err, api.ErrNoSpace)
+	}
+	return err
+}
+
+// Writer writes one object. Call Close to make it durable or Abort to drop it.
+type Writer struct {
+	d        *Device
+	f        *os.File
+	ctx      context.Context
+	path     string
+	object   string
+	max      int64
+	reserved int64
+
+	n        int64    // data bytes written
+	crc      uint32   // whole-object CRC32C
+	chunkCRC uint32   // CRC of the current partial chunk
+	table    []uint32 // CRCs of completed chunks
+	done     bool
+}
+
+// Write appends data to the object.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.n+int64(len(p)) > w.max {
+		return 0, api.Errorf(api.ErrNoSpace, "disk %s: object %s exceeds its reservation of %d bytes", w.d.id, w.object, w.max)
+	}
+	if err := w.d.wait(w.ctx, len(p)); err != nil {
+		return 0, err
+	}
+	n, err := w.f.Write(p)
+	w.account(p[:n])
+	if err != nil {
+		return n, mapErr(fmt.Errorf("disk %s: write %s: %w", w.d.id, w.object, err))
+	}
+	return n, nil
+}
+
+func (w *Writer) account(p []byte) {
+	w.crc = crc32.Update(w.crc, wire.Castagnoli, p)
+	for len(p) > 0 {
+		room := ChunkSize - int(w.n%ChunkSize)
+		k := min(room, len(p))
+		w.chunkCRC = crc32.Update(w.chunkCRC, wire.Castagnoli, p[:k])
+		w.n += int64(k)
+		p = p[k:]
+		if w.n%ChunkSize == 0 {
+			w.table = append(w.table, w.chunkCRC)
+			w.chunkCRC = 0
+		}
+	}
+}
+
+// Len returns the data bytes written so far.
+func (w *Writer) Len() int64 { return w.n }
+
+// CRC returns the CRC32C of the data written so far.
+func (w *Writer) CRC() uint32 { return w.crc }
+
+// Close writes the trailer and makes the object durable: file and directory
+// are fsynced before Close returns nil.
+func (w *Writer) Close() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	defer w.d.writes.Add(-1)
+	table := w.table
+	if w.n%ChunkSize != 0 {
+		table = append(table, w.chunkCRC)
+	}
+	tr := make([]byte, 4*len(table)+footerSize)
+	for i, c := range table {
+		binary.BigEndian.PutUint32(tr[4*i:], c)
+	}
+	ft := tr[4*len(table):]
+	copy(ft, magic)
+	binary.BigEndian.PutUint64(ft[8:], uint64(w.n))
+	binary.BigEndian.PutUint32(ft[16:], ChunkSize)
+	binary.BigEndian.PutUint32(ft[20:], uint32(len(table)))
+	binary.BigEndian.PutUint32(ft[24:], w.crc)
+	binary.BigEndian.PutUint32(ft[28:], crc32.Checksum(ft[:28], wire.Castagnoli))
+	_, err := w.f.Write(tr)
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = w.d.syncDir(w.object)
+	}
+	if err != nil {
+		os.Remove(w.path)
+		w.d.release(w.reserved)
+		return mapErr(fmt.Errorf("disk %s: close %s: %w", w.d.id, w.object, err))
+	}
+	size := w.n + int64(len(tr))
+	w.d.mu.Lock()
+	w.d.reserved -= w.reserved
+	w.d.used += size
+	w.d.mu.Unlock()
+	return nil
+}
+
+// syncDir makes the new directory entry durable. Concurrent closes in one
+// directory share a single fsync when they overlap.
+func (d *Device) syncDir(object string) error {
+	i := d.slot(object)
+	d.dirSync[i].Lock()
+	defer d.dirSync[i].Unlock()
+	return d.dirs[i].Sync()
+}
+
+// Abort drops the partial object and its reservation.
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.d.writes.Add(-1)
+	w.f.Close()
+	os.Remove(w.path)
+	w.d.release(w.reserved)
+}
+
+// Remove deletes object. Removing an object that is not there succeeds, so
+// reclaim can be repeated after a crash.
+func (d *Device) Remove(object string) error {
+	p, err := d.path(object)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("disk %s: remove %s: %w", d.id, object, err)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("disk %s: remove %s: %w", d.id, object, err)
+	}
+	d.mu.Lock()
+	d.used -= info.Size()
+	d.mu.Unlock()
+	return nil
+}
+
+// CorruptError names the device, object and offset where stored data failed
+// its checksum.
+type CorruptError struct {
+	Device, Object string
+	Offset         int64
+	Detail         string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("disk %s: object %s: %s at offset %d", e.Device, e.Object, e.Detail, e.Offset)
+}
+
+// Unwrap makes errors.Is(err, api.ErrCorrupt) hold.
+func (e *CorruptError) Unwrap() error { return api.ErrCorrupt }
+
+// Reader reads and verifies one stored object.
+type Reader struct {
+	d      *Device
+	f      *os.File
+	object string
+	n      int64
+	crc    uint32
+	table  []uint32
+	buf    []byte
+	ctx    context.Context
+}
+
+// OpenObject opens object for reading and checks its trailer.
+func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error) {
+	p, err := d.path(object)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, api.Errorf(api.ErrNotFound, "disk %s: object %s", d.id, object)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("disk %s: open %s: %w", d.id, object, err)
+	}
+	r := &Reader{d: d, f: f, object: object, ctx: ctx}
+	if err := r.readTrailer(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) corrupt(off int64, detail string) error {
+	return &CorruptError{Device: r.d.id, Object: r.object, Offset: off, Detail: detail}
+}
+
+func (r *Reader) readTrailer() error {
+	info, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	size := info.Size()
+	if size < footerSize {
+		return r.corrupt(0, "object truncated (no trailer)")
+	}
+	var ft [footerSize]byte
+	if _, err := r.f.ReadAt(ft[:], size-footerSize); err != nil {
+		return fmt.Errorf("disk %s: read trailer of %s: %w", r.d.id, r.object, err)
+	}
+	if string(ft[:8]) != magic || binary.BigEndian.Uint32(ft[28:]) != crc32.Checksum(ft[:28], wire.Castagnoli) {
+		return r.corrupt(size-footerSize, "bad trailer")
+	}
+	r.n = int64(binary.BigEndian.Uint64(ft[8:]))
+	chunks := int64(binary.BigEndian.Uint32(ft[20:]))
+	r.crc = binary.BigEndian.Uint32(ft[24:])
+	if binary.BigEndian.Uint32(ft[16:]) != ChunkSize || chunks != (r.n+ChunkSize-1)/ChunkSize || r.n+4*chunks+footerSize != size {
+		return r.corrupt(size-footerSize, "inconsistent trailer")
+	}
+	tb := make([]byte, 4*chunks)
+	if _, err := r.f.ReadAt(tb, r.n); err != nil {
+		return fmt.Errorf("disk %s: read trailer of %s: %w", r.d.id, r.object, err)
+	}
+	r.table = make([]uint32, chunks)
+	for i := range r.table {
+		r.table[i] = binary.BigEndian.Uint32(tb[4*i:])
+	}
+	return nil
+}
+
+// Len returns the object's data length.
+func (r *Reader) Len() int64 { return r.n }
+
+// CRC returns the whole-object CRC32C recorded at write time.
+func (r *Reader) CRC() uint32 { return r.crc }
+
+// Chunk reads and verifies chunk i into buf (len >= ChunkSize) and returns
+// the chunk's data.
+func (r *Reader) Chunk(i int64, buf []byte) ([]byte, error) {
+	off := i * ChunkSize
+	if off >= r.n {
+		return nil, io.EOF
+	}
+	n := min(int64(ChunkSize), r.n-off)
+	if err := r.d.wait(r.ctx, int(n)); err != nil {
+		return nil, err
+	}
+	p := buf[:n]
+	if _, err := r.f.ReadAt(p, off); err != nil {
+		return nil, fmt.Errorf("disk %s: read %s at %d: %w", r.d.id, r.object, off, err)
+	}
+	if crc32.Checksum(p, wire.Castagnoli) != r.table[i] {
+		return nil, r.corrupt(off, "checksum mismatch in chunk")
+	}
+	return p, nil
+}
+
+// ReadAt reads verified data at off. It is meant for small ranges; streaming
+// readers use Chunk.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if r.buf == nil {
+		r.buf = make([]byte, ChunkSize)
+	}
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		if pos >= r.n {
+			return done, io.EOF
+		}
+		c, err := r.Chunk(pos/ChunkSize, r.buf)
+		if err != nil {
+			return done, err
+		}
+		done += copy(p[done:], c[pos%ChunkSize:])
+	}
+	return done, nil
+}
+
+// Close releases the reader.
+func (r *Reader) Close() error { return r.f.Close() }

@@ -1,0 +1,169 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/strata-storage/strata/internal/api"
+)
+
+func openDev(t *testing.T, o Options) *Device {
+	t.Helper()
+	d, err := Open("d0", t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func put(t *testing.T, d *Device, obj string, data []byte) {
+	t.Helper()
+	w, err := d.Create(context.Background(), obj, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := data; len(p) > 0; {
+		k := min(len(p), 300000) // frame sizes that straddle chunks
+		if _, err := w.Write(p[:k]); err != nil {
+			t.Fatal(err)
+		}
+		p = p[k:]
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readAll(d *Device, obj string) ([]byte, error) {
+	r, err := d.OpenObject(context.Background(), obj)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out bytes.Buffer
+	buf := make([]byte, ChunkSize)
+	for i := int64(0); ; i++ {
+		c, err := r.Chunk(i, buf)
+		if err == io.EOF {
+			return out.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Write(c)
+	}
+}
+
+func TestRoundTripSizes(t *testing.T) {
+	d := openDev(t, Options{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, ChunkSize - 1, ChunkSize, ChunkSize + 1, 3*ChunkSize + 17} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		obj := "obj" + string(rune('a'+n%26)) + "-" + itoa(n)
+		put(t, d, obj, data)
+		got, err := readAll(d, obj)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: mismatch (err %v)", n, err)
+		}
+		r, _ := d.OpenObject(context.Background(), obj)
+		if n > 10 {
+			p := make([]byte, 10)
+			if _, err := r.ReadAt(p, int64(n-10)); err != nil || !bytes.Equal(p, data[n-10:]) {
+				t.Fatalf("ReadAt tail: %v", err)
+			}
+		}
+		r.Close()
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestCorruptionDetected(t *testing.T) {
+	d := openDev(t, Options{})
+	data := bytes.Repeat([]byte("0123456789"), 300000)
+	put(t, d, "victim", data)
+	p, _ := d.path("victim")
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{'X'}, 2*ChunkSize+5)
+	f.Close()
+	_, err = readAll(d, "victim")
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, api.ErrCorrupt) || ce.Offset != 2*ChunkSize {
+		t.Fatalf("want corruption at chunk 2, got %v", err)
+	}
+}
+
+func TestTruncatedObjectIsCorrupt(t *testing.T) {
+	d := openDev(t, Options{})
+	put(t, d, "t", []byte("hello"))
+	p, _ := d.path("t")
+	os.Truncate(p, 3)
+	if _, err := d.OpenObject(context.Background(), "t"); !errors.Is(err, api.ErrCorrupt) {
+		t.Fatalf("want corrupt, got %v", err)
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	d := openDev(t, Options{Capacity: 4 << 20})
+	if _, err := d.Create(context.Background(), "big", 8<<20); !errors.Is(err, api.ErrNoSpace) {
+		t.Fatalf("want no space, got %v", err)
+	}
+	w, err := d.Create(context.Background(), "a", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 1<<20+1)); !errors.Is(err, api.ErrNoSpace) {
+		t.Fatalf("write past reservation: %v", err)
+	}
+	w.Abort()
+	if _, used, free := d.Usage(); used != 0 || free != 4<<20 {
+		t.Fatalf("after abort used=%d free=%d", used, free)
+	}
+	put(t, d, "b", make([]byte, 1000))
+	_, used, _ := d.Usage()
+	if used != 1000+trailerSize(1000) {
+		t.Fatalf("used %d", used)
+	}
+	if err := d.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Remove("b"); err != nil {
+		t.Fatalf("second remove: %v", err)
+	}
+	if _, used, _ := d.Usage(); used != 0 {
+		t.Fatalf("used after remove %d", used)
+	}
+	// Reopening rescans what is on disk.
+	put(t, d, "c", make([]byte, 10))
+	d2, err := Open("d0", d.Dir(), Options{Capacity: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if _, used, _ := d2.Usage(); used != 10+trailerSize(10) {
+		t.Fatalf("rescan used %d", used)
+	}
+}
+
+func TestBadObjectNames(t *testing.T) {
+	d := openDev(t, Options{})
+	for _, name := range []string{"", "..", "a/b", filepath.Join("..", "x")} {
+		if _, err := d.Create(context.Background(), name, 1); !errors.Is(err, api.ErrInvalid) {
+			t.Errorf("%q: want invalid, got %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,360 @@
+// Package mover owns the data plane: a TCP server that moves bytes between
+// clients and the devices it holds, on the core's authority.
+//
+// A mover never consults the catalog. Each request carries a capability
+// token the core signed; the mover checks it, then streams frames straight
+// to or from the device (HPSS's third-party transfer: the core hands out
+// layouts, data flows client ↔ mover directly, all stripes in parallel).
+//
+// The protocol on one connection, for each request:
+//
+//	write:  C→M Msg(Request), Data…, End(crc)     M→C Msg(Status{receipt}) | Error
+//	read:   C→M Msg(Request)                      M→C Msg(Status{length}), Data…, End(crc) | Error
+//	delete: C→M Msg(Request)                      M→C Msg(Status) | Error
+//
+// A write is streamed without waiting for a go-ahead, so small files cost one
+// round trip. When the mover refuses or fails a write it sends the Error at
+// once and then discards frames up to End; the client, reading concurrently,
+// stops sending early. Either way the connection stays in step and reusable.
+package mover
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// Mover serves the devices it holds.
+type Mover struct {
+	id      string
+	devices map[string]*disk.Device
+	signer  *token.Signer
+	epoch   atomic.Int64
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu     sync.Mutex
+	lns    []net.Listener
+	conns  map[net.Conn]struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a mover for devs, checking tokens with signer.
+func New(id string, devs []*disk.Device, signer *token.Signer, log *slog.Logger) *Mover {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Mover{id: id, devices: map[string]*disk.Device{}, signer: signer, log: log, now: time.Now,
+		conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
+	for _, d := range devs {
+		m.devices[d.ID()] = d
+	}
+	return m
+}
+
+// ID returns the mover's name.
+func (m *Mover) ID() string { return m.id }
+
+// SetEpoch raises the epoch below which tokens are refused.
+func (m *Mover) SetEpoch(e int64) {
+	for {
+		cur := m.epoch.Load()
+		if e <= cur || m.epoch.CompareAndSwap(cur, e) {
+			return
+		}
+	}
+}
+
+// Epoch returns the current epoch.
+func (m *Mover) Epoch() int64 { return m.epoch.Load() }
+
+// Devices describes the mover's devices, sorted by ID.
+func (m *Mover) Devices(pool func(id string) string, addr string) []api.DeviceInfo {
+	var out []api.DeviceInfo
+	for id, d := range m.devices {
+		c, u, f := d.Usage()
+		out = append(out, api.DeviceInfo{ID: id, Pool: pool(id), Mover: addr, Online: true, Capacity: c, Used: u, Free: f, Bandwidth: d.Bandwidth()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Device returns a device by ID.
+func (m *Mover) Device(id string) (*disk.Device, bool) {
+	d, ok := m.devices[id]
+	return d, ok
+}
+
+// Serve accepts connections on ln until Close.
+func (m *Mover) Serve(ln net.Listener) error {
+	m.mu.Lock()
+	m.lns = append(m.lns, ln)
+	m.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if m.ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("mover %s: accept: %w", m.id, err)
+		}
+		m.mu.Lock()
+		m.conns[c] = struct{}{}
+		m.mu.Unlock()
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.serveConn(c)
+			m.mu.Lock()
+			delete(m.conns, c)
+			m.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, breaks open connections and waits for handlers.
+func (m *Mover) Close() error {
+	m.cancel()
+	m.mu.Lock()
+	for _, ln := range m.lns {
+		ln.Close()
+	}
+	for c := range m.conns {
+		c.Close()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, disk.ChunkSize); return &b }}
+
+func (m *Mover) serveConn(c net.Conn) {
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	br := bufio.NewReaderSize(c, 256<<10)
+	bw := bufio.NewWriterSize(c, 256<<10)
+	fr, fw := wire.NewReader(br), wire.NewWriter(bw)
+	for {
+		var req wire.Request
+		if err := fr.ReadMsg(&req); err != nil {
+			if !errors.Is(err, io.EOF) && m.ctx.Err() == nil {
+				m.log.Debug("mover: connection ends", "remote", c.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		var err error
+		switch req.Op {
+		case token.OpWrite:
+			err = m.write(req, fr, fw)
+		case token.OpRead:
+			err = m.read(req, fw)
+		case token.OpDelete:
+			err = m.delete(req, fw)
+		default:
+			err = fw.Error(status(api.Errorf(api.ErrInvalid, "mover: unknown op %q", req.Op)))
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			// Transport failure or a stream out of step: drop the connection.
+			m.log.Debug("mover: request failed", "op", req.Op, "object", req.Object, "err", err)
+			return
+		}
+	}
+}
+
+func status(err error) wire.Status {
+	code, _ := api.CodeOf(err)
+	var se *wire.StatusError
+	if errors.As(err, &se) {
+		return se.Status
+	}
+	return wire.Status{Code: code, Error: err.Error()}
+}
+
+func (m *Mover) authorize(req wire.Request, op string) (*disk.Device, token.Claims, error) {
+	c, err := m.signer.Check(req.Token, op, req.Device, req.Object, m.now())
+	if err != nil {
+		return nil, c, api.Errorf(api.ErrDenied, "mover %s: %s %s/%s: %v", m.id, op, req.Device, req.Object, err)
+	}
+	if cur := m.epoch.Load(); c.Epoch < cur {
+		return nil, c, api.Errorf(api.ErrDenied, "mover %s: token from core epoch %d, current is %d", m.id, c.Epoch, cur)
+	}
+	m.SetEpoch(c.Epoch)
+	d, ok := m.devices[req.Device]
+	if !ok {
+		return nil, c, api.Errorf(api.ErrNotFound, "mover %s: no device %q", m.id, req.Device)
+	}
+	return d, c, nil
+}
+
+// write receives one object. Returned errors are transport errors only;
+// request failures are reported to the client in an Error frame.
+func (m *Mover) write(req wire.Request, fr *wire.Reader, fw *wire.Writer) error {
+	var w *disk.Writer
+	d, claims, err := m.authorize(req, token.OpWrite)
+	if err == nil {
+		w, err = d.Create(m.ctx, req.Object, claims.MaxLen)
+	}
+	failed := err
+	if failed != nil {
+		// Tell the client at once so it stops sending, then skip to End.
+		if err := fw.Error(status(failed)); err != nil {
+			return err
+		}
+		if err := fw.Flush(); err != nil {
+			return err
+		}
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	var crc uint32
+	for {
+		h, err := fr.Next()
+		if err != nil {
+			if w != nil {
+				w.Abort()
+			}
+			return err
+		}
+		switch h.Type {
+		case wire.TypeData:
+			buf := *bp
+			if int(h.Length) > len(buf) {
+				buf = make([]byte, h.Length)
+			}
+			p, err := fr.Payload(h, buf)
+			var ce *wire.ChecksumError
+			if errors.As(err, &ce) {
+				err = nil
+				if failed == nil {
+					failed = api.Errorf(api.ErrCorrupt, "mover %s: %s/%s: frame damaged in transit (%v)", m.id, req.Device, req.Object, ce)
+					w.Abort()
+					w = nil
+					if err := fw.Error(status(failed)); err != nil {
+						return err
+					}
+					if err := fw.Flush(); err != nil {
+						return err
+					}
+				}
+			}
+			if err != nil {
+				if w != nil {
+					w.Abort()
+				}
+				return err
+			}
+			if failed != nil {
+				continue
+			}
+			crc = crc32.Update(crc, wire.Castagnoli, p)
+			if _, err := w.Write(p); err != nil {
+				failed = err
+				w.Abort()
+				w = nil
+				if err := fw.Error(status(failed)); err != nil {
+					return err
+				}
+				if err := fw.Flush(); err != nil {
+					return err
+				}
+			}
+		case wire.TypeEnd:
+			if failed != nil {
+				return nil // the error was already sent
+			}
+			if h.CRC != crc {
+				w.Abort()
+				return fw.Error(status(api.Errorf(api.ErrCorrupt, "mover %s: %s/%s: stream crc32c %08x, sender says %08x", m.id, req.Device, req.Object, crc, h.CRC)))
+			}
+			if err := w.Close(); err != nil {
+				return fw.Error(status(err))
+			}
+			return fw.Msg(wire.Status{OK: true, Length: w.Len(), CRC32C: crc, Receipt: m.signer.Receipt(req.Device, req.Object, w.Len(), crc)})
+		default:
+			if w != nil {
+				w.Abort()
+			}
+			return fmt.Errorf("%w: unexpected frame type %d in write", wire.ErrFrame, h.Type)
+		}
+	}
+}
+
+func (m *Mover) read(req wire.Request, fw *wire.Writer) error {
+	d, _, err := m.authorize(req, token.OpRead)
+	if err != nil {
+		return fw.Error(status(err))
+	}
+	r, err := d.OpenObject(m.ctx, req.Object)
+	if err != nil {
+		return fw.Error(status(err))
+	}
+	defer r.Close()
+	off, n := req.Offset, req.Length
+	if off < 0 || off > r.Len() || n < 0 {
+		return fw.Error(status(api.Errorf(api.ErrInvalid, "mover %s: read %s/%s: range %d+%d outside %d bytes", m.id, req.Device, req.Object, off, n, r.Len())))
+	}
+	if n == 0 || off+n > r.Len() {
+		n = r.Len() - off
+	}
+	if err := fw.Msg(wire.Status{OK: true, Length: n, CRC32C: r.CRC()}); err != nil {
+		return err
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	var crc uint32
+	end := off + n
+	for pos := off; pos < end; {
+		chunk, err := r.Chunk(pos/disk.ChunkSize, *bp)
+		if err != nil {
+			m.log.Warn("mover: read failed", "device", req.Device, "object", req.Object, "err", err)
+			return fw.Error(status(err))
+		}
+		lo := pos % disk.ChunkSize
+		hi := min(int64(len(chunk)), lo+end-pos)
+		p := chunk[lo:hi]
+		if _, err := fw.Data(p); err != nil {
+			return err
+		}
+		crc = crc32.Update(crc, wire.Castagnoli, p)
+		pos += int64(len(p))
+	}
+	return fw.End(crc)
+}
+
+func (m *Mover) delete(req wire.Request, fw *wire.Writer) error {
+	d, _, err := m.authorize(req, token.OpDelete)
+	if err == nil {
+		err = d.Remove(req.Object)
+	}
+	if err != nil {
+		return fw.Error(status(err))
+	}
+	return fw.Msg(wire.Status{OK: true})
+}

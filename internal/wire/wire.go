@@ -1,0 +1,256 @@
+// Package wire owns Strata's data-plane framing: the byte format spoken
+// between clients, movers and the core over raw TCP.
+//
+// Bulk data never rides HTTP: one frame format carries control messages,
+// data and errors, each data frame with its own CRC32C so corruption on the
+// wire is caught at the frame that carried it. A frame is
+//
+//	type u8 | reserved [3]u8 | length u32 | crc32c u32 | payload [length]byte
+//
+// all big-endian. For TypeData the CRC covers the payload; for TypeEnd the
+// payload is empty and the CRC is that of the whole stream it closes, so a
+// receiver checks both each piece and the total.
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// Frame types.
+const (
+	TypeData  byte = 1 // payload is data; CRC over the payload
+	TypeEnd   byte = 2 // end of a data stream; CRC of the whole stream
+	TypeError byte = 3 // payload is a JSON Status with the error
+	TypeMsg   byte = 4 // payload is a JSON control message
+)
+
+// HeaderSize is the fixed size of a frame header.
+const HeaderSize = 12
+
+// MaxData bounds a data frame; MaxMsg bounds a control or error frame. A
+// peer announcing more is broken or hostile, and the connection is dropped
+// before anything is allocated.
+const (
+	MaxData = 16 << 20
+	MaxMsg  = 1 << 20
+)
+
+// Castagnoli is the CRC32C table used everywhere in Strata.
+var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrFrame reports a malformed frame: the connection must not be reused.
+var ErrFrame = errors.New("wire: malformed frame")
+
+// Header is a decoded frame header.
+type Header struct {
+	Type   byte
+	Length uint32
+	CRC    uint32
+}
+
+// PutHeader encodes h into b, which must be at least HeaderSize long.
+func PutHeader(b []byte, h Header) {
+	b[0] = h.Type
+	b[1], b[2], b[3] = 0, 0, 0
+	binary.BigEndian.PutUint32(b[4:8], h.Length)
+	binary.BigEndian.PutUint32(b[8:12], h.CRC)
+}
+
+// ParseHeader decodes and validates a frame header.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) < HeaderSize {
+		return Header{}, fmt.Errorf("%w: short header (%d bytes)", ErrFrame, len(b))
+	}
+	h := Header{Type: b[0], Length: binary.BigEndian.Uint32(b[4:8]), CRC: binary.BigEndian.Uint32(b[8:12])}
+	if b[1]|b[2]|b[3] != 0 {
+		return h, fmt.Errorf("%w: reserved bytes set", ErrFrame)
+	}
+	switch h.Type {
+	case TypeData:
+		if h.Length > MaxData {
+			return h, fmt.Errorf("%w: data frame of %d bytes exceeds %d", ErrFrame, h.Length, MaxData)
+		}
+	case TypeEnd:
+		if h.Length != 0 {
+			return h, fmt.Errorf("%w: end frame with payload", ErrFrame)
+		}
+	case TypeError, TypeMsg:
+		if h.Length > MaxMsg {
+			return h, fmt.Errorf("%w: message of %d bytes exceeds %d", ErrFrame, h.Length, MaxMsg)
+		}
+	default:
+		return h, fmt.Errorf("%w: unknown type %d", ErrFrame, h.Type)
+	}
+	return h, nil
+}
+
+// Status is the JSON payload of TypeError frames and of the final reply to a
+// request. Code is one of the api error codes so the client can map it back
+// to a sentinel error.
+type Status struct {
+	OK      bool   `json:"ok"`
+	Code    string `json:"code,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Length  int64  `json:"length,omitempty"`
+	CRC32C  uint32 `json:"crc32c,omitempty"`
+	Receipt string `json:"receipt,omitempty"`
+}
+
+// Writer writes frames to an underlying (buffered) writer.
+type Writer struct {
+	w   io.Writer
+	hdr [HeaderSize]byte
+}
+
+// NewWriter returns a frame writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+func (fw *Writer) frame(t byte, payload []byte, crc uint32) error {
+	PutHeader(fw.hdr[:], Header{Type: t, Length: uint32(len(payload)), CRC: crc})
+	if _, err := fw.w.Write(fw.hdr[:]); err != nil {
+		return err
+	}
+	if len(payload) > 0 {
+		if _, err := fw.w.Write(payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Data writes one data frame and returns the payload's CRC32C.
+func (fw *Writer) Data(p []byte) (uint32, error) {
+	if len(p) > MaxData {
+		return 0, fmt.Errorf("wire: data frame of %d bytes exceeds %d", len(p), MaxData)
+	}
+	c := crc32.Checksum(p, Castagnoli)
+	return c, fw.frame(TypeData, p, c)
+}
+
+// End closes a data stream whose total CRC32C is crc.
+func (fw *Writer) End(crc uint32) error { return fw.frame(TypeEnd, nil, crc) }
+
+// Msg writes v as a JSON control message.
+func (fw *Writer) Msg(v any) error { return fw.json(TypeMsg, v) }
+
+// Error writes an error frame carrying st.
+func (fw *Writer) Error(st Status) error { st.OK = false; return fw.json(TypeError, st) }
+
+func (fw *Writer) json(t byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("wire: encode message: %w", err)
+	}
+	if len(b) > MaxMsg {
+		return fmt.Errorf("wire: message of %d bytes exceeds %d", len(b), MaxMsg)
+	}
+	return fw.frame(t, b, crc32.Checksum(b, Castagnoli))
+}
+
+// Reader reads frames from an underlying (buffered) reader.
+type Reader struct {
+	r   io.Reader
+	hdr [HeaderSize]byte
+}
+
+// NewReader returns a frame reader on r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+// Next reads the next frame header. For TypeData the caller must then read
+// exactly h.Length payload bytes with Payload; for TypeMsg and TypeError use
+// Decode.
+func (fr *Reader) Next() (Header, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return Header{}, err
+	}
+	return ParseHeader(fr.hdr[:])
+}
+
+// Payload reads h's payload into buf (len(buf) >= h.Length) and checks its
+// CRC. It returns the payload slice.
+func (fr *Reader) Payload(h Header, buf []byte) ([]byte, error) {
+	if int(h.Length) > len(buf) {
+		return nil, fmt.Errorf("%w: payload of %d bytes exceeds buffer %d", ErrFrame, h.Length, len(buf))
+	}
+	p := buf[:h.Length]
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		return nil, err
+	}
+	if c := crc32.Checksum(p, Castagnoli); c != h.CRC {
+		return nil, &ChecksumError{Want: h.CRC, Got: c}
+	}
+	return p, nil
+}
+
+// Decode reads a TypeMsg or TypeError payload as JSON into v.
+func (fr *Reader) Decode(h Header, v any) error {
+	if h.Type != TypeMsg && h.Type != TypeError {
+		return fmt.Errorf("%w: expected message, got type %d", ErrFrame, h.Type)
+	}
+	b := make([]byte, h.Length)
+	p, err := fr.Payload(h, b)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(p, v); err != nil {
+		return fmt.Errorf("%w: bad message: %v", ErrFrame, err)
+	}
+	return nil
+}
+
+// ReadMsg reads the next frame, which must be a message or an error. An
+// error frame is returned as *StatusError.
+func (fr *Reader) ReadMsg(v any) error {
+	h, err := fr.Next()
+	if err != nil {
+		return err
+	}
+	switch h.Type {
+	case TypeMsg:
+		return fr.Decode(h, v)
+	case TypeError:
+		var st Status
+		if err := fr.Decode(h, &st); err != nil {
+			return err
+		}
+		return &StatusError{Status: st}
+	default:
+		return fmt.Errorf("%w: expected message, got type %d", ErrFrame, h.Type)
+	}
+}
+
+// ChecksumError reports a CRC mismatch on a frame or stream.
+type ChecksumError struct{ Want, Got uint32 }
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("wire: checksum mismatch: want crc32c %08x, got %08x", e.Want, e.Got)
+}
+
+// StatusError is an error reported by the peer in an error frame.
+type StatusError struct{ Status Status }
+
+func (e *StatusError) Error() string { return e.Status.Error }
+
+// Request opens a transfer on a mover connection. A connection carries any
+// number of requests, one after the other.
+type Request struct {
+	Op     string `json:"op"` // token.OpWrite, OpRead, OpDelete
+	Token  string `json:"token"`
+	Device string `json:"device"`
+	Object string `json:"object"`
+	Offset int64  `json:"offset,omitempty"` // read: first byte
+	Length int64  `json:"length,omitempty"` // read: bytes wanted, 0 = to the end
+}
+
+// Flush flushes the underlying writer if it buffers.
+func (fw *Writer) Flush() error {
+	if f, ok := fw.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
