@@ -123,10 +123,12 @@ type Store interface {
 	Commit(ctx context.Context, in Inode, b *Bitfile, replace bool) (Inode, error)
 	// Rename moves an entry. It refuses to move a directory below itself
 	// (ErrInvalid) and to replace a directory with a file or vice versa.
-	Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) error
+	// It returns the moved entry.
+	Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) (Inode, error)
 	// Remove deletes an entry; a non-empty directory only when recursive.
 	// The data of removed files dies and awaits reclaim.
-	Remove(ctx context.Context, parent int64, name string, recursive bool) error
+	// It returns the removed entry.
+	Remove(ctx context.Context, parent int64, name string, recursive bool) (Inode, error)
 	// SetAttr changes attributes of id.
 	SetAttr(ctx context.Context, id int64, a Attr) (Inode, error)
 

@@ -244,23 +244,24 @@ func testRename(t *testing.T, s catalog.Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wantErr(t, s.Rename(ctx, c.sp, c.sn, c.dp, c.dn, c.replace, 5), c.want)
+			_, err := s.Rename(ctx, c.sp, c.sn, c.dp, c.dn, c.replace, 5)
+			wantErr(t, err, c.want)
 		})
 	}
-	if err := s.Rename(ctx, a.ID, "f", b.ID, "f2", false, 5); err != nil {
+	if _, err := s.Rename(ctx, a.ID, "f", b.ID, "f2", false, 5); err != nil {
 		t.Fatal(err)
 	}
 	got := must(s.Lookup(ctx, b.ID, "f2"))
 	if got.ID != f.ID || got.Ctime != 5 {
 		t.Fatalf("renamed: %+v", got)
 	}
-	if err := s.Rename(ctx, b.ID, "f2", catalog.RootID, "g", true, 6); err != nil {
+	if _, err := s.Rename(ctx, b.ID, "f2", catalog.RootID, "g", true, 6); err != nil {
 		t.Fatal(err)
 	}
 	if got := must(s.Lookup(ctx, catalog.RootID, "g")); got.ID != f.ID {
 		t.Fatalf("replace by rename: %+v", got)
 	}
-	if err := s.Rename(ctx, catalog.RootID, "a", catalog.RootID, "a3", false, 7); err != nil {
+	if _, err := s.Rename(ctx, catalog.RootID, "a", catalog.RootID, "a3", false, 7); err != nil {
 		t.Fatal(err)
 	}
 	if got := must(s.Lookup(ctx, catalog.RootID, "a3")); got.ID != a.ID {
@@ -277,15 +278,17 @@ func testRemove(t *testing.T, s catalog.Store) {
 	bf2 := pending(t, s, 5, "d0")
 	must(s.Commit(ctx, file(a.ID, "top"), finish(bf2, 5), false))
 
-	wantErr(t, s.Remove(ctx, catalog.RootID, "a", false), api.ErrNotEmpty)
-	wantErr(t, s.Remove(ctx, catalog.RootID, "zz", false), api.ErrNotFound)
-	if err := s.Remove(ctx, a.ID, "top", false); err != nil {
+	_, err := s.Remove(ctx, catalog.RootID, "a", false)
+	wantErr(t, err, api.ErrNotEmpty)
+	_, err = s.Remove(ctx, catalog.RootID, "zz", false)
+	wantErr(t, err, api.ErrNotFound)
+	if _, err := s.Remove(ctx, a.ID, "top", false); err != nil {
 		t.Fatal(err)
 	}
 	if must(s.Bitfile(ctx, bf2.ID)).State != catalog.Dead {
 		t.Fatal("removed file's bitfile not dead")
 	}
-	if err := s.Remove(ctx, catalog.RootID, "a", true); err != nil {
+	if _, err := s.Remove(ctx, catalog.RootID, "a", true); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []int64{a.ID, b.ID} {
@@ -297,7 +300,7 @@ func testRemove(t *testing.T, s catalog.Store) {
 	}
 	empty := must(s.Mkdir(ctx, dir(catalog.RootID, "e")))
 	_ = empty
-	if err := s.Remove(ctx, catalog.RootID, "e", false); err != nil {
+	if _, err := s.Remove(ctx, catalog.RootID, "e", false); err != nil {
 		t.Fatalf("remove empty dir: %v", err)
 	}
 }

@@ -484,9 +484,12 @@ func (t *Tx) kill(bitfile int64) error {
 }
 
 // Rename implements catalog.Store.
-func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) error {
-	return s.write(ctx, func(t *Tx) error {
-		src, ok, err := t.lookup(srcParent, srcName)
+func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) (catalog.Inode, error) {
+	var src catalog.Inode
+	err := s.write(ctx, func(t *Tx) error {
+		var ok bool
+		var err error
+		src, ok, err = t.lookup(srcParent, srcName)
 		if err != nil {
 			return err
 		}
@@ -540,15 +543,20 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 				return err
 			}
 		}
+		src.Parent, src.Name, src.Ctime = dstParent, dstName, ctime
 		_, err = t.Exec("UPDATE inodes SET parent = ?, name = ?, ctime = ? WHERE id = ?", dstParent, dstName, ctime, src.ID)
 		return err
 	})
+	return src, err
 }
 
 // Remove implements catalog.Store.
-func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive bool) error {
-	return s.write(ctx, func(t *Tx) error {
-		in, ok, err := t.lookup(parent, name)
+func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive bool) (catalog.Inode, error) {
+	var in catalog.Inode
+	err := s.write(ctx, func(t *Tx) error {
+		var ok bool
+		var err error
+		in, ok, err = t.lookup(parent, name)
 		if err != nil {
 			return err
 		}
@@ -578,6 +586,7 @@ func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive
 		_, err = t.Exec(sub+"DELETE FROM inodes WHERE id IN (SELECT id FROM sub)", in.ID)
 		return err
 	})
+	return in, err
 }
 
 // SetAttr implements catalog.Store.

@@ -1,0 +1,221 @@
+// Package client is Strata's public Go API. The CLI, and every other front
+// end, is built on it.
+//
+// A Client talks JSON over HTTP to the core for metadata and layouts, and
+// streams file data directly to and from the movers over Strata's framed TCP
+// protocol, one connection per stripe, all stripes in parallel. It verifies
+// CRC32C on every frame and every segment, and computes the whole-file
+// SHA-256 fixity digest while the data streams.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/mover"
+)
+
+// Types shared with the server.
+type (
+	FileInfo   = api.FileInfo
+	Layout     = api.Layout
+	Segment    = api.Segment
+	DeviceInfo = api.DeviceInfo
+	PoolInfo   = api.PoolInfo
+	DF         = api.DFResponse
+	SetAttr    = api.SetAttrRequest
+	// Error is an error reported by the server; errors.Is matches it
+	// against the sentinels below.
+	Error = api.Error
+)
+
+// Errors every call may return (match with errors.Is).
+var (
+	ErrNotFound = api.ErrNotFound
+	ErrExist    = api.ErrExist
+	ErrNotDir   = api.ErrNotDir
+	ErrIsDir    = api.ErrIsDir
+	ErrNotEmpty = api.ErrNotEmpty
+	ErrInvalid  = api.ErrInvalid
+	ErrNoSpace  = api.ErrNoSpace
+	ErrCorrupt  = api.ErrCorrupt
+	ErrDenied   = api.ErrDenied
+	// ErrUnreachable means the server could not be contacted at all.
+	ErrUnreachable = errors.New("server unreachable")
+)
+
+// DefaultServer is where clients look when nothing else is said.
+const DefaultServer = "http://127.0.0.1:7420"
+
+// Client is safe for concurrent use.
+type Client struct {
+	base string
+	hc   *http.Client
+	pool *mover.Pool
+	// Retries is how many times a failed stripe transfer is retried on a
+	// new connection before the operation fails (default 3).
+	Retries int
+	// UID and GID are recorded as the owner of what this client creates.
+	UID, GID uint32
+}
+
+// New returns a client for the server at addr ("host:port" or a URL).
+func New(addr string) (*Client, error) {
+	if addr == "" {
+		addr = DefaultServer
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	tr.Proxy = nil // a control plane on 127.0.0.1 must never go via a proxy
+	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3,
+		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() error {
+	c.pool.Close()
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// Server returns the server URL.
+func (c *Client) Server() string { return c.base }
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if q != nil {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var op *net.OpError
+		if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("cannot reach strata server at %s (is `strata serve` running?): %w", c.base, ErrUnreachable)
+		}
+		return fmt.Errorf("strata server %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e api.Error
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
+			return fmt.Errorf("strata server %s: %s", c.base, resp.Status)
+		}
+		return &e
+	}
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("strata server %s: bad reply: %w", c.base, err)
+	}
+	return nil
+}
+
+func pathQuery(p string) url.Values { return url.Values{"path": {p}} }
+
+// Stat describes one entry, with layout and fixity for files.
+func (c *Client) Stat(ctx context.Context, p string) (*FileInfo, error) {
+	var fi FileInfo
+	return &fi, c.do(ctx, "GET", "/v1/stat", pathQuery(p), nil, &fi)
+}
+
+// List returns a directory's entries sorted by name (a file lists itself).
+func (c *Client) List(ctx context.Context, p string) ([]FileInfo, error) {
+	var l []FileInfo
+	return l, c.do(ctx, "GET", "/v1/list", pathQuery(p), nil, &l)
+}
+
+// Mkdir creates a directory; with parents, also its missing ancestors, and
+// an existing directory is not an error.
+func (c *Client) Mkdir(ctx context.Context, p string, parents bool, mode uint32) (*FileInfo, error) {
+	var fi FileInfo
+	return &fi, c.do(ctx, "POST", "/v1/mkdir", nil, api.MkdirRequest{Path: p, Parents: parents, Mode: mode, UID: c.UID, GID: c.GID}, &fi)
+}
+
+// Rename moves src to dst; an existing dst is replaced only with overwrite.
+func (c *Client) Rename(ctx context.Context, src, dst string, overwrite bool) error {
+	return c.do(ctx, "POST", "/v1/rename", nil, api.RenameRequest{Src: src, Dst: dst, Overwrite: overwrite}, nil)
+}
+
+// Remove deletes a file or an empty directory; with recursive, a tree.
+func (c *Client) Remove(ctx context.Context, p string, recursive bool) error {
+	return c.do(ctx, "POST", "/v1/remove", nil, api.RemoveRequest{Path: p, Recursive: recursive}, nil)
+}
+
+// SetAttr changes mode, owner or times.
+func (c *Client) SetAttr(ctx context.Context, r SetAttr) (*FileInfo, error) {
+	var fi FileInfo
+	return &fi, c.do(ctx, "POST", "/v1/setattr", nil, r, &fi)
+}
+
+// DF reports capacity and use per device and pool.
+func (c *Client) DF(ctx context.Context) (*DF, error) {
+	var df DF
+	return &df, c.do(ctx, "GET", "/v1/df", nil, nil, &df)
+}
+
+// Version returns the server's version.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	var v struct {
+		Version string `json:"version"`
+	}
+	return v.Version, c.do(ctx, "GET", "/v1/version", nil, nil, &v)
+}
+
+// retryable reports whether a failed transfer may succeed on a new
+// connection: transport failures are, answers from the server are not.
+func retryable(err error) bool {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Code == api.CodeExist // a mover still cleaning up a broken attempt
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, api.ErrCorrupt)
+}
+
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(50<<attempt) * time.Millisecond
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

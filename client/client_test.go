@@ -1,0 +1,299 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/testutil"
+)
+
+var ctx = context.Background()
+
+func newClient(t *testing.T, edit func(*config.Config)) (*client.Client, string) {
+	s := testutil.Start(t, edit)
+	c, err := client.New(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, s.Cfg.DataDir
+}
+
+func randBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	for i := n &^ 7; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func roundTrip(t *testing.T, c *client.Client, path string, data []byte, o client.PutOptions) *client.FileInfo {
+	t.Helper()
+	fi, err := c.Put(ctx, path, bytes.NewReader(data), int64(len(data)), o)
+	if err != nil {
+		t.Fatalf("put %s (%d bytes): %v", path, len(data), err)
+	}
+	var out bytes.Buffer
+	if _, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true}); err != nil {
+		t.Fatalf("get %s: %v", path, err)
+	}
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("%s: %d bytes back differ from %d put", path, out.Len(), len(data))
+	}
+	return fi
+}
+
+func TestRoundTripSizes(t *testing.T) {
+	c, _ := newClient(t, nil)
+	const unit = 64 << 10
+	sizes := []int{0, 1, unit - 1, unit, unit + 1, 4*unit - 1, 4 * unit, 4*unit + 1, 37*unit + 12345, 3<<20 + 7}
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < 6; i++ {
+		sizes = append(sizes, r.IntN(2<<20))
+	}
+	for i, n := range sizes {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			fi := roundTrip(t, c, fmt.Sprintf("/f%d", i), randBytes(uint64(i), n), client.PutOptions{})
+			if fi.Size != int64(n) {
+				t.Fatalf("size %d", fi.Size)
+			}
+			st, err := c.Stat(ctx, fmt.Sprintf("/f%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStripes := min(4, (n+unit-1)/unit)
+			if n == 0 {
+				if st.Layout != nil {
+					t.Fatal("empty file has a layout")
+				}
+				return
+			}
+			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "sha256:") {
+				t.Fatalf("stat: %+v", st.Layout)
+			}
+			var sum int64
+			for _, s := range st.Layout.Segments {
+				sum += s.Length
+			}
+			if sum != int64(n) {
+				t.Fatalf("segments hold %d bytes", sum)
+			}
+		})
+	}
+}
+
+func TestStripeOverride(t *testing.T) {
+	c, _ := newClient(t, func(c *config.Config) {
+		for i := 4; i < 8; i++ {
+			c.Devices = append(c.Devices, config.Device{ID: fmt.Sprintf("disk%d", i)})
+		}
+	})
+	data := randBytes(3, 40*64<<10)
+	for _, w := range []int{1, 2, 8} {
+		fi := roundTrip(t, c, fmt.Sprintf("/w%d", w), data, client.PutOptions{Stripes: w})
+		if fi.Layout.StripeWidth != w {
+			t.Fatalf("asked %d stripes, got %d", w, fi.Layout.StripeWidth)
+		}
+		devs := map[string]bool{}
+		for _, s := range fi.Layout.Segments {
+			devs[s.Device] = true
+		}
+		if len(devs) != w {
+			t.Fatalf("%d stripes on %d devices", w, len(devs))
+		}
+	}
+	if _, err := c.Put(ctx, "/bad", bytes.NewReader(data), int64(len(data)), client.PutOptions{COS: "nope"}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("unknown class: %v", err)
+	}
+}
+
+func TestConcurrentPutGet(t *testing.T) {
+	c, _ := newClient(t, nil)
+	if _, err := c.Mkdir(ctx, "/conc", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 6; i++ {
+				seed := uint64(w*100 + i)
+				data := randBytes(seed, int(seed*7919)%(600<<10)+1)
+				p := fmt.Sprintf("/conc/w%d-%d", w, i)
+				if _, err := c.Put(ctx, p, bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				var out bytes.Buffer
+				if _, err := c.Get(ctx, p, &out, client.GetOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(out.Bytes(), data) {
+					errs <- fmt.Errorf("%s: data differs", p)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	l, err := c.List(ctx, "/conc")
+	if err != nil || len(l) != 48 {
+		t.Fatalf("list: %d entries, %v", len(l), err)
+	}
+}
+
+func TestOverwriteIsAtomic(t *testing.T) {
+	c, _ := newClient(t, nil)
+	old := bytes.Repeat([]byte("old."), 100000)
+	roundTrip(t, c, "/f", old, client.PutOptions{})
+	neu := bytes.Repeat([]byte("NEW!"), 150000)
+	if _, err := c.Put(ctx, "/f", bytes.NewReader(neu), int64(len(neu)), client.PutOptions{}); !errors.Is(err, client.ErrExist) {
+		t.Fatalf("overwrite without flag: %v", err)
+	}
+	// Readers during the overwrite see the old or the new file whole.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var bad error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var out bytes.Buffer
+			if _, err := c.Get(ctx, "/f", &out, client.GetOptions{}); err != nil {
+				continue // the old bitfile may be reclaimed under a slow reader
+			}
+			if !bytes.Equal(out.Bytes(), old) && !bytes.Equal(out.Bytes(), neu) {
+				bad = fmt.Errorf("reader saw a mix of %d bytes", out.Len())
+				return
+			}
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		data := neu
+		if i%2 == 1 {
+			data = old
+		}
+		if _, err := c.Put(ctx, "/f", bytes.NewReader(data), int64(len(data)), client.PutOptions{Overwrite: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	roundTrip(t, c, "/f", neu, client.PutOptions{Overwrite: true})
+}
+
+func TestNamespaceErrors(t *testing.T) {
+	c, _ := newClient(t, nil)
+	c.Mkdir(ctx, "/d", false, 0)
+	c.Put(ctx, "/d/f", bytes.NewReader([]byte("x")), 1, client.PutOptions{})
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"stat missing", func() error { _, err := c.Stat(ctx, "/nope"); return err }(), client.ErrNotFound},
+		{"mkdir exists", func() error { _, err := c.Mkdir(ctx, "/d", false, 0); return err }(), client.ErrExist},
+		{"mkdir under file", func() error { _, err := c.Mkdir(ctx, "/d/f/x", true, 0); return err }(), client.ErrNotDir},
+		{"put into missing dir", func() error {
+			_, err := c.Put(ctx, "/missing/f", bytes.NewReader([]byte("x")), 1, client.PutOptions{})
+			return err
+		}(), client.ErrNotFound},
+		{"put over dir", func() error {
+			_, err := c.Put(ctx, "/d", bytes.NewReader([]byte("x")), 1, client.PutOptions{Overwrite: true})
+			return err
+		}(), client.ErrIsDir},
+		{"relative path", func() error { _, err := c.Stat(ctx, "d/f"); return err }(), client.ErrInvalid},
+		{"dotdot", func() error { _, err := c.Stat(ctx, "/d/../d"); return err }(), client.ErrInvalid},
+		{"get dir", func() error { _, err := c.Get(ctx, "/d", &bytes.Buffer{}, client.GetOptions{}); return err }(), client.ErrIsDir},
+		{"rm non-empty", c.Remove(ctx, "/d", false), client.ErrNotEmpty},
+		{"mv to existing", func() error { c.Mkdir(ctx, "/e", false, 0); return c.Rename(ctx, "/e", "/d", false) }(), client.ErrExist},
+		{"mv into self", c.Rename(ctx, "/d", "/d/sub", false), client.ErrInvalid},
+		{"rm root", c.Remove(ctx, "/", true), client.ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, tc.want) {
+				t.Fatalf("want %v, got %v", tc.want, tc.err)
+			}
+		})
+	}
+	if err := c.Rename(ctx, "/d/f", "/e/g", false); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := c.Get(ctx, "/e/g", &out, client.GetOptions{}); err != nil || out.String() != "x" {
+		t.Fatalf("after mv: %q %v", out.String(), err)
+	}
+	if err := c.Remove(ctx, "/e", true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	c, err := client.New("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stat(ctx, "/"); !errors.Is(err, client.ErrUnreachable) {
+		t.Fatalf("want unreachable, got %v", err)
+	}
+	if _, err := client.New("http://"); err == nil {
+		t.Fatal("bad address accepted")
+	}
+}
+
+// objects lists the segment objects stored under a data directory.
+func objects(t *testing.T, dataDir string) []string {
+	var out []string
+	m, _ := filepath.Glob(filepath.Join(dataDir, "devices", "*", "objects", "*", "*"))
+	for _, p := range m {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

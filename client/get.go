@@ -1,0 +1,200 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// GetOptions tune a Get.
+type GetOptions struct {
+	// VerifyFixity recomputes the whole-file SHA-256 and fails if it differs
+	// from the one recorded at put. (CRC32C is always verified.)
+	VerifyFixity bool
+	// Progress is called with byte counts as data is written to dst.
+	Progress func(n int64)
+}
+
+// readAhead is how many frames each stripe may run ahead of the writer.
+const readAhead = 8
+
+// Get writes the file at path to dst in order, reading all stripes in
+// parallel. Corrupt data is never written: a checksum failure stops the
+// transfer with an error naming the file and segment.
+func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptions) (*FileInfo, error) {
+	var or api.OpenResponse
+	if err := c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or); err != nil {
+		return nil, err
+	}
+	fi := or.File
+	if fi.Size == 0 {
+		return &fi, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := len(or.Stripes)
+	streams := make([]chan []byte, w)
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for k, t := range or.Stripes {
+		streams[k] = make(chan []byte, readAhead)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(streams[k])
+			errs[k] = c.getStripe(ctx, t, streams[k])
+			if errs[k] != nil {
+				cancel()
+			}
+		}()
+	}
+	var h hash.Hash
+	if o.VerifyFixity && fi.Fixity != "" {
+		h = sha256.New()
+	}
+	werr := assemble(ctx, dst, streams, fi.Size, or.StripeUnit, h, o.Progress)
+	cancel()
+	// Drain so stripe goroutines blocked on a full channel can exit.
+	for _, s := range streams {
+		for range s {
+		}
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t := or.Stripes[k]
+			return nil, fmt.Errorf("get %s: segment %d (device %s, object %s): %w", path, k, t.Device, t.Object, err)
+		}
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("get %s: %w", path, werr)
+	}
+	if h != nil {
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != fi.Fixity {
+			return nil, api.Errorf(api.ErrCorrupt, "get %s: fixity %s, recorded %s", path, got, fi.Fixity)
+		}
+	}
+	return &fi, nil
+}
+
+// assemble writes stripe units to dst in file order.
+func assemble(ctx context.Context, dst io.Writer, streams []chan []byte, size, unit int64, h hash.Hash, progress func(int64)) error {
+	cur := make([][]byte, len(streams)) // unread rest of each stripe's current frame
+	bufs := make([]*[]byte, len(streams))
+	defer func() {
+		for _, b := range bufs {
+			if b != nil {
+				bufPool.Put(b)
+			}
+		}
+	}()
+	for off, i := int64(0), 0; off < size; i++ {
+		k := i % len(streams)
+		need := min(unit, size-off)
+		for need > 0 {
+			if len(cur[k]) == 0 {
+				if bufs[k] != nil {
+					bufPool.Put(bufs[k])
+					bufs[k] = nil
+				}
+				p, ok := <-streams[k]
+				if !ok {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("stripe %d ended early at file offset %d", k, off)
+				}
+				b := p[:cap(p)]
+				bufs[k] = &b
+				cur[k] = p
+			}
+			n := min(need, int64(len(cur[k])))
+			p := cur[k][:n]
+			if _, err := dst.Write(p); err != nil {
+				return err
+			}
+			if h != nil {
+				h.Write(p)
+			}
+			if progress != nil {
+				progress(n)
+			}
+			cur[k] = cur[k][n:]
+			need -= n
+			off += n
+		}
+	}
+	return nil
+}
+
+// frameSink copies each received frame into a pooled buffer and queues it.
+type frameSink struct {
+	ctx   context.Context
+	out   chan<- []byte
+	crc   uint32
+	total int64
+}
+
+func (s *frameSink) Write(p []byte) (int, error) {
+	bp := bufPool.Get().(*[]byte)
+	b := (*bp)[:len(p)]
+	copy(b, p)
+	select {
+	case s.out <- b:
+	case <-s.ctx.Done():
+		bufPool.Put(bp)
+		return 0, s.ctx.Err()
+	}
+	s.crc = crc32.Update(s.crc, wire.Castagnoli, p)
+	s.total += int64(len(p))
+	return len(p), nil
+}
+
+// getStripe streams one segment into out, resuming after transport errors
+// from the last byte delivered, and checks the segment's CRC32C against the
+// catalog's at the end.
+func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- []byte) error {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	sink := &frameSink{ctx: ctx, out: out}
+	var last error
+	for attempt := 0; attempt <= c.Retries && sink.total < t.Length; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return err
+			}
+		}
+		conn, err := c.pool.Get(ctx, t.Mover)
+		if err != nil {
+			last = err
+			continue
+		}
+		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: sink.total, Length: t.Length - sink.total}
+		_, err = conn.Read(ctx, req, sink, *bp)
+		c.pool.Put(conn)
+		if err == nil {
+			break
+		}
+		last = err
+		if !retryable(err) || errors.Is(err, api.ErrExist) {
+			return err
+		}
+	}
+	if sink.total < t.Length {
+		return fmt.Errorf("%d of %d bytes read: %w", sink.total, t.Length, last)
+	}
+	if sink.crc != t.CRC32C {
+		return api.Errorf(api.ErrCorrupt, "segment crc32c %08x, catalog records %08x", sink.crc, t.CRC32C)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// PutOptions tune a Put.
+type PutOptions struct {
+	COS       string // class of service; "" for the default
+	Stripes   int    // stripe width override; 0 for the class's
+	Overwrite bool   // replace an existing file atomically
+	Mode      uint32 // 0 for 0644
+	// NoFixity skips the whole-file SHA-256 (CRC32C still protects every
+	// frame and segment).
+	NoFixity bool
+	// Progress is called with byte counts as data is sent, from several
+	// goroutines.
+	Progress func(n int64)
+}
+
+// Put stores size bytes read from src at path. The file becomes visible only
+// when every stripe is durable on its mover and the core has committed it;
+// on any failure nothing is visible and the space is given back.
+func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
+	var cr api.CreateResponse
+	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes,
+		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
+	if err != nil {
+		return nil, err
+	}
+	if cr.File != nil { // empty file: already committed
+		return cr.File, nil
+	}
+	fi, err := c.write(ctx, path, src, size, cr, o)
+	if err != nil {
+		// Tell the core now so the space returns at once; if this fails
+		// too, the lease expiry reclaims it.
+		c.do(context.WithoutCancel(ctx), "POST", "/v1/abort", nil, api.AbortRequest{Bitfile: cr.Bitfile}, nil)
+		return nil, err
+	}
+	return fi, nil
+}
+
+func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size int64, cr api.CreateResponse, o PutOptions) (*FileInfo, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := len(cr.Stripes)
+	receipts := make([]api.SegmentReceipt, w)
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for k, t := range cr.Stripes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			receipts[k], errs[k] = c.putStripe(ctx, src, size, cr.StripeUnit, w, k, t, o.Progress)
+			if errs[k] != nil {
+				cancel() // one stripe failed: stop the others
+			}
+		}()
+	}
+	var fixity string
+	var ferr error
+	if !o.NoFixity {
+		fixity, ferr = sha256Of(ctx, src, size)
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t := cr.Stripes[k]
+			return nil, fmt.Errorf("put %s: stripe %d (device %s): %w", path, k, t.Device, err)
+		}
+	}
+	if err := errors.Join(errors.Join(errs...), ferr); err != nil {
+		return nil, fmt.Errorf("put %s: %w", path, err)
+	}
+	var fi FileInfo
+	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
+		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &fi)
+	if err != nil {
+		return nil, err
+	}
+	return &fi, nil
+}
+
+// sha256Of hashes the source in file order. It re-reads the source rather
+// than tapping the stripe streams: those run in parallel and out of order,
+// while the re-read is served from the page cache the stripes just filled.
+func sha256Of(ctx context.Context, src io.ReaderAt, size int64) (string, error) {
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		n, err := src.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		h.Write(buf[:n])
+		off += int64(n)
+		if err != nil && !(err == io.EOF && off == size) {
+			return "", fmt.Errorf("read source at %d: %w", off, err)
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, mover.FrameSize); return &b }}
+
+// stripeReader yields stripe k's bytes: units k, k+w, k+2w … of the source.
+type stripeReader struct {
+	src        io.ReaderAt
+	size, unit int64
+	w, k       int
+	unitIdx    int64 // current unit number within the stripe
+	inUnit     int64 // bytes of it already read
+}
+
+func (r *stripeReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		off := (r.unitIdx*int64(r.w)+int64(r.k))*r.unit + r.inUnit
+		if off >= r.size {
+			break
+		}
+		left := min(r.unit-r.inUnit, r.size-off)
+		m, err := r.src.ReadAt(p[n:n+int(min(left, int64(len(p)-n)))], off)
+		n += m
+		r.inUnit += int64(m)
+		if r.inUnit == r.unit {
+			r.unitIdx, r.inUnit = r.unitIdx+1, 0
+		}
+		if err != nil && !(err == io.EOF && m > 0) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the source is shorter than it said
+			}
+			return n, err
+		}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int64, w, k int, t api.StripeTarget, progress func(int64)) (api.SegmentReceipt, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	req := wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}
+	var last error
+	for attempt := 0; attempt <= c.Retries; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return api.SegmentReceipt{}, err
+			}
+		}
+		var sent int64
+		report := func(n int) {
+			sent += int64(n)
+			if progress != nil {
+				progress(int64(n))
+			}
+		}
+		conn, err := c.pool.Get(ctx, t.Mover)
+		if err == nil {
+			var st wire.Status
+			st, err = conn.Write(ctx, req, &stripeReader{src: src, size: size, unit: unit, w: w, k: k}, *bp, report)
+			c.pool.Put(conn)
+			if err == nil {
+				if st.Length != t.Length {
+					return api.SegmentReceipt{}, api.Errorf(api.ErrInvalid, "stripe %d: wrote %d bytes, layout wants %d (did the source change size?)", k, st.Length, t.Length)
+				}
+				return api.SegmentReceipt{Stripe: t.Stripe, Length: st.Length, CRC32C: st.CRC32C, Receipt: st.Receipt}, nil
+			}
+		}
+		if progress != nil && sent > 0 {
+			progress(-sent) // the retry resends it
+		}
+		last = err
+		if !retryable(err) {
+			break
+		}
+	}
+	return api.SegmentReceipt{}, last
+}

@@ -1,0 +1,336 @@
+package main_test
+
+// End-to-end tests of the real binary: `strata serve` runs as a child
+// process on ephemeral 127.0.0.1 ports, and every command is the binary run
+// as a user would run it.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "strata-e2e")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "strata")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type server struct {
+	t    *testing.T
+	dir  string
+	cfg  string
+	addr string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+}
+
+// newServer writes a config and starts `strata serve`. extra is appended to
+// the config (device and class-of-service tables).
+func newServer(t *testing.T, extra string) *server {
+	dir := t.TempDir()
+	s := &server{t: t, dir: dir, addr: freePort(t), cfg: filepath.Join(dir, "strata.toml")}
+	conf := fmt.Sprintf("listen = %q\ndata_dir = %q\nreclaim_every = \"100ms\"\n[mover]\nlisten = %q\n%s", s.addr, filepath.Join(dir, "data"), freePort(t), extra)
+	if err := os.WriteFile(s.cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *server) start() {
+	s.log = &bytes.Buffer{}
+	s.cmd = exec.Command(bin, "serve", "--config", s.cfg)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if c, err := net.Dial("tcp", s.addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.t.Fatalf("server did not start:\n%s", s.log)
+}
+
+func (s *server) stop() {
+	if s.cmd != nil && s.cmd.ProcessState == nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.cmd.Wait()
+	}
+}
+
+func (s *server) kill9() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// run runs the binary against the server and returns stdout, stderr, code.
+func (s *server) run(args ...string) (string, string, int) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (s *server) ok(args ...string) string {
+	s.t.Helper()
+	out, errs, code := s.run(args...)
+	if code != 0 {
+		s.t.Fatalf("strata %s: exit %d: %s", strings.Join(args, " "), code, errs)
+	}
+	return out
+}
+
+func writeRandom(t *testing.T, path string, n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestTour(t *testing.T) {
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "run42.dat")
+	data := writeRandom(t, src, 9<<20+17)
+	s.ok("mkdir", "-p", "/proj/cfd")
+	s.ok("put", src, "/proj/cfd/")
+	ls := s.ok("ls", "-l", "/proj/cfd")
+	if !strings.Contains(ls, "run42.dat") || !strings.Contains(ls, fmt.Sprint(len(data))) || !strings.HasPrefix(ls, "-rw-r--r--") {
+		t.Fatalf("ls -l:\n%s", ls)
+	}
+	var st struct {
+		Size   int64
+		Fixity string
+		Layout struct {
+			StripeWidth int `json:"stripe_width"`
+			Segments    []struct{ Device string }
+		}
+	}
+	if err := json.Unmarshal([]byte(s.ok("stat", "--json", "/proj/cfd/run42.dat")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != int64(len(data)) || st.Layout.StripeWidth != 3 || len(st.Layout.Segments) != 3 || !strings.HasPrefix(st.Fixity, "sha256:") {
+		t.Fatalf("stat --json: %+v", st)
+	}
+	human := s.ok("stat", "/proj/cfd/run42.dat")
+	for _, want := range []string{"Size: 9437201", "COS: default", "crc32c", "Fixity: sha256:"} {
+		if !strings.Contains(human, want) {
+			t.Errorf("stat output lacks %q:\n%s", want, human)
+		}
+	}
+	out := filepath.Join(s.dir, "out.dat")
+	s.ok("get", "/proj/cfd/run42.dat", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatal("get: data differs")
+	}
+	if cat := s.ok("cat", "/proj/cfd/run42.dat"); cat != string(data) {
+		t.Fatal("cat: data differs")
+	}
+	s.ok("mv", "/proj/cfd/run42.dat", "/proj/run43.dat")
+	if ls := s.ok("ls", "/proj"); ls != "cfd/\nrun43.dat\n" {
+		t.Fatalf("ls after mv: %q", ls)
+	}
+	df := s.ok("df")
+	for _, want := range []string{"disk0", "disk3", "POOL", "disk"} {
+		if !strings.Contains(df, want) {
+			t.Fatalf("df lacks %q:\n%s", want, df)
+		}
+	}
+	s.ok("rm", "-r", "/proj")
+	if ls := s.ok("ls", "/"); ls != "" {
+		t.Fatalf("ls / after rm -r: %q", ls)
+	}
+}
+
+func TestErrorsAreOneLine(t *testing.T) {
+	s := newServer(t, "")
+	local := filepath.Join(s.dir, "f")
+	writeRandom(t, local, 1000)
+	s.ok("put", local, "/f")
+	s.ok("mkdir", "/d")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stat", "/nope"}, "no such file"},
+		{[]string{"put", filepath.Join(s.dir, "missing"), "/x"}, "no such file"},
+		{[]string{"put", local, "/f"}, "file exists"},
+		{[]string{"put", local, "/nodir/f"}, "no such file"},
+		{[]string{"get", "/nope", filepath.Join(s.dir, "o")}, "no such file"},
+		{[]string{"get", "/f", local}, "exists (use -f"},
+		{[]string{"ls", "relative"}, "absolute"},
+		{[]string{"mkdir", "/d"}, "file exists"},
+		{[]string{"rm", "/d"}, "is a directory"},
+		{[]string{"mv", "/d", "/d/e"}, "into itself"},
+		{[]string{"cat", "/d"}, "is a directory"},
+		{[]string{"put", "--bogus", "a", "/b"}, "unknown flag"},
+		{[]string{"put", "--stripes", "-1", local, "/g"}, "positive"},
+		{[]string{"put", "--cos", "nope", local, "/g"}, "class of service"},
+		{[]string{"mkdir"}, "usage"},
+		{[]string{"chmod", "999", "/f"}, "bad mode"},
+		{[]string{"--server", "127.0.0.1:1", "ls", "/"}, "cannot reach"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, errs, code := s.run(c.args...)
+			if code == 0 {
+				t.Fatal("exit 0")
+			}
+			if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "strata: ") || !strings.Contains(errs, c.want) {
+				t.Fatalf("stderr %q, want one line with %q", errs, c.want)
+			}
+		})
+	}
+	// The server survived all of it.
+	s.ok("stat", "/f")
+}
+
+func TestBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bad.toml")
+	os.WriteFile(cfg, []byte("listen = 7420\n"), 0o644)
+	cmd := exec.Command(bin, "serve", "--config", cfg)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.HasPrefix(string(out), "strata: config") || strings.Count(string(out), "\n") != 1 {
+		t.Fatalf("bad config: %v %q", err, out)
+	}
+}
+
+// objects counts segment objects on the server's devices.
+func (s *server) objects() int {
+	m, _ := filepath.Glob(filepath.Join(s.dir, "data", "devices", "*", "objects", "*", "*"))
+	return len(m)
+}
+
+func (s *server) waitObjects(want int) {
+	s.t.Helper()
+	for i := 0; i < 200; i++ {
+		if s.objects() == want {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.t.Fatalf("%d objects on the devices, want %d", s.objects(), want)
+}
+
+// TestCrashDuringPut kills the server with SIGKILL while a put streams
+// (devices capped at 8 MB/s so the put takes seconds), restarts it, and
+// checks that no partial file is visible and all its space is reclaimed.
+func TestCrashDuringPut(t *testing.T) {
+	devs := ""
+	for i := 0; i < 4; i++ {
+		devs += fmt.Sprintf("[[device]]\nid = \"disk%d\"\nbandwidth = \"8MB/s\"\n", i)
+	}
+	s := newServer(t, devs)
+	keep := filepath.Join(s.dir, "keep")
+	writeRandom(t, keep, 300<<10)
+	s.ok("put", keep, "/keep")
+	before := s.objects()
+
+	big := filepath.Join(s.dir, "big")
+	writeRandom(t, big, 64<<20)
+	put := exec.Command(bin, "put", big, "/big")
+	put.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+	var perr bytes.Buffer
+	put.Stderr = &perr
+	if err := put.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the put's objects exist and are growing, then kill -9.
+	for i := 0; i < 200 && s.objects() <= before; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if s.objects() <= before {
+		t.Fatal("put never started writing")
+	}
+	s.kill9()
+	if err := put.Wait(); err == nil {
+		t.Fatal("put succeeded although the server died")
+	}
+	if !strings.HasPrefix(perr.String(), "strata: ") {
+		t.Fatalf("put's error: %q", perr.String())
+	}
+
+	s.start()
+	if _, errs, code := s.run("stat", "/big"); code == 0 || !strings.Contains(errs, "no such file") {
+		t.Fatalf("partial file visible after crash: %q", errs)
+	}
+	s.waitObjects(before)
+	var df struct {
+		Devices []struct{ Used int64 }
+	}
+	json.Unmarshal([]byte(s.ok("df", "--json")), &df)
+	var used int64
+	for _, d := range df.Devices {
+		used += d.Used
+	}
+	if used != 300<<10 {
+		t.Fatalf("df says %d bytes used, want %d", used, 300<<10)
+	}
+	// The surviving file is intact and the server works.
+	out := filepath.Join(s.dir, "keep.out")
+	s.ok("get", "--verify", "/keep", out)
+	s.ok("put", keep, "/again")
+}
+
+// TestCrashAfterCommit kills the server right after a put returns: the file
+// must be there, whole, after restart.
+func TestCrashAfterCommit(t *testing.T) {
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "f")
+	data := writeRandom(t, src, 5<<20)
+	s.ok("put", src, "/f")
+	s.kill9()
+	s.start()
+	out := filepath.Join(s.dir, "f.out")
+	s.ok("get", "--verify", "/f", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatal("data differs after crash")
+	}
+}

@@ -1,0 +1,105 @@
+// Package cli owns the `strata` command line: flag parsing, output
+// formatting and progress display. Commands are thin: they parse arguments
+// and call the public client package (or, for serve and mover, the server
+// package). Every failure prints one line, "strata: <what went wrong>", to
+// stderr and exits non-zero.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+)
+
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	server         string
+}
+
+// Main runs the command line and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "strata",
+		Short:         "Strata: a hierarchical mass storage system in one binary",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       api.Version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(stdin)
+	root.PersistentFlags().StringVar(&e.server, "server", "", "server address (default $STRATA_SERVER or "+client.DefaultServer+")")
+	root.AddCommand(e.serveCmd(), e.moverCmd(), e.mkdirCmd(), e.putCmd(), e.getCmd(), e.catCmd(), e.lsCmd(), e.statCmd(),
+		e.mvCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd())
+	root.SetArgs(args)
+	// Flag errors are usage errors: one line, like every other failure.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath())
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "strata: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+func oneLine(err error) string {
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = "interrupted"
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+func (e *env) client() (*client.Client, error) {
+	addr := e.server
+	if addr == "" {
+		addr = os.Getenv("STRATA_SERVER")
+	}
+	return client.New(addr)
+}
+
+// withClient adapts a command body that needs a client.
+func (e *env) withClient(fn func(ctx context.Context, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(cmd.Context(), c, args)
+	}
+}
+
+// exactArgs and rangeArgs give one-line usage errors.
+func exactArgs(n int, usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("usage: strata %s", usage)
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return fmt.Errorf("usage: strata %s", usage)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,522 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-storage/strata/client"
+)
+
+// remote normalises a Strata path argument: it must be absolute.
+func remote(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%q: Strata paths are absolute (start with /)", p)
+	}
+	return p, nil
+}
+
+func (e *env) mkdirCmd() *cobra.Command {
+	var parents bool
+	var mode string
+	cmd := &cobra.Command{
+		Use:   "mkdir [-p] PATH...",
+		Short: "Create directories",
+		Args:  minArgs(1, "mkdir [-p] PATH..."),
+	}
+	cmd.Flags().BoolVarP(&parents, "parents", "p", false, "create missing parents; no error if it exists")
+	cmd.Flags().StringVarP(&mode, "mode", "m", "", "permission bits in octal (default 0755)")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		m, err := parseMode(mode)
+		if err != nil {
+			return err
+		}
+		for _, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Mkdir(ctx, p, parents, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return cmd
+}
+
+func parseMode(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v > 0o7777 {
+		return 0, fmt.Errorf("bad mode %q (want octal, e.g. 0644)", s)
+	}
+	return uint32(v), nil
+}
+
+func (e *env) putCmd() *cobra.Command {
+	var o client.PutOptions
+	var mode string
+	cmd := &cobra.Command{
+		Use:   "put [-f] LOCAL... REMOTE",
+		Short: "Store local files (striped, parallel, checksummed)",
+		Long: `Store local files in Strata. REMOTE is the new file's path, or a directory
+(existing, or written with a trailing /) to put the files into. An existing
+file is replaced (atomically) only with -f.`,
+		Args: minArgs(2, "put [-f] LOCAL... REMOTE"),
+	}
+	cmd.Flags().BoolVarP(&o.Overwrite, "force", "f", false, "replace an existing file")
+	cmd.Flags().StringVar(&o.COS, "cos", "", "class of service (default: the server's default)")
+	cmd.Flags().IntVar(&o.Stripes, "stripes", 0, "stripe width (default: the class of service's)")
+	cmd.Flags().BoolVar(&o.NoFixity, "no-fixity", false, "skip the whole-file SHA-256 (CRC32C still protects the data)")
+	cmd.Flags().StringVarP(&mode, "mode", "m", "", "permission bits in octal (default 0644)")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		var err error
+		if o.Mode, err = parseMode(mode); err != nil {
+			return err
+		}
+		if o.Stripes < 0 {
+			return fmt.Errorf("--stripes must be positive")
+		}
+		locals, dst := args[:len(args)-1], args[len(args)-1]
+		if dst, err = remote(dst); err != nil {
+			return err
+		}
+		intoDir := strings.HasSuffix(dst, "/") || len(locals) > 1
+		if !intoDir {
+			if fi, err := c.Stat(ctx, dst); err == nil && fi.IsDir() {
+				intoDir = true
+			}
+		}
+		for _, l := range locals {
+			target := dst
+			if intoDir {
+				target = path.Join(dst, filepath.Base(l))
+			}
+			if err := e.putOne(ctx, c, l, target, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return cmd
+}
+
+func (e *env) putOne(ctx context.Context, c *client.Client, local, target string, o client.PutOptions) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", local)
+	}
+	bar := e.progress("put "+filepath.Base(local), st.Size())
+	o.Progress = bar.add
+	_, err = c.Put(ctx, target, f, st.Size(), o)
+	bar.done(err)
+	return err
+}
+
+func (e *env) getCmd() *cobra.Command {
+	var force, verify bool
+	cmd := &cobra.Command{
+		Use:   "get [-f] REMOTE [LOCAL]",
+		Short: "Fetch a file (LOCAL defaults to its name here; - for stdout)",
+		Long: `Fetch a file from Strata. The local file appears only when all of it has
+arrived and verified: it is written to a temporary name and renamed. An
+existing local file is replaced only with -f.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return fmt.Errorf("usage: strata get [-f] REMOTE [LOCAL]")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace an existing local file")
+	cmd.Flags().BoolVar(&verify, "verify", false, "also recompute the whole-file SHA-256 and compare it with the recorded fixity")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		src, err := remote(args[0])
+		if err != nil {
+			return err
+		}
+		local := path.Base(src)
+		if len(args) == 2 {
+			local = args[1]
+		}
+		o := client.GetOptions{VerifyFixity: verify}
+		if local == "-" {
+			_, err := c.Get(ctx, src, e.stdout, o)
+			return err
+		}
+		if st, err := os.Stat(local); err == nil && st.IsDir() {
+			local = filepath.Join(local, path.Base(src))
+		}
+		if _, err := os.Stat(local); err == nil && !force {
+			return fmt.Errorf("%s exists (use -f to replace it)", local)
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(local), "."+filepath.Base(local)+".strata-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name()) // after a successful rename this is a no-op
+		fi, err := c.Stat(ctx, src)
+		if err != nil {
+			tmp.Close()
+			return err
+		}
+		bar := e.progress("get "+path.Base(src), fi.Size)
+		o.Progress = bar.add
+		_, err = c.Get(ctx, src, tmp, o)
+		bar.done(err)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(tmp.Name(), os.FileMode(fi.Mode&0o777))
+		}
+		if err != nil {
+			return err
+		}
+		return os.Rename(tmp.Name(), local)
+	})
+	return cmd
+}
+
+func (e *env) catCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cat PATH...",
+		Short: "Write files to stdout",
+		Args:  minArgs(1, "cat PATH..."),
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		for _, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Get(ctx, p, e.stdout, client.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return cmd
+}
+
+func modeString(fi *client.FileInfo) string {
+	b := []byte("-rwxrwxrwx")
+	if fi.IsDir() {
+		b[0] = 'd'
+	}
+	for i := 0; i < 9; i++ {
+		if fi.Mode&(1<<(8-i)) == 0 {
+			b[i+1] = '-'
+		}
+	}
+	return string(b)
+}
+
+func lsTime(t time.Time) string {
+	if time.Since(t) > 180*24*time.Hour {
+		return t.Format("Jan _2  2006")
+	}
+	return t.Format("Jan _2 15:04")
+}
+
+func (e *env) lsCmd() *cobra.Command {
+	var long, dirOnly, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls [-l] [-d] [PATH...]",
+		Short: "List directories",
+	}
+	cmd.Flags().BoolVarP(&long, "long", "l", false, "long listing: mode, owner, size, time, class of service")
+	cmd.Flags().BoolVarP(&dirOnly, "directory", "d", false, "list directories themselves, not their contents")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		if len(args) == 0 {
+			args = []string{"/"}
+		}
+		var all []client.FileInfo
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
+		for i, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			var ents []client.FileInfo
+			if dirOnly {
+				fi, err := c.Stat(ctx, p)
+				if err != nil {
+					return err
+				}
+				fi.Layout = nil
+				ents = []client.FileInfo{*fi}
+			} else if ents, err = c.List(ctx, p); err != nil {
+				return err
+			}
+			if asJSON {
+				all = append(all, ents...)
+				continue
+			}
+			if len(args) > 1 && !dirOnly {
+				if i > 0 {
+					fmt.Fprintln(tw)
+				}
+				fmt.Fprintf(tw, "%s:\n", p)
+			}
+			for _, fi := range ents {
+				name := fi.Name
+				if dirOnly {
+					name = fi.Path
+				}
+				if fi.IsDir() {
+					name += "/"
+				}
+				if !long {
+					fmt.Fprintln(tw, name)
+					continue
+				}
+				cos := fi.COS
+				if cos == "" {
+					cos = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%12d\t%s\t%s\t%s\n", modeString(&fi), fi.UID, fi.GID, fi.Size, lsTime(fi.Mtime), cos, name)
+			}
+		}
+		if asJSON {
+			if all == nil {
+				all = []client.FileInfo{}
+			}
+			return writeJSON(e.stdout, all)
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (e *env) statCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stat [--json] PATH...",
+		Short: "Show attributes, class of service, layout and checksums",
+		Args:  minArgs(1, "stat [--json] PATH..."),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		var out []*client.FileInfo
+		for _, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			fi, err := c.Stat(ctx, p)
+			if err != nil {
+				return err
+			}
+			out = append(out, fi)
+		}
+		if asJSON {
+			if len(out) == 1 {
+				return writeJSON(e.stdout, out[0])
+			}
+			return writeJSON(e.stdout, out)
+		}
+		for i, fi := range out {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			printStat(e.stdout, fi)
+		}
+		return nil
+	})
+	return cmd
+}
+
+func printStat(w io.Writer, fi *client.FileInfo) {
+	const tf = "2006-01-02 15:04:05.000000000 -0700"
+	fmt.Fprintf(w, "  Path: %s\n  Type: %s\n  Size: %d (%s)\n", fi.Path, fi.Type, fi.Size, human(fi.Size))
+	fmt.Fprintf(w, "  Mode: %s (%04o)   Uid: %d   Gid: %d   Inode: %d\n", modeString(fi), fi.Mode, fi.UID, fi.GID, fi.ID)
+	fmt.Fprintf(w, "Modify: %s\nChange: %s\nAccess: %s\n", fi.Mtime.Format(tf), fi.Ctime.Format(tf), fi.Atime.Format(tf))
+	if fi.IsDir() {
+		return
+	}
+	fmt.Fprintf(w, "   COS: %s\n", fi.COS)
+	if fi.Fixity != "" {
+		fmt.Fprintf(w, "Fixity: %s\n", fi.Fixity)
+	}
+	if fi.Layout == nil {
+		fmt.Fprintf(w, "Layout: none (empty file)\n")
+		return
+	}
+	fmt.Fprintf(w, "Layout: %d stripe(s), stripe unit %s\n", fi.Layout.StripeWidth, human(fi.Layout.StripeUnit))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  copy\tstripe\tdevice\tobject\tlength\tcrc32c")
+	for _, s := range fi.Layout.Segments {
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%08x\n", s.Copy, s.Stripe, s.Device, s.Object, s.Length, s.CRC32C)
+	}
+	tw.Flush()
+}
+
+func human(n int64) string {
+	const u = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/1024, 0
+	for f >= 1024 && i < len(u)-1 {
+		f /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, u[i])
+}
+
+func (e *env) mvCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "mv [-f] SRC DST",
+		Short: "Rename or move (into DST if it is a directory)",
+		Args:  exactArgs(2, "mv [-f] SRC DST"),
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace an existing DST")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		src, err := remote(args[0])
+		if err != nil {
+			return err
+		}
+		dst, err := remote(args[1])
+		if err != nil {
+			return err
+		}
+		if fi, err := c.Stat(ctx, dst); err == nil && fi.IsDir() {
+			dst = path.Join(dst, path.Base(src))
+		} else if err != nil && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+		return c.Rename(ctx, src, dst, force)
+	})
+	return cmd
+}
+
+func (e *env) rmCmd() *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:   "rm [-r] PATH...",
+		Short: "Remove files (and, with -r, directory trees)",
+		Args:  minArgs(1, "rm [-r] PATH..."),
+	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and their contents")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		for _, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			if !recursive {
+				if fi, err := c.Stat(ctx, p); err == nil && fi.IsDir() {
+					return fmt.Errorf("remove %s: is a directory (use -r)", p)
+				}
+			}
+			if err := c.Remove(ctx, p, recursive); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return cmd
+}
+
+func (e *env) dfCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "df",
+		Short: "Capacity and use per device and pool",
+		Args:  exactArgs(0, "df [--json]"),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		df, err := c.DF(ctx)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(e.stdout, df)
+		}
+		pct := func(u, c int64) string {
+			if c == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%d%%", (u*100+c-1)/c)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "DEVICE\tPOOL\tSIZE\tUSED\tFREE\tUSE%\tBANDWIDTH\tSTATE\tMOVER\t")
+		for _, d := range df.Devices {
+			bw, state := "-", "online"
+			if d.Bandwidth > 0 {
+				bw = fmt.Sprintf("%d MB/s", d.Bandwidth/1e6)
+			}
+			if !d.Online {
+				state = "offline"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.ID, d.Pool, human(d.Capacity), human(d.Used), human(d.Free), pct(d.Used, d.Capacity), bw, state, d.Mover)
+		}
+		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t")
+		fmt.Fprintln(tw, "POOL\tDEVICES\tSIZE\tUSED\tFREE\tUSE%\t\t\t\t")
+		for _, p := range df.Pools {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\t\t\t\n", p.Name, p.Devices, human(p.Capacity), human(p.Used), human(p.Free), pct(p.Used, p.Capacity))
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (e *env) chmodCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chmod MODE PATH...",
+		Short: "Change permission bits (octal)",
+		Args:  minArgs(2, "chmod MODE PATH..."),
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		m, err := parseMode(args[0])
+		if err != nil {
+			return err
+		}
+		for _, a := range args[1:] {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			if _, err := c.SetAttr(ctx, client.SetAttr{Path: p, Mode: &m}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return cmd
+}

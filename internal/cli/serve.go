@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/server"
+)
+
+func loadConfig(path string, edits ...func(*config.Config)) (config.Config, error) {
+	if path == "" {
+		if _, err := os.Stat("strata.toml"); err == nil {
+			path = "strata.toml"
+		}
+	}
+	return config.Load(path, edits...)
+}
+
+func (e *env) logger(verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func (e *env) serveCmd() *cobra.Command {
+	var cfgPath, dataDir, listen string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a Strata server: catalog, core and a mover with its devices",
+		Long: `Run a single-node Strata server. With no configuration it keeps everything
+under ./strata-data (SQLite catalog, four disk devices), serves the control API
+on 127.0.0.1:7420 and data on 127.0.0.1:7421. A strata.toml in the current
+directory, or --config, overrides any of it.`,
+		Args: exactArgs(0, "serve [--config FILE]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
+				if dataDir != "" {
+					c.DataDir = dataDir
+				}
+				if listen != "" {
+					c.Listen = listen
+				}
+			})
+			if err != nil {
+				return err
+			}
+			s, err := server.Start(cmd.Context(), cfg, e.logger(verbose))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "strata: serving on %s (data in %s); stop with Ctrl-C\n", s.URL(), cfg.DataDir)
+			<-cmd.Context().Done()
+			return s.Close()
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file (default ./strata.toml if present)")
+	cmd.Flags().StringVar(&dataDir, "data", "", "data directory (overrides data_dir)")
+	cmd.Flags().StringVar(&listen, "listen", "", "control API address (overrides listen)")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	return cmd
+}
+
+func (e *env) moverCmd() *cobra.Command {
+	var cfgPath, core string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "mover",
+		Short: "Run a standalone mover that serves its devices for a remote core",
+		Long: `Run a data mover on its own, for multi-host deployments. It serves the
+devices in its configuration and registers with the core (--core or [mover]
+core) every 5 seconds. It needs the core's secret file (secret_file).`,
+		Args: exactArgs(0, "mover --config FILE [--core URL]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
+				if core != "" {
+					c.Mover.Core = core
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return server.RunMover(cmd.Context(), cfg, e.logger(verbose))
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file")
+	cmd.Flags().StringVar(&core, "core", "", "URL of the core to register with")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	return cmd
+}

@@ -1,0 +1,228 @@
+// Package config owns Strata's configuration: the TOML file that `strata
+// serve` and `strata mover` read, its defaults (a laptop needs none), and
+// size and rate parsing ("4MiB", "200MB/s").
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Size is a byte count written as "4MiB", "1.5G", "200MB" or plain bytes.
+type Size int64
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	*s = Size(v)
+	return err
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatInt(int64(s), 10)), nil }
+
+var units = []struct {
+	suffix string
+	mult   float64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40}, {"pib", 1 << 50},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12}, {"pb", 1e15},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"p", 1 << 50},
+	{"b", 1},
+}
+
+// ParseSize parses a byte count. Binary suffixes (KiB, MiB, K, M) are powers
+// of 1024; decimal ones (kB, MB) powers of 1000, as disk vendors use them. A
+// trailing "/s" is accepted so rates read naturally.
+func ParseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(t, "/s")
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || v*mult > 1<<62 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 4MiB, 200MB, 1.5G)", s)
+	}
+	return int64(v * mult), nil
+}
+
+// Device is one disk device.
+type Device struct {
+	ID        string `toml:"id"`
+	Path      string `toml:"path"`      // default <data_dir>/devices/<id>
+	Pool      string `toml:"pool"`      // default "disk"
+	Capacity  Size   `toml:"capacity"`  // 0: the file system's size
+	Bandwidth Size   `toml:"bandwidth"` // bytes/s cap, 0: none
+}
+
+// COS is a class of service.
+type COS struct {
+	Name        string `toml:"name"`
+	Pool        string `toml:"pool"`
+	StripeWidth int    `toml:"stripe_width"`
+	StripeUnit  Size   `toml:"stripe_unit"`
+}
+
+// Catalog selects the catalog database.
+type Catalog struct {
+	Driver string `toml:"driver"` // "sqlite"
+	Path   string `toml:"path"`   // default <data_dir>/catalog.db
+	Sync   string `toml:"sync"`   // "full" (default) or "normal"
+}
+
+// Mover configures the data mover.
+type Mover struct {
+	ID        string `toml:"id"`
+	Listen    string `toml:"listen"`
+	Advertise string `toml:"advertise"` // address clients dial; default Listen
+	Core      string `toml:"core"`      // standalone movers: the core's URL
+}
+
+// Config is the whole file.
+type Config struct {
+	Listen       string   `toml:"listen"`
+	DataDir      string   `toml:"data_dir"`
+	SecretFile   string   `toml:"secret_file"`
+	DefaultCOS   string   `toml:"default_cos"`
+	TokenTTL     string   `toml:"token_ttl"`
+	ReclaimEvery string   `toml:"reclaim_every"`
+	Catalog      Catalog  `toml:"catalog"`
+	Mover        Mover    `toml:"mover"`
+	Devices      []Device `toml:"device"`
+	COS          []COS    `toml:"cos"`
+}
+
+// Default returns the built-in configuration: one node on 127.0.0.1, data
+// under ./strata-data, a SQLite catalog, four disk devices and three
+// classes of service.
+func Default() Config {
+	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s",
+		Catalog: Catalog{Driver: "sqlite", Sync: "full"},
+		Mover:   Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
+		COS: []COS{
+			{Name: "default", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20},
+			{Name: "single", Pool: "disk", StripeWidth: 1, StripeUnit: 4 << 20},
+			{Name: "wide", Pool: "disk", StripeWidth: 8, StripeUnit: 4 << 20},
+		}}
+	for i := 0; i < 4; i++ {
+		c.Devices = append(c.Devices, Device{ID: fmt.Sprintf("disk%d", i), Pool: "disk"})
+	}
+	return c
+}
+
+// Load reads path over the defaults. Unknown keys are errors: a typo in a
+// storage configuration must not pass silently. Lists given in the file
+// (devices, classes of service) replace the defaults whole.
+//
+// edits run after the file is merged and before derived defaults are
+// filled, so a command-line override of data_dir moves every path under it.
+func Load(path string, edits ...func(*Config)) (Config, error) {
+	c := Default()
+	if path == "" {
+		for _, e := range edits {
+			e(&c)
+		}
+		return c, c.finish()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	var fileCfg Config
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fileCfg); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return c, fmt.Errorf("config %s:%d:%d: %s", path, row, col, de.Error())
+		}
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) {
+			return c, fmt.Errorf("config %s: %s", path, strings.TrimSpace(sm.String()))
+		}
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	merge(&c, fileCfg)
+	for _, e := range edits {
+		e(&c)
+	}
+	return c, c.finish()
+}
+
+func merge(c *Config, f Config) {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Listen, f.Listen)
+	set(&c.DataDir, f.DataDir)
+	set(&c.SecretFile, f.SecretFile)
+	set(&c.DefaultCOS, f.DefaultCOS)
+	set(&c.TokenTTL, f.TokenTTL)
+	set(&c.ReclaimEvery, f.ReclaimEvery)
+	set(&c.Catalog.Driver, f.Catalog.Driver)
+	set(&c.Catalog.Path, f.Catalog.Path)
+	set(&c.Catalog.Sync, f.Catalog.Sync)
+	set(&c.Mover.ID, f.Mover.ID)
+	set(&c.Mover.Listen, f.Mover.Listen)
+	set(&c.Mover.Advertise, f.Mover.Advertise)
+	set(&c.Mover.Core, f.Mover.Core)
+	if f.Devices != nil {
+		c.Devices = f.Devices
+	}
+	if f.COS != nil {
+		c.COS = f.COS
+	}
+}
+
+func (c *Config) finish() error {
+	if c.Catalog.Path == "" {
+		c.Catalog.Path = filepath.Join(c.DataDir, "catalog.db")
+	}
+	if c.SecretFile == "" {
+		c.SecretFile = filepath.Join(c.DataDir, "secret")
+	}
+	if c.Mover.Advertise == "" {
+		c.Mover.Advertise = c.Mover.Listen
+	}
+	if c.Catalog.Driver != "sqlite" {
+		return fmt.Errorf("config: catalog driver %q not supported (use sqlite)", c.Catalog.Driver)
+	}
+	seen := map[string]bool{}
+	for i := range c.Devices {
+		d := &c.Devices[i]
+		if d.ID == "" {
+			return fmt.Errorf("config: device %d has no id", i)
+		}
+		if seen[d.ID] {
+			return fmt.Errorf("config: device %q defined twice", d.ID)
+		}
+		seen[d.ID] = true
+		if d.Path == "" {
+			d.Path = filepath.Join(c.DataDir, "devices", d.ID)
+		}
+		if d.Pool == "" {
+			d.Pool = "disk"
+		}
+	}
+	for _, k := range c.COS {
+		if k.Name == "" || k.Pool == "" || k.StripeWidth < 1 || k.StripeUnit < 1 {
+			return fmt.Errorf("config: class of service %q needs name, pool, stripe_width ≥ 1 and stripe_unit", k.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"0", 0, false}, {"4096", 4096, false}, {"4MiB", 4 << 20, false}, {"4M", 4 << 20, false},
+		{"200MB/s", 200e6, false}, {"1.5G", 3 << 29, false}, {"2 GiB", 2 << 30, false}, {"10kb", 10000, false},
+		{"", 0, true}, {"-1", 0, true}, {"4XB", 0, true}, {"MiB", 0, true},
+	}
+	for _, c := range cases {
+		got, err := ParseSize(c.in)
+		if (err != nil) != c.bad || (!c.bad && got != c.want) {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d (bad=%v)", c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.toml")
+	os.WriteFile(p, []byte(`
+data_dir = "/srv/strata"
+[[device]]
+id = "fast0"
+bandwidth = "200MB/s"
+capacity = "10GiB"
+[[cos]]
+name = "default"
+pool = "disk"
+stripe_width = 2
+stripe_unit = "1MiB"
+`), 0o644)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Devices) != 1 || c.Devices[0].Bandwidth != 200e6 || c.Devices[0].Capacity != 10<<30 || c.Devices[0].Path != "/srv/strata/devices/fast0" {
+		t.Fatalf("devices: %+v", c.Devices)
+	}
+	if c.Catalog.Path != "/srv/strata/catalog.db" || c.Listen != "127.0.0.1:7420" || c.COS[0].StripeUnit != 1<<20 {
+		t.Fatalf("config: %+v", c)
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"4MiB", "1.5G", "200MB/s", "", "1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := ParseSize(s); err == nil && v < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, v)
+		}
+	})
+}
+
+func TestLoadRejects(t *testing.T) {
+	cases := map[string]string{
+		"unknown key": "listne = \"x\"\n",
+		"syntax":      "listen = \n",
+		"bad size":    "[[device]]\nid = \"a\"\ncapacity = \"lots\"\n",
+		"dup device":  "[[device]]\nid = \"a\"\n[[device]]\nid = \"a\"\n",
+		"bad cos":     "[[cos]]\nname = \"x\"\n",
+		"bad catalog": "[catalog]\ndriver = \"oracle\"\n",
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "c.toml")
+			os.WriteFile(p, []byte(body), 0o644)
+			_, err := Load(p)
+			if err == nil || strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("want a one-line error, got %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,319 @@
+// Package core owns the control plane: the namespace API, placement of new
+// data on devices, the registry of movers, capability tokens, and reclaim of
+// space no file uses any more.
+//
+// The core never touches file data. A client asks it for a layout (which
+// devices, which objects, signed tokens), streams the stripes to the movers
+// itself, and comes back with the movers' receipts to commit. Only then does
+// the file appear, in one catalog transaction. Anything that never commits
+// (a client that died, a core that crashed) is left pending and reclaimed:
+// at start-up for everything from the previous epoch, periodically for
+// expired leases.
+package core
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/token"
+)
+
+// COS is a class of service: where new files of that class go and how they
+// are striped.
+type COS struct {
+	Name        string
+	Pool        string
+	StripeWidth int
+	StripeUnit  int64
+}
+
+// Config configures the core.
+type Config struct {
+	COS        []COS
+	DefaultCOS string
+	// TokenTTL bounds a transfer: tokens expire, and a write not committed
+	// by then is reclaimed. Default 24h.
+	TokenTTL time.Duration
+	// ReclaimEvery is the period of the reclaimer. Default 30s.
+	ReclaimEvery time.Duration
+	// MoverTimeout marks a remote mover offline when it has not
+	// re-registered for this long. Default 30s.
+	MoverTimeout time.Duration
+}
+
+// Core is the control plane.
+type Core struct {
+	store  catalog.Store
+	signer *token.Signer
+	secret []byte
+	epoch  int64
+	cfg    Config
+	cos    map[string]COS
+	log    *slog.Logger
+	pool   *mover.Pool
+	now    func() time.Time
+	dc     dcache
+
+	mu       sync.Mutex
+	movers   map[string]*moverState // by mover ID
+	devMover map[string]string      // device ID → mover ID
+	inflight map[int64][]string     // pending bitfile → its devices
+	load     map[string]int         // device → writes in flight
+	rr       int                    // rotates ties in placement
+}
+
+type moverState struct {
+	id, addr string
+	local    bool // runs in this process: always online
+	seen     time.Time
+}
+
+// New opens the core on store. It starts a new epoch and kills every write
+// left pending by the previous one.
+func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, log *slog.Logger) (*Core, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TokenTTL == 0 {
+		cfg.TokenTTL = 24 * time.Hour
+	}
+	if cfg.ReclaimEvery == 0 {
+		cfg.ReclaimEvery = 30 * time.Second
+	}
+	if cfg.MoverTimeout == 0 {
+		cfg.MoverTimeout = 30 * time.Second
+	}
+	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, cos: map[string]COS{}, log: log,
+		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{},
+		inflight: map[int64][]string{}, load: map[string]int{}}
+	c.dc.init()
+	for _, k := range cfg.COS {
+		if k.StripeWidth < 1 || k.StripeUnit < 1 || k.Pool == "" {
+			return nil, fmt.Errorf("core: class of service %q: needs a pool, stripe width ≥ 1 and stripe unit ≥ 1", k.Name)
+		}
+		c.cos[k.Name] = k
+	}
+	if _, ok := c.cos[cfg.DefaultCOS]; !ok {
+		return nil, fmt.Errorf("core: default class of service %q is not defined", cfg.DefaultCOS)
+	}
+	e, err := store.NextEpoch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("core: start epoch: %w", err)
+	}
+	c.epoch = e
+	n, err := store.ExpirePending(ctx, e, c.now().UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("core: expire pending writes: %w", err)
+	}
+	if n > 0 {
+		log.Info("core: writes left unfinished by the previous run will be reclaimed", "bitfiles", n)
+	}
+	return c, nil
+}
+
+// Epoch returns the core's epoch.
+func (c *Core) Epoch() int64 { return c.epoch }
+
+// Close releases the core's connections (not the store).
+func (c *Core) Close() { c.pool.Close() }
+
+// RegisterLocal registers a mover running in this process.
+func (c *Core) RegisterLocal(ctx context.Context, id, addr string, devs []api.DeviceInfo) error {
+	return c.register(ctx, id, addr, devs, true)
+}
+
+// proof is the MAC a remote mover presents when it registers.
+func proof(secret []byte, id, addr string, devs []api.DeviceInfo) string {
+	m := hmac.New(sha256.New, secret)
+	fmt.Fprintf(m, "register\x00%s\x00%s", id, addr)
+	for _, d := range devs {
+		fmt.Fprintf(m, "\x00%s\x00%s\x00%d", d.ID, d.Pool, d.Capacity)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Proof is exported for movers: the registration MAC under secret.
+func Proof(secret []byte, r api.MoverRegistration) string {
+	return proof(secret, r.ID, r.Addr, r.Devices)
+}
+
+// RegisterRemote checks a mover's registration and records it.
+func (c *Core) RegisterRemote(ctx context.Context, r api.MoverRegistration) (api.MoverRegistered, error) {
+	if r.ID == "" || r.Addr == "" {
+		return api.MoverRegistered{}, api.Errorf(api.ErrInvalid, "register: mover id and address required")
+	}
+	if !hmac.Equal([]byte(r.Proof), []byte(proof(c.secret, r.ID, r.Addr, r.Devices))) {
+		return api.MoverRegistered{}, api.Errorf(api.ErrDenied, "register mover %s: bad proof (is the cluster secret the same?)", r.ID)
+	}
+	if err := c.register(ctx, r.ID, r.Addr, r.Devices, false); err != nil {
+		return api.MoverRegistered{}, err
+	}
+	return api.MoverRegistered{Epoch: c.epoch}, nil
+}
+
+func (c *Core) register(ctx context.Context, id, addr string, devs []api.DeviceInfo, local bool) error {
+	c.mu.Lock()
+	m := c.movers[id]
+	known := m != nil
+	if m == nil {
+		m = &moverState{id: id}
+		c.movers[id] = m
+	}
+	m.addr, m.local, m.seen = addr, local, c.now()
+	var fresh []api.DeviceInfo
+	for _, d := range devs {
+		if owner, ok := c.devMover[d.ID]; ok && owner != id {
+			c.mu.Unlock()
+			return api.Errorf(api.ErrExist, "register mover %s: device %s belongs to mover %s", id, d.ID, owner)
+		}
+		if _, ok := c.devMover[d.ID]; !ok || !known {
+			fresh = append(fresh, d)
+		}
+		c.devMover[d.ID] = id
+	}
+	c.mu.Unlock()
+	for _, d := range fresh {
+		if err := c.store.PutDevice(ctx, catalog.Device{ID: d.ID, Pool: d.Pool, Mover: id, Capacity: d.Capacity, Bandwidth: d.Bandwidth}); err != nil {
+			return fmt.Errorf("core: register device %s: %w", d.ID, err)
+		}
+	}
+	if !known {
+		c.log.Info("core: mover registered", "mover", id, "addr", addr, "devices", len(devs))
+	}
+	return nil
+}
+
+// moverFor returns the address of the mover holding device, if online.
+func (c *Core) moverFor(device string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.movers[c.devMover[device]]
+	if m == nil {
+		return "", api.Errorf(api.ErrNotFound, "device %s: no mover has registered it", device)
+	}
+	if !m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout {
+		return "", fmt.Errorf("device %s: mover %s offline since %s: %w", device, m.id, m.seen.Format(time.RFC3339), api.ErrInternal)
+	}
+	return m.addr, nil
+}
+
+func (c *Core) sign(op, device, object string, maxLen int64) string {
+	return c.signer.Sign(token.Claims{Op: op, Device: device, Object: object, MaxLen: maxLen, Epoch: c.epoch,
+		Expires: c.now().Add(c.cfg.TokenTTL).Unix()})
+}
+
+// stripeLen is how many of size bytes land on stripe k of w with unit u:
+// stripe units go round-robin, unit i to stripe i mod w.
+func stripeLen(size, unit int64, w, k int) int64 {
+	full := size / unit // complete units
+	n := (full / int64(w)) * unit
+	if rem := full % int64(w); int64(k) < rem {
+		n += unit
+	} else if int64(k) == rem {
+		n += size % unit
+	}
+	return n
+}
+
+type candidate struct {
+	dev  catalog.Device
+	addr string
+	free int64
+	load int
+}
+
+// place picks w devices of pool for a file whose stripes need per[k] bytes.
+// It spreads writes: fewest writes in flight first, then most free space,
+// with ties rotated (CASTOR's lesson: spread requests over all servers).
+func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]candidate, error) {
+	devs, err := c.store.Devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var cands []candidate
+	largest := int64(0)
+	inPool := 0
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range devs {
+		if d.Pool != pool {
+			continue
+		}
+		inPool++
+		m := c.movers[c.devMover[d.ID]]
+		if m == nil || (!m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout) {
+			continue
+		}
+		free := d.Capacity - d.Used
+		largest = max(largest, free)
+		if free < need {
+			continue
+		}
+		cands = append(cands, candidate{dev: d, addr: m.addr, free: free, load: c.load[d.ID]})
+	}
+	if len(cands) == 0 {
+		if inPool == 0 {
+			return nil, api.Errorf(api.ErrNotFound, "pool %q has no devices", pool)
+		}
+		return nil, api.Errorf(api.ErrNoSpace, "pool %q: no online device has %d bytes free (largest free: %d)", pool, need, max(largest, 0))
+	}
+	c.rr++
+	rot := c.rr
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.load != b.load {
+			return a.load < b.load
+		}
+		// Free space in coarse steps (1/16 of the larger) so that devices
+		// of about equal fill count as equal and the rotation spreads them.
+		step := max(a.free, b.free)/16 + 1
+		if a.free/step != b.free/step {
+			return a.free > b.free
+		}
+		return (i+rot)%len(cands) < (j+rot)%len(cands)
+	})
+	if w > len(cands) {
+		w = len(cands)
+	}
+	picked := cands[:w]
+	for _, p := range picked {
+		c.load[p.dev.ID]++
+	}
+	return picked, nil
+}
+
+func (c *Core) settle(bitfile int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.inflight[bitfile] {
+		if c.load[d]--; c.load[d] <= 0 {
+			delete(c.load, d)
+		}
+	}
+	delete(c.inflight, bitfile)
+}
+
+// splitParent splits a path into its parent's components and its name.
+func splitParent(p string) ([]string, string, error) {
+	comps, err := catalog.SplitPath(p)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(comps) == 0 {
+		return nil, "", api.Errorf(api.ErrInvalid, "%q: the root has no parent", p)
+	}
+	return comps[:len(comps)-1], comps[len(comps)-1], nil
+}
+
+func joinPath(comps []string) string { return "/" + strings.Join(comps, "/") }

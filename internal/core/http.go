@@ -1,0 +1,99 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// maxBody bounds a control request; the largest (a commit of a very wide
+// stripe) is a few KiB.
+const maxBody = 4 << 20
+
+// Handler returns the control API.
+func (c *Core) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/stat", query(c, c.Stat))
+	mux.HandleFunc("GET /v1/list", query(c, c.List))
+	mux.HandleFunc("GET /v1/open", query(c, c.Open))
+	mux.HandleFunc("GET /v1/df", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := c.DF(r.Context())
+		c.reply(w, resp, err)
+	})
+	mux.HandleFunc("POST /v1/mkdir", body(c, c.Mkdir))
+	mux.HandleFunc("POST /v1/create", body(c, c.Create))
+	mux.HandleFunc("POST /v1/commit", body(c, c.Commit))
+	mux.HandleFunc("POST /v1/abort", body(c, func(ctx context.Context, r api.AbortRequest) (struct{}, error) { return struct{}{}, c.Abort(ctx, r) }))
+	mux.HandleFunc("POST /v1/rename", body(c, func(ctx context.Context, r api.RenameRequest) (struct{}, error) { return struct{}{}, c.Rename(ctx, r) }))
+	mux.HandleFunc("POST /v1/remove", body(c, func(ctx context.Context, r api.RemoveRequest) (struct{}, error) { return struct{}{}, c.Remove(ctx, r) }))
+	mux.HandleFunc("POST /v1/setattr", body(c, c.SetAttr))
+	mux.HandleFunc("POST /v1/movers/register", body(c, c.RegisterRemote))
+	mux.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
+		c.reply(w, map[string]any{"version": api.Version, "epoch": c.epoch}, nil)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	return c.recoverer(mux)
+}
+
+// recoverer turns a panic in a handler into a 500 for that request alone:
+// the server keeps serving everyone else.
+func (c *Core) recoverer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				c.log.Error("core: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				c.reply(w, nil, fmt.Errorf("%w: %v", api.ErrInternal, v))
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func query[Resp any](c *Core, fn func(context.Context, string) (Resp, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Query().Get("path")
+		if p == "" {
+			c.reply(w, nil, api.Errorf(api.ErrInvalid, "missing path"))
+			return
+		}
+		resp, err := fn(r.Context(), p)
+		c.reply(w, resp, err)
+	}
+}
+
+func body[Req, Resp any](c *Core, fn func(context.Context, Req) (Resp, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			c.reply(w, nil, api.Errorf(api.ErrInvalid, "bad request body: %v", err))
+			return
+		}
+		resp, err := fn(r.Context(), req)
+		c.reply(w, resp, err)
+	}
+}
+
+func (c *Core) reply(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		code, status := api.CodeOf(err)
+		if status == 500 && !errors.Is(err, api.ErrCorrupt) {
+			c.log.Warn("core: request failed", "err", err)
+		}
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(api.Error{Code: code, Msg: err.Error()})
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,426 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/token"
+)
+
+func info(path string, in catalog.Inode) api.FileInfo {
+	fi := api.FileInfo{Path: path, Name: in.Name, ID: in.ID, Mode: in.Mode, UID: in.UID, GID: in.GID, Size: in.Size,
+		Mtime: time.Unix(0, in.Mtime), Ctime: time.Unix(0, in.Ctime), Atime: time.Unix(0, in.Atime), COS: in.COS, Type: api.TypeFile}
+	if in.Kind == catalog.KindDir {
+		fi.Type = api.TypeDir
+	}
+	if in.ID == catalog.RootID {
+		fi.Name = "/"
+	}
+	return fi
+}
+
+func layout(b catalog.Bitfile) *api.Layout {
+	l := &api.Layout{StripeWidth: b.StripeWidth, StripeUnit: b.StripeUnit}
+	for _, s := range b.Segments {
+		l.Segments = append(l.Segments, api.Segment{Copy: s.Copy, Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C})
+	}
+	return l
+}
+
+func (c *Core) statPath(ctx context.Context, p string) ([]string, catalog.Inode, error) {
+	comps, err := catalog.SplitPath(p)
+	if err != nil {
+		return nil, catalog.Inode{}, err
+	}
+	in, err := c.resolve(ctx, comps)
+	return comps, in, err
+}
+
+// Stat describes one entry, with its layout and fixity for files.
+func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
+	comps, in, err := c.statPath(ctx, p)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("stat: %w", err)
+	}
+	fi := info(joinPath(comps), in)
+	if in.Bitfile != 0 {
+		b, err := c.store.Bitfile(ctx, in.Bitfile)
+		if err != nil {
+			return fi, fmt.Errorf("stat %s: %w", fi.Path, err)
+		}
+		fi.Layout, fi.Fixity = layout(b), b.Fixity
+	}
+	return fi, nil
+}
+
+// List returns a directory's entries (or the file itself for a file).
+func (c *Core) List(ctx context.Context, p string) ([]api.FileInfo, error) {
+	comps, in, err := c.statPath(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	if in.Kind != catalog.KindDir {
+		return []api.FileInfo{info(joinPath(comps), in)}, nil
+	}
+	ents, err := c.store.List(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.FileInfo, len(ents))
+	for i, e := range ents {
+		out[i] = info(joinPath(append(comps[:len(comps):len(comps)], e.Name)), e)
+	}
+	return out, nil
+}
+
+// Mkdir creates a directory (and, with Parents, its missing ancestors).
+func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, error) {
+	comps, err := catalog.SplitPath(r.Path)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	if len(comps) == 0 {
+		if r.Parents {
+			return c.Stat(ctx, "/")
+		}
+		return api.FileInfo{}, api.Errorf(api.ErrExist, "mkdir /")
+	}
+	mode := r.Mode
+	if mode == 0 {
+		mode = 0o755
+	}
+	now := c.now().UnixNano()
+	mk := func(parent int64, name string) (catalog.Inode, error) {
+		return c.store.Mkdir(ctx, catalog.Inode{Parent: parent, Name: name, Mode: mode, UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now})
+	}
+	if !r.Parents {
+		parent, err := c.resolveDir(ctx, comps[:len(comps)-1])
+		if err != nil {
+			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", r.Path, err)
+		}
+		in, err := mk(parent, comps[len(comps)-1])
+		if err != nil {
+			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", joinPath(comps), err)
+		}
+		return info(joinPath(comps), in), nil
+	}
+	var in catalog.Inode
+	parent := catalog.RootID
+	for i, name := range comps {
+		in, err = c.store.Lookup(ctx, parent, name)
+		if errors.Is(err, api.ErrNotFound) {
+			in, err = mk(parent, name)
+			if errors.Is(err, api.ErrExist) { // lost a race: fine
+				in, err = c.store.Lookup(ctx, parent, name)
+			}
+		}
+		if err != nil {
+			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", joinPath(comps[:i+1]), err)
+		}
+		if in.Kind != catalog.KindDir {
+			return api.FileInfo{}, api.Errorf(api.ErrNotDir, "mkdir %s", joinPath(comps[:i+1]))
+		}
+		parent = in.ID
+	}
+	return info(joinPath(comps), in), nil
+}
+
+func (c *Core) cosFor(name string) (COS, error) {
+	if name == "" {
+		name = c.cfg.DefaultCOS
+	}
+	k, ok := c.cos[name]
+	if !ok {
+		return k, api.Errorf(api.ErrInvalid, "no class of service %q", name)
+	}
+	return k, nil
+}
+
+func fileMode(m uint32) uint32 {
+	if m == 0 {
+		return 0o644
+	}
+	return m & 0o7777
+}
+
+// Create returns a write layout for a new file, or commits it at once when
+// it is empty.
+func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateResponse, error) {
+	dirComps, name, err := splitParent(r.Path)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
+	if r.Size < 0 {
+		return api.CreateResponse{}, api.Errorf(api.ErrInvalid, "create %s: negative size", r.Path)
+	}
+	k, err := c.cosFor(r.COS)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
+	parent, err := c.resolveDir(ctx, dirComps)
+	if err != nil {
+		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
+	}
+	path := joinPath(append(dirComps, name))
+	now := c.now().UnixNano()
+	in := catalog.Inode{Parent: parent, Name: name, Mode: fileMode(r.Mode), UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now, COS: k.Name}
+	if r.Size == 0 {
+		in, err := c.store.Commit(ctx, in, nil, r.Overwrite)
+		if err != nil {
+			return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
+		}
+		fi := info(path, in)
+		return api.CreateResponse{File: &fi}, nil
+	}
+	// Fail before any data moves if the name is taken.
+	if old, err := c.store.Lookup(ctx, parent, name); err == nil {
+		if old.Kind == catalog.KindDir {
+			return api.CreateResponse{}, api.Errorf(api.ErrIsDir, "create %s", path)
+		}
+		if !r.Overwrite {
+			return api.CreateResponse{}, api.Errorf(api.ErrExist, "create %s", path)
+		}
+	} else if !errors.Is(err, api.ErrNotFound) {
+		return api.CreateResponse{}, err
+	}
+	w := k.StripeWidth
+	if r.Stripes > 0 {
+		w = r.Stripes
+	}
+	units := (r.Size + k.StripeUnit - 1) / k.StripeUnit
+	w = int(min(int64(w), units))
+	picked, err := c.place(ctx, k.Pool, w, stripeLen(r.Size, k.StripeUnit, w, 0))
+	if err != nil {
+		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
+	}
+	w = len(picked) // fewer devices online than asked: stripe narrower
+	b := catalog.Bitfile{Size: r.Size, StripeWidth: w, StripeUnit: k.StripeUnit, Epoch: c.epoch, Lease: c.now().Add(c.cfg.TokenTTL).UnixNano()}
+	devs := make([]string, w)
+	for i, p := range picked {
+		b.Segments = append(b.Segments, catalog.Segment{Stripe: i, Device: p.dev.ID, Length: stripeLen(r.Size, k.StripeUnit, w, i)})
+		devs[i] = p.dev.ID
+	}
+	b, err = c.store.CreatePending(ctx, b)
+	if err != nil {
+		c.mu.Lock()
+		for _, d := range devs {
+			c.load[d]--
+		}
+		c.mu.Unlock()
+		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
+	}
+	c.mu.Lock()
+	c.inflight[b.ID] = devs
+	c.mu.Unlock()
+	resp := api.CreateResponse{Bitfile: b.ID, StripeUnit: b.StripeUnit}
+	for i, s := range b.Segments {
+		resp.Stripes = append(resp.Stripes, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Mover: picked[i].addr, Object: s.Object, Length: s.Length,
+			Token: c.sign(token.OpWrite, s.Device, s.Object, s.Length)})
+	}
+	return resp, nil
+}
+
+// Commit makes a written file visible, after checking every mover receipt.
+func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, error) {
+	dirComps, name, err := splitParent(r.Path)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	b, err := c.store.Bitfile(ctx, r.Bitfile)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
+	}
+	if b.State != catalog.Pending {
+		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: write %d is no longer pending (expired or aborted)", r.Path, b.ID)
+	}
+	if r.Size != b.Size || len(r.Segments) != len(b.Segments) {
+		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: %d bytes in %d segments, layout has %d in %d", r.Path, r.Size, len(r.Segments), b.Size, len(b.Segments))
+	}
+	for i, got := range r.Segments {
+		want := &b.Segments[i]
+		if got.Stripe != want.Stripe || got.Length != want.Length {
+			return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: stripe %d has %d bytes, layout wants %d", r.Path, got.Stripe, got.Length, want.Length)
+		}
+		if !c.signer.CheckReceipt(got.Receipt, want.Device, want.Object, got.Length, got.CRC32C) {
+			return api.FileInfo{}, api.Errorf(api.ErrDenied, "commit %s: stripe %d: no valid receipt from the mover of %s", r.Path, got.Stripe, want.Device)
+		}
+		want.CRC32C = got.CRC32C
+	}
+	b.Fixity = r.Fixity
+	parent, err := c.resolveDir(ctx, dirComps)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
+	}
+	k, err := c.cosFor(r.COS)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	now := c.now().UnixNano()
+	in := catalog.Inode{Parent: parent, Name: name, Mode: fileMode(r.Mode), UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now, COS: k.Name}
+	in, err = c.store.Commit(ctx, in, &b, r.Overwrite)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
+	}
+	c.settle(b.ID)
+	fi := info(joinPath(append(dirComps, name)), in)
+	fi.Layout, fi.Fixity = layout(b), b.Fixity
+	return fi, nil
+}
+
+// Abort abandons a pending write; its space is reclaimed.
+func (c *Core) Abort(ctx context.Context, r api.AbortRequest) error {
+	err := c.store.Abort(ctx, r.Bitfile)
+	c.settle(r.Bitfile)
+	return err
+}
+
+// Open returns a read layout with tokens for every stripe.
+func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
+	comps, in, err := c.statPath(ctx, p)
+	if err != nil {
+		return api.OpenResponse{}, fmt.Errorf("open: %w", err)
+	}
+	path := joinPath(comps)
+	if in.Kind == catalog.KindDir {
+		return api.OpenResponse{}, api.Errorf(api.ErrIsDir, "open %s", path)
+	}
+	resp := api.OpenResponse{File: info(path, in)}
+	if in.Bitfile == 0 {
+		return resp, nil
+	}
+	b, err := c.store.Bitfile(ctx, in.Bitfile)
+	if err != nil {
+		return resp, fmt.Errorf("open %s: %w", path, err)
+	}
+	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
+	resp.StripeUnit = b.StripeUnit
+	for _, s := range b.Segments {
+		addr, err := c.moverFor(s.Device)
+		if err != nil {
+			return resp, fmt.Errorf("open %s: stripe %d: %w", path, s.Stripe, err)
+		}
+		resp.Stripes = append(resp.Stripes, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Mover: addr, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C,
+			Token: c.sign(token.OpRead, s.Device, s.Object, 0)})
+	}
+	c.touch(in)
+	return resp, nil
+}
+
+// touch records an access, relatime-style: at most once a day unless the
+// file changed since, so reads do not turn into a stream of catalog writes.
+// Purge policies (least recently used first) read this.
+func (c *Core) touch(in catalog.Inode) {
+	now := c.now().UnixNano()
+	if in.Atime > in.Mtime && now-in.Atime < int64(24*time.Hour) {
+		return
+	}
+	go c.store.SetAttr(context.Background(), in.ID, catalog.Attr{Atime: &now, Ctime: in.Ctime})
+}
+
+// Rename moves an entry.
+func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
+	sDir, sName, err := splitParent(r.Src)
+	if err != nil {
+		return err
+	}
+	dDir, dName, err := splitParent(r.Dst)
+	if err != nil {
+		return err
+	}
+	sp, err := c.resolveDir(ctx, sDir)
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", r.Src, err)
+	}
+	dp, err := c.resolveDir(ctx, dDir)
+	if err != nil {
+		return fmt.Errorf("rename to %s: %w", r.Dst, err)
+	}
+	moved, err := c.store.Rename(ctx, sp, sName, dp, dName, r.Overwrite, c.now().UnixNano())
+	if moved.Kind == catalog.KindDir {
+		c.dc.invalidate()
+	}
+	if err != nil {
+		return fmt.Errorf("rename %s to %s: %w", r.Src, r.Dst, err)
+	}
+	return nil
+}
+
+// Remove deletes an entry.
+func (c *Core) Remove(ctx context.Context, r api.RemoveRequest) error {
+	dir, name, err := splitParent(r.Path)
+	if err != nil {
+		return err
+	}
+	parent, err := c.resolveDir(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", r.Path, err)
+	}
+	gone, err := c.store.Remove(ctx, parent, name, r.Recursive)
+	if gone.Kind == catalog.KindDir {
+		c.dc.invalidate()
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", r.Path, err)
+	}
+	return nil
+}
+
+// SetAttr changes attributes.
+func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo, error) {
+	comps, in, err := c.statPath(ctx, r.Path)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("setattr: %w", err)
+	}
+	a := catalog.Attr{Mode: r.Mode, UID: r.UID, GID: r.GID, Ctime: c.now().UnixNano()}
+	if r.Mode != nil {
+		m := *r.Mode & 0o7777
+		a.Mode = &m
+	}
+	if r.Mtime != nil {
+		t := r.Mtime.UnixNano()
+		a.Mtime = &t
+	}
+	if r.Atime != nil {
+		t := r.Atime.UnixNano()
+		a.Atime = &t
+	}
+	in, err = c.store.SetAttr(ctx, in.ID, a)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("setattr %s: %w", r.Path, err)
+	}
+	return info(joinPath(comps), in), nil
+}
+
+// DF reports capacity and use per device and pool.
+func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
+	devs, err := c.store.Devices(ctx)
+	if err != nil {
+		return api.DFResponse{}, err
+	}
+	var out api.DFResponse
+	pools := map[string]*api.PoolInfo{}
+	var order []string
+	for _, d := range devs {
+		addr, err := c.moverFor(d.ID)
+		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: max(d.Capacity-d.Used, 0), Bandwidth: d.Bandwidth}
+		out.Devices = append(out.Devices, di)
+		p := pools[d.Pool]
+		if p == nil {
+			p = &api.PoolInfo{Name: d.Pool}
+			pools[d.Pool] = p
+			order = append(order, d.Pool)
+		}
+		p.Devices++
+		p.Capacity += di.Capacity
+		p.Used += di.Used
+		p.Free += di.Free
+	}
+	for _, name := range order {
+		out.Pools = append(out.Pools, *pools[name])
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// Run reclaims space until ctx ends: once at once, then every ReclaimEvery.
+func (c *Core) Run(ctx context.Context) {
+	t := time.NewTicker(c.cfg.ReclaimEvery)
+	defer t.Stop()
+	for {
+		if n, err := c.Reclaim(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("core: reclaim", "err", err)
+		} else if n > 0 {
+			c.log.Info("core: reclaimed", "bitfiles", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Reclaim kills expired pending writes, deletes the objects of dead
+// bitfiles from their movers and forgets them. A bitfile whose mover is
+// unreachable stays dead and is retried next time; deletes are idempotent,
+// so a crash halfway through is harmless.
+func (c *Core) Reclaim(ctx context.Context) (int, error) {
+	if _, err := c.store.ExpirePending(ctx, c.epoch, c.now().UnixNano()); err != nil {
+		return 0, err
+	}
+	done := 0
+	for {
+		dead, err := c.store.DeadBitfiles(ctx, 128)
+		if err != nil {
+			return done, err
+		}
+		progress := 0
+		for _, b := range dead {
+			ok := true
+			for _, s := range b.Segments {
+				if err := c.deleteObject(ctx, s.Device, s.Object); err != nil {
+					c.log.Debug("core: reclaim: delete failed", "device", s.Device, "object", s.Object, "err", err)
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			if err := c.store.Purge(ctx, b.ID); err != nil {
+				return done, err
+			}
+			c.settle(b.ID)
+			progress++
+		}
+		done += progress
+		if progress == 0 || len(dead) < 128 {
+			return done, nil
+		}
+	}
+}
+
+func (c *Core) deleteObject(ctx context.Context, device, object string) error {
+	addr, err := c.moverFor(device)
+	if err != nil {
+		return err
+	}
+	conn, err := c.pool.Get(ctx, addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = conn.Do(ctx, wire.Request{Op: token.OpDelete, Token: c.sign(token.OpDelete, device, object, 0), Device: device, Object: object})
+	c.pool.Put(conn)
+	return err
+}

@@ -1,0 +1,357 @@
+// Package server assembles running processes from the parts: `strata serve`
+// (catalog + core + an embedded mover with its devices, one process) and
+// `strata mover` (a standalone mover that registers with a remote core).
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/catalog/sqlite"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/core"
+	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/token"
+)
+
+// Server is a running `strata serve`.
+type Server struct {
+	Cfg   config.Config
+	Store catalog.Store
+	Core  *core.Core
+	Mover *mover.Mover
+
+	lock    *os.File
+	devs    []*disk.Device
+	httpSrv *http.Server
+	ctlAddr string
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// LoadSecret reads the cluster secret, creating it when create is set and
+// the file does not exist.
+func LoadSecret(path string, create bool) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && create {
+		raw := make([]byte, 32)
+		rand.Read(raw)
+		b = []byte(hex.EncodeToString(raw) + "\n")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return nil, fmt.Errorf("secret: %w", err)
+		}
+		return bytes.TrimSpace(b), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret: %w", err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 16 {
+		return nil, fmt.Errorf("secret %s: too short (want at least 16 bytes)", path)
+	}
+	return b, nil
+}
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data directory %s is in use by another strata process", dir)
+	}
+	return f, nil
+}
+
+// defaultCapacities shares each file system among the devices on it that
+// have no configured capacity, so that directories standing for disks on
+// one laptop do not each claim the whole disk.
+func defaultCapacities(cfg config.Config) (map[string]int64, error) {
+	type fsinfo struct {
+		total int64
+		n     int64
+	}
+	byFS := map[uint64]*fsinfo{}
+	devFS := map[string]uint64{}
+	for _, d := range cfg.Devices {
+		if d.Capacity != 0 {
+			continue
+		}
+		if err := os.MkdirAll(d.Path, 0o755); err != nil {
+			return nil, fmt.Errorf("device %s: %w", d.ID, err)
+		}
+		var st syscall.Stat_t
+		var sfs syscall.Statfs_t
+		if err := syscall.Stat(d.Path, &st); err != nil {
+			return nil, fmt.Errorf("device %s: %w", d.ID, err)
+		}
+		if err := syscall.Statfs(d.Path, &sfs); err != nil {
+			return nil, fmt.Errorf("device %s: %w", d.ID, err)
+		}
+		f := byFS[st.Dev]
+		if f == nil {
+			f = &fsinfo{total: int64(sfs.Blocks) * sfs.Bsize}
+			byFS[st.Dev] = f
+		}
+		f.n++
+		devFS[d.ID] = st.Dev
+	}
+	out := map[string]int64{}
+	for id, dev := range devFS {
+		out[id] = byFS[dev].total / byFS[dev].n
+	}
+	return out, nil
+}
+
+func openDevices(cfg config.Config) ([]*disk.Device, error) {
+	caps, err := defaultCapacities(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var devs []*disk.Device
+	for _, d := range cfg.Devices {
+		capacity := int64(d.Capacity)
+		if capacity == 0 {
+			capacity = caps[d.ID]
+		}
+		dev, err := disk.Open(d.ID, d.Path, disk.Options{Capacity: capacity, Bandwidth: int64(d.Bandwidth)})
+		if err != nil {
+			for _, o := range devs {
+				o.Close()
+			}
+			return nil, err
+		}
+		devs = append(devs, dev)
+	}
+	return devs, nil
+}
+
+func poolOf(cfg config.Config) func(string) string {
+	return func(id string) string {
+		for _, d := range cfg.Devices {
+			if d.ID == id {
+				return d.Pool
+			}
+		}
+		return ""
+	}
+}
+
+func parseDur(s, what string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("config: %s %q is not a positive duration (e.g. 30s, 24h)", what, s)
+	}
+	return d, nil
+}
+
+// listenAddr is the address to advertise for ln: the configured one, with
+// the real port when the configuration asked for port 0.
+func listenAddr(want string, ln net.Listener) string {
+	host, port, err := net.SplitHostPort(want)
+	if err != nil || port != "0" {
+		return want
+	}
+	_, real, _ := net.SplitHostPort(ln.Addr().String())
+	return net.JoinHostPort(host, real)
+}
+
+// Start brings up a single-node server and returns once it is serving.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	s = &Server{Cfg: cfg}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.lock, err = lockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	secret, err := LoadSecret(cfg.SecretFile, true)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := parseDur(cfg.TokenTTL, "token_ttl")
+	if err != nil {
+		return nil, err
+	}
+	every, err := parseDur(cfg.ReclaimEvery, "reclaim_every")
+	if err != nil {
+		return nil, err
+	}
+	if s.Store, err = sqlite.Open(cfg.Catalog.Path, sqlite.Options{Sync: cfg.Catalog.Sync}); err != nil {
+		return nil, err
+	}
+	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every}
+	for _, k := range cfg.COS {
+		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit)})
+	}
+	if s.Core, err = core.New(ctx, s.Store, secret, cc, log); err != nil {
+		return nil, err
+	}
+	if s.devs, err = openDevices(cfg); err != nil {
+		return nil, err
+	}
+	s.Mover = mover.New(cfg.Mover.ID, s.devs, token.NewSigner(secret), log)
+	s.Mover.SetEpoch(s.Core.Epoch())
+	dataLn, err := net.Listen("tcp", cfg.Mover.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("mover: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.Mover.Serve(dataLn) }()
+	adv := listenAddr(cfg.Mover.Advertise, dataLn)
+	if err := s.Core.RegisterLocal(ctx, cfg.Mover.ID, adv, s.Mover.Devices(poolOf(cfg), adv)); err != nil {
+		return nil, err
+	}
+	ctlLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("control API: %w", err)
+	}
+	s.ctlAddr = ctlLn.Addr().String()
+	s.httpSrv = &http.Server{Handler: s.Core.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.httpSrv.Serve(ctlLn) }()
+	go func() { defer s.wg.Done(); s.Core.Run(runCtx) }()
+	log.Info("strata serving", "control", "http://"+s.ctlAddr, "data", adv, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
+	return s, nil
+}
+
+// URL is the control API's base URL.
+func (s *Server) URL() string { return "http://" + s.ctlAddr }
+
+// Close stops serving and releases everything.
+func (s *Server) Close() error {
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.httpSrv.Shutdown(ctx)
+		cancel()
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	if s.Mover != nil {
+		s.Mover.Close()
+	}
+	s.wg.Wait()
+	if s.Core != nil {
+		s.Core.Close()
+	}
+	for _, d := range s.devs {
+		d.Close()
+	}
+	if s.Store != nil {
+		s.Store.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return nil
+}
+
+// RunMover runs a standalone mover until ctx ends: it serves its devices
+// and registers with the core named in cfg.Mover.Core every few seconds
+// (which is also its heartbeat), learning the core's epoch each time.
+func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	if cfg.Mover.Core == "" {
+		return errors.New("mover: no core to register with (set [mover] core or --core)")
+	}
+	secret, err := LoadSecret(cfg.SecretFile, false)
+	if err != nil {
+		return fmt.Errorf("mover: %w (copy the core's secret file)", err)
+	}
+	devs, err := openDevices(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	}()
+	m := mover.New(cfg.Mover.ID, devs, token.NewSigner(secret), log)
+	ln, err := net.Listen("tcp", cfg.Mover.Listen)
+	if err != nil {
+		return fmt.Errorf("mover: %w", err)
+	}
+	go m.Serve(ln)
+	defer m.Close()
+	adv := listenAddr(cfg.Mover.Advertise, ln)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	registered := false
+	for {
+		reg := api.MoverRegistration{ID: cfg.Mover.ID, Addr: adv, Devices: m.Devices(poolOf(cfg), adv)}
+		reg.Proof = core.Proof(secret, reg)
+		epoch, err := register(ctx, hc, cfg.Mover.Core, reg)
+		switch {
+		case err != nil:
+			log.Warn("mover: cannot register with core", "core", cfg.Mover.Core, "err", err)
+			registered = false
+		case !registered:
+			log.Info("mover registered", "core", cfg.Mover.Core, "data", adv, "epoch", epoch)
+			registered = true
+		}
+		if err == nil {
+			m.SetEpoch(epoch)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func register(ctx context.Context, hc *http.Client, coreURL string, reg api.MoverRegistration) (int64, error) {
+	b, _ := json.Marshal(reg)
+	req, err := http.NewRequestWithContext(ctx, "POST", coreURL+"/v1/movers/register", bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e api.Error
+		json.NewDecoder(resp.Body).Decode(&e)
+		return 0, fmt.Errorf("%s: %s", resp.Status, e.Msg)
+	}
+	var r api.MoverRegistered
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, err
+	}
+	return r.Epoch, nil
+}
