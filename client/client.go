@@ -83,10 +83,15 @@ func New(addr string) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	tr.Proxy = nil // a control plane on 127.0.0.1 must never go via a proxy
-	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3,
+	var rt http.RoundTripper
+	if u.Scheme == "http" {
+		rt = newTransport(u.Host)
+	} else {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		rt = tr
+	}
+	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: rt}, pool: mover.NewPool(), Retries: 3,
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
 }
 
@@ -146,6 +151,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("strata server %s: bad reply: %w", c.base, err)
 	}
+	io.Copy(io.Discard, resp.Body) // the encoder's newline: read to EOF so the connection is reused
 	return nil
 }
 

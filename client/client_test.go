@@ -297,3 +297,24 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// Small files (one stripe each) spread over all devices.
+func TestPlacementSpreads(t *testing.T) {
+	c, _ := newClient(t, nil)
+	count := map[string]int{}
+	for i := 0; i < 40; i++ {
+		fi, err := c.Put(ctx, fmt.Sprintf("/s%d", i), bytes.NewReader([]byte("small")), 5, client.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[fi.Layout.Segments[0].Device]++
+	}
+	if len(count) != 4 {
+		t.Fatalf("40 files landed on %d of 4 devices: %v", len(count), count)
+	}
+	for d, n := range count {
+		if n < 5 {
+			t.Fatalf("device %s got %d of 40 files: %v", d, n, count)
+		}
+	}
+}

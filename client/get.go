@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/mover"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -145,18 +146,35 @@ type frameSink struct {
 	total int64
 }
 
-func (s *frameSink) Write(p []byte) (int, error) {
-	bp := bufPool.Get().(*[]byte)
-	b := (*bp)[:len(p)]
-	copy(b, p)
-	select {
-	case s.out <- b:
-	case <-s.ctx.Done():
-		bufPool.Put(bp)
-		return 0, s.ctx.Err()
+// Buffer implements mover.FrameSink: frames are read straight into pooled
+// buffers that travel to the assembler.
+func (s *frameSink) Buffer(n int) []byte {
+	if n > mover.FrameSize {
+		return make([]byte, n)
 	}
-	s.crc = crc32.Update(s.crc, wire.Castagnoli, p)
+	return (*bufPool.Get().(*[]byte))[:n]
+}
+
+// Deliver implements mover.FrameSink. The frame's CRC was verified on
+// arrival, so the segment CRC is derived from it rather than rescanned.
+func (s *frameSink) Deliver(p []byte, crc uint32) error {
+	select {
+	case s.out <- p:
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+	s.crc = wire.CombineCRC(s.crc, crc, int64(len(p)))
 	s.total += int64(len(p))
+	return nil
+}
+
+// Write takes frames from readers that do not hand over buffers.
+func (s *frameSink) Write(p []byte) (int, error) {
+	b := s.Buffer(len(p))
+	copy(b, p)
+	if err := s.Deliver(b, crc32.Checksum(p, wire.Castagnoli)); err != nil {
+		return 0, err
+	}
 	return len(p), nil
 }
 

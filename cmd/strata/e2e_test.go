@@ -334,3 +334,78 @@ func TestCrashAfterCommit(t *testing.T) {
 		t.Fatal("data differs after crash")
 	}
 }
+
+// TestStandaloneMover runs a second mover as its own process with its own
+// devices; it registers with the core, and a wide put stripes over the
+// devices of both movers, with data flowing to each directly.
+func TestStandaloneMover(t *testing.T) {
+	s := newServer(t, "")
+	mdir := t.TempDir()
+	mcfg := filepath.Join(mdir, "mover.toml")
+	conf := fmt.Sprintf("secret_file = %q\n[mover]\nid = \"mover1\"\nlisten = %q\ncore = %q\n[[device]]\nid = \"far0\"\npath = %q\n[[device]]\nid = \"far1\"\npath = %q\n",
+		filepath.Join(s.dir, "data", "secret"), freePort(t), "http://"+s.addr, filepath.Join(mdir, "far0"), filepath.Join(mdir, "far1"))
+	os.WriteFile(mcfg, []byte(conf), 0o644)
+	var mlog bytes.Buffer
+	mover := exec.Command(bin, "mover", "--config", mcfg)
+	mover.Stdout, mover.Stderr = &mlog, &mlog
+	if err := mover.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { mover.Process.Signal(syscall.SIGTERM); mover.Wait() }()
+	for i := 0; ; i++ {
+		if strings.Contains(s.ok("df"), "far1") {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("mover never registered:\n%s", mlog.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	src := filepath.Join(s.dir, "wide")
+	data := writeRandom(t, src, 6*4<<20)
+	s.ok("put", "--stripes", "6", src, "/wide")
+	var st struct {
+		Layout struct{ Segments []struct{ Device string } }
+	}
+	json.Unmarshal([]byte(s.ok("stat", "--json", "/wide")), &st)
+	devs := map[string]bool{}
+	for _, seg := range st.Layout.Segments {
+		devs[seg.Device] = true
+	}
+	if len(devs) != 6 || !devs["far0"] || !devs["far1"] {
+		t.Fatalf("stripes on %v, want all six devices of both movers", devs)
+	}
+	out := filepath.Join(s.dir, "wide.out")
+	s.ok("get", "--verify", "/wide", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatal("data differs")
+	}
+	m, _ := filepath.Glob(filepath.Join(mdir, "far*", "objects", "*", "*"))
+	if len(m) != 2 {
+		t.Fatalf("%d objects on the standalone mover's devices, want 2", len(m))
+	}
+}
+
+func TestMoverWithWrongSecretIsRefused(t *testing.T) {
+	s := newServer(t, "")
+	mdir := t.TempDir()
+	secret := filepath.Join(mdir, "secret")
+	os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+	mcfg := filepath.Join(mdir, "mover.toml")
+	os.WriteFile(mcfg, []byte(fmt.Sprintf("secret_file = %q\n[mover]\nid = \"rogue\"\nlisten = %q\ncore = %q\n[[device]]\nid = \"rogue0\"\npath = %q\n",
+		secret, freePort(t), "http://"+s.addr, filepath.Join(mdir, "r0"))), 0o644)
+	var mlog bytes.Buffer
+	mover := exec.Command(bin, "mover", "--config", mcfg)
+	mover.Stdout, mover.Stderr = &mlog, &mlog
+	mover.Start()
+	defer func() { mover.Process.Signal(syscall.SIGTERM); mover.Wait() }()
+	for i := 0; i < 200 && !strings.Contains(mlog.String(), "bad proof"); i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !strings.Contains(mlog.String(), "bad proof") {
+		t.Fatalf("mover log: %s", mlog.String())
+	}
+	if strings.Contains(s.ok("df"), "rogue0") {
+		t.Fatal("a mover with the wrong secret registered its device")
+	}
+}

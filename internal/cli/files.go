@@ -27,6 +27,22 @@ func remote(p string) (string, error) {
 	return p, nil
 }
 
+// eachRemote checks every argument is a Strata path, then runs fn on each
+// in order, stopping at the first failure.
+func eachRemote(args []string, fn func(p string) error) error {
+	for _, a := range args {
+		if _, err := remote(a); err != nil {
+			return err
+		}
+	}
+	for _, a := range args {
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (e *env) mkdirCmd() *cobra.Command {
 	var parents bool
 	var mode string
@@ -42,16 +58,10 @@ func (e *env) mkdirCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		for _, a := range args {
-			p, err := remote(a)
-			if err != nil {
-				return err
-			}
-			if _, err := c.Mkdir(ctx, p, parents, m); err != nil {
-				return err
-			}
-		}
-		return nil
+		return eachRemote(args, func(p string) error {
+			_, err := c.Mkdir(ctx, p, parents, m)
+			return err
+		})
 	})
 	return cmd
 }
@@ -210,16 +220,10 @@ func (e *env) catCmd() *cobra.Command {
 		Args:  minArgs(1, "cat PATH..."),
 	}
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
-		for _, a := range args {
-			p, err := remote(a)
-			if err != nil {
-				return err
-			}
-			if _, err := c.Get(ctx, p, e.stdout, client.GetOptions{}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return eachRemote(args, func(p string) error {
+			_, err := c.Get(ctx, p, e.stdout, client.GetOptions{})
+			return err
+		})
 	})
 	return cmd
 }
@@ -331,16 +335,13 @@ func (e *env) statCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		var out []*client.FileInfo
-		for _, a := range args {
-			p, err := remote(a)
-			if err != nil {
-				return err
-			}
+		err := eachRemote(args, func(p string) error {
 			fi, err := c.Stat(ctx, p)
-			if err != nil {
-				return err
-			}
 			out = append(out, fi)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if asJSON {
 			if len(out) == 1 {
@@ -433,21 +434,14 @@ func (e *env) rmCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and their contents")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
-		for _, a := range args {
-			p, err := remote(a)
-			if err != nil {
-				return err
-			}
+		return eachRemote(args, func(p string) error {
 			if !recursive {
 				if fi, err := c.Stat(ctx, p); err == nil && fi.IsDir() {
 					return fmt.Errorf("remove %s: is a directory (use -r)", p)
 				}
 			}
-			if err := c.Remove(ctx, p, recursive); err != nil {
-				return err
-			}
-		}
-		return nil
+			return c.Remove(ctx, p, recursive)
+		})
 	})
 	return cmd
 }
@@ -507,16 +501,10 @@ func (e *env) chmodCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		for _, a := range args[1:] {
-			p, err := remote(a)
-			if err != nil {
-				return err
-			}
-			if _, err := c.SetAttr(ctx, client.SetAttr{Path: p, Mode: &m}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return eachRemote(args[1:], func(p string) error {
+			_, err := c.SetAttr(ctx, client.SetAttr{Path: p, Mode: &m})
+			return err
+		})
 	})
 	return cmd
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -29,7 +31,7 @@ func (e *env) logger(verbose bool) *slog.Logger {
 }
 
 func (e *env) serveCmd() *cobra.Command {
-	var cfgPath, dataDir, listen string
+	var cfgPath, dataDir, listen, pprofAddr string
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -55,6 +57,11 @@ directory, or --config, overrides any of it.`,
 			if err != nil {
 				return err
 			}
+			if pprofAddr != "" {
+				// net/http/pprof registers on the default mux, which
+				// nothing else in Strata serves.
+				go http.ListenAndServe(pprofAddr, nil)
+			}
 			fmt.Fprintf(e.stderr, "strata: serving on %s (data in %s); stop with Ctrl-C\n", s.URL(), cfg.DataDir)
 			<-cmd.Context().Done()
 			return s.Close()
@@ -64,6 +71,7 @@ directory, or --config, overrides any of it.`,
 	cmd.Flags().StringVar(&dataDir, "data", "", "data directory (overrides data_dir)")
 	cmd.Flags().StringVar(&listen, "listen", "", "control API address (overrides listen)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go profiling endpoints (net/http/pprof) on this address")
 	return cmd
 }
 

@@ -231,6 +231,7 @@ type candidate struct {
 	addr string
 	free int64
 	load int
+	turn int // rotated position, breaks ties
 }
 
 // place picks w devices of pool for a file whose stripes need per[k] bytes.
@@ -269,8 +270,10 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 		return nil, api.Errorf(api.ErrNoSpace, "pool %q: no online device has %d bytes free (largest free: %d)", pool, need, max(largest, 0))
 	}
 	c.rr++
-	rot := c.rr
-	sort.SliceStable(cands, func(i, j int) bool {
+	for i := range cands {
+		cands[i].turn = (i + c.rr) % len(cands)
+	}
+	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.load != b.load {
 			return a.load < b.load
@@ -281,7 +284,7 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 		if a.free/step != b.free/step {
 			return a.free > b.free
 		}
-		return (i+rot)%len(cands) < (j+rot)%len(cands)
+		return a.turn < b.turn
 	})
 	if w > len(cands) {
 		w = len(cands)

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"net"
@@ -155,9 +154,11 @@ func (m *Mover) serveConn(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	br := bufio.NewReaderSize(c, 256<<10)
-	bw := bufio.NewWriterSize(c, 256<<10)
-	fr, fw := wire.NewReader(br), wire.NewWriter(bw)
+	// Small buffers: control messages go through them, while large
+	// payloads are read into place and written with writev.
+	br := bufio.NewReaderSize(c, 32<<10)
+	bw := bufio.NewWriterSize(c, 32<<10)
+	fr, fw := wire.NewReader(br), wire.NewConnWriter(bw, c)
 	for {
 		var req wire.Request
 		if err := fr.ReadMsg(&req); err != nil {
@@ -215,95 +216,165 @@ func (m *Mover) authorize(req wire.Request, op string) (*disk.Device, token.Clai
 
 // write receives one object. Returned errors are transport errors only;
 // request failures are reported to the client in an Error frame.
+//
+// Receiving and storing overlap: this goroutine reads and verifies frames
+// while a device goroutine writes the previous ones, with a few frames in
+// flight between them. Each frame's CRC is checked once, on arrival; the
+// object's chunk and whole CRCs are derived from it.
 func (m *Mover) write(req wire.Request, fr *wire.Reader, fw *wire.Writer) error {
 	var w *disk.Writer
 	d, claims, err := m.authorize(req, token.OpWrite)
 	if err == nil {
 		w, err = d.Create(m.ctx, req.Object, claims.MaxLen)
 	}
-	failed := err
-	if failed != nil {
-		// Tell the client at once so it stops sending, then skip to End.
-		if err := fw.Error(status(failed)); err != nil {
+	var sent bool // an Error frame went out: skip to End
+	refuse := func(err error) error {
+		sent = true
+		if err := fw.Error(status(err)); err != nil {
 			return err
 		}
-		if err := fw.Flush(); err != nil {
+		return fw.Flush()
+	}
+	if err != nil {
+		if err := refuse(err); err != nil {
 			return err
 		}
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	var crc uint32
+	var st *storer
+	if w != nil {
+		st = newStorer(w)
+	}
 	for {
 		h, err := fr.Next()
 		if err != nil {
-			if w != nil {
-				w.Abort()
+			if st != nil {
+				st.abort()
 			}
 			return err
 		}
 		switch h.Type {
 		case wire.TypeData:
+			bp := bufPool.Get().(*[]byte)
 			buf := *bp
 			if int(h.Length) > len(buf) {
 				buf = make([]byte, h.Length)
 			}
 			p, err := fr.Payload(h, buf)
 			var ce *wire.ChecksumError
-			if errors.As(err, &ce) {
+			if errors.As(err, &ce) && !sent {
+				st.abort()
+				st = nil
+				err = refuse(api.Errorf(api.ErrCorrupt, "mover %s: %s/%s: frame damaged in transit (%v)", m.id, req.Device, req.Object, ce))
+			} else if errors.As(err, &ce) {
 				err = nil
-				if failed == nil {
-					failed = api.Errorf(api.ErrCorrupt, "mover %s: %s/%s: frame damaged in transit (%v)", m.id, req.Device, req.Object, ce)
-					w.Abort()
-					w = nil
-					if err := fw.Error(status(failed)); err != nil {
-						return err
-					}
-					if err := fw.Flush(); err != nil {
-						return err
-					}
-				}
 			}
 			if err != nil {
-				if w != nil {
-					w.Abort()
+				bufPool.Put(bp)
+				if st != nil {
+					st.abort()
 				}
 				return err
 			}
-			if failed != nil {
+			if sent {
+				bufPool.Put(bp)
 				continue
 			}
-			crc = crc32.Update(crc, wire.Castagnoli, p)
-			if _, err := w.Write(p); err != nil {
-				failed = err
-				w.Abort()
-				w = nil
-				if err := fw.Error(status(failed)); err != nil {
+			if ferr := st.failed(); ferr != nil {
+				bufPool.Put(bp)
+				st.abort()
+				st = nil
+				if err := refuse(ferr); err != nil {
 					return err
 				}
-				if err := fw.Flush(); err != nil {
-					return err
-				}
+				continue
 			}
+			st.put(frame{bp: bp, p: p, crc: h.CRC})
 		case wire.TypeEnd:
-			if failed != nil {
+			if sent {
 				return nil // the error was already sent
 			}
-			if h.CRC != crc {
+			if err := st.finish(); err != nil {
+				return fw.Error(status(err))
+			}
+			if crc := w.CRC(); h.CRC != crc {
 				w.Abort()
 				return fw.Error(status(api.Errorf(api.ErrCorrupt, "mover %s: %s/%s: stream crc32c %08x, sender says %08x", m.id, req.Device, req.Object, crc, h.CRC)))
 			}
 			if err := w.Close(); err != nil {
 				return fw.Error(status(err))
 			}
-			return fw.Msg(wire.Status{OK: true, Length: w.Len(), CRC32C: crc, Receipt: m.signer.Receipt(req.Device, req.Object, w.Len(), crc)})
+			return fw.Msg(wire.Status{OK: true, Length: w.Len(), CRC32C: w.CRC(), Receipt: m.signer.Receipt(req.Device, req.Object, w.Len(), w.CRC())})
 		default:
-			if w != nil {
-				w.Abort()
+			if st != nil {
+				st.abort()
 			}
 			return fmt.Errorf("%w: unexpected frame type %d in write", wire.ErrFrame, h.Type)
 		}
 	}
+}
+
+type frame struct {
+	bp  *[]byte
+	p   []byte
+	crc uint32
+}
+
+// storer writes received frames to a device in its own goroutine.
+type storer struct {
+	w    *disk.Writer
+	in   chan frame
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+// inFlight frames may wait between receiving and storing.
+const inFlight = 4
+
+func newStorer(w *disk.Writer) *storer {
+	st := &storer{w: w, in: make(chan frame, inFlight), done: make(chan struct{})}
+	go func() {
+		defer close(st.done)
+		for f := range st.in {
+			if st.failed() == nil {
+				if _, err := w.WriteCRC(f.p, f.crc); err != nil {
+					st.mu.Lock()
+					st.err = err
+					st.mu.Unlock()
+				}
+			}
+			bufPool.Put(f.bp)
+		}
+	}()
+	return st
+}
+
+func (st *storer) put(f frame) { st.in <- f }
+
+func (st *storer) failed() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.err
+}
+
+// finish waits for every frame to be written.
+func (st *storer) finish() error {
+	close(st.in)
+	<-st.done
+	if err := st.failed(); err != nil {
+		st.w.Abort()
+		return err
+	}
+	return nil
+}
+
+func (st *storer) abort() {
+	if st == nil {
+		return
+	}
+	close(st.in)
+	<-st.done
+	st.w.Abort()
 }
 
 func (m *Mover) read(req wire.Request, fw *wire.Writer) error {
@@ -339,10 +410,18 @@ func (m *Mover) read(req wire.Request, fw *wire.Writer) error {
 		lo := pos % disk.ChunkSize
 		hi := min(int64(len(chunk)), lo+end-pos)
 		p := chunk[lo:hi]
-		if _, err := fw.Data(p); err != nil {
+		var c uint32
+		if lo == 0 && hi == int64(len(chunk)) {
+			// A whole chunk: its CRC was just verified, no need to scan again.
+			c = r.ChunkCRC(pos / disk.ChunkSize)
+			err = fw.DataCRC(p, c)
+		} else {
+			c, err = fw.Data(p)
+		}
+		if err != nil {
 			return err
 		}
-		crc = crc32.Update(crc, wire.Castagnoli, p)
+		crc = wire.CombineCRC(crc, c, int64(len(p)))
 		pos += int64(len(p))
 	}
 	return fw.End(crc)

@@ -41,6 +41,7 @@ type Server struct {
 	devs    []*disk.Device
 	httpSrv *http.Server
 	ctlAddr string
+	dataLn  net.Listener
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -224,6 +225,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if err != nil {
 		return nil, fmt.Errorf("mover: %w", err)
 	}
+	s.dataLn = dataLn
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(1)
@@ -244,6 +246,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	log.Info("strata serving", "control", "http://"+s.ctlAddr, "data", adv, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
 	return s, nil
 }
+
+// DataAddr is the address the embedded mover listens on (which may differ
+// from the one it advertises to clients).
+func (s *Server) DataAddr() string { return s.dataLn.Addr().String() }
 
 // URL is the control API's base URL.
 func (s *Server) URL() string { return "http://" + s.ctlAddr }

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# bench/core.sh — the core's speed figures for docs/PERFORMANCE.md.
+#
+#   bench/core.sh            # all three parts; prints a Markdown report
+#   PARTS="md" bench/core.sh # only some of: single stripe md
+#
+# Every Strata figure is set against a baseline measured in the same run on
+# the same file system, alternating with it (this machine is shared and its
+# disk is noisy): dd copying the same page-cached source file with an fsync
+# before it reports (what `strata put` does), dd reading after the page cache
+# is dropped (what `strata get` does), and the same metadata operations on the
+# local file system. Runs as root so it can drop caches. Needs ~14 GiB free
+# under SCRATCH (default bench/out/scratch, on the repository's file system).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT=${OUT:-$REPO/bench/out}
+SCRATCH=${SCRATCH:-$OUT/scratch}
+REPS=${REPS:-3}
+PARTS=${PARTS:-"single stripe md"}
+SIZE_MB=${SIZE_MB:-4096}
+mkdir -p "$OUT" "$SCRATCH"
+command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
+go build -o "$OUT/strata" ./cmd/strata
+go build -o "$OUT/corebench" ./bench/corebench
+S=$OUT/strata
+PORT=7450
+
+now() { date +%s.%N; }
+rate() { python3 -c "print(round($1/1e6/($3-$2)))"; }          # bytes t0 t1 -> MB/s
+median() { python3 -c "import sys,statistics; print(round(statistics.median(float(x) for x in sys.argv[1:])))" "$@"; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+# warm: the state before every timed write, for the baseline and strata
+# alike: nothing cached but the source. (Writes into a page cache full of
+# earlier writes pay for reclaim: 400 MB/s instead of 2.8 GB/s here.)
+warm() { drop; cat "$@" > /dev/null; }
+
+SERVER_PID=
+start() { # config-file
+  "$S" serve --config "$1" > "$OUT/serve.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 100); do "$S" --server 127.0.0.1:$PORT ls / >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "server did not start"; cat "$OUT/serve.log"; exit 1
+}
+stop() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=; }
+trap stop EXIT
+export STRATA_SERVER=127.0.0.1:$PORT
+
+config() { # data-dir devices width bandwidth [device-root]
+  local f=$OUT/bench.toml root=${5:-$1/devices}
+  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""
+    echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""
+    for i in $(seq 0 $(($2-1))); do echo "[[device]]"; echo "id = \"d$i\""; echo "path = \"$root/d$i\""; [ "$4" != 0 ] && echo "bandwidth = \"$4\""; done
+    echo "[[cos]]"; echo 'name = "default"'; echo 'pool = "disk"'; echo "stripe_width = $3"; echo 'stripe_unit = "4MiB"'
+  } > "$f"; echo "$f"
+}
+
+echo "# bench/core.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
+echo "file system under test: $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}'), strata $("$S" --version | awk '{print $3}')"
+
+SRC=$SCRATCH/src.dat
+if [ ! -f "$SRC" ] || [ "$(stat -c %s "$SRC")" != $((SIZE_MB<<20)) ]; then
+  head -c $((SIZE_MB<<20)) /dev/urandom > "$SRC"; sync
+fi
+cat "$SRC" > /dev/null   # the source is page-cached for dd and strata alike
+BYTES=$((SIZE_MB<<20))
+
+if [[ " $PARTS " == *" single "* ]]; then
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 1 1 0)"
+  dw=(); ddw=(); sp=(); dr=(); ddr=(); sg=(); spn=()
+  for r in $(seq "$REPS"); do
+    warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=1M conv=fsync status=none; t1=$(now); dw+=("$(rate $BYTES "$t0" "$t1")")
+    rm -f "$SCRATCH/dd.dat"
+    warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M oflag=direct conv=fsync status=none; t1=$(now); ddw+=("$(rate $BYTES "$t0" "$t1")")
+    warm "$SRC"; t0=$(now); "$S" put "$SRC" /f$r; t1=$(now); sp+=("$(rate $BYTES "$t0" "$t1")")
+    warm "$SRC"; t0=$(now); "$S" put --no-fixity "$SRC" /n$r; t1=$(now); spn+=("$(rate $BYTES "$t0" "$t1")")
+    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=1M status=none; t1=$(now); dr+=("$(rate $BYTES "$t0" "$t1")")
+    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")")
+    drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")")
+    "$S" rm /f$r /n$r; rm -f "$SCRATCH/dd.dat"
+  done
+  stop
+  best() { python3 -c "import sys; print(max(int(x) for x in sys.argv[1:]))" "$@"; }
+  bw=$(best "$(median "${dw[@]}")" "$(median "${ddw[@]}")"); br=$(best "$(median "${dr[@]}")" "$(median "${ddr[@]}")")
+  echo; echo "## 1. One stripe, one device, ${SIZE_MB} MiB file ($REPS runs, median MB/s)"
+  echo; echo "Baselines in the same run: write+fsync with dd bs=1M buffered $(median "${dw[@]}"), dd bs=4M O_DIRECT $(median "${ddw[@]}");"
+  echo "cold read with dd bs=1M buffered $(median "${dr[@]}"), dd bs=4M O_DIRECT $(median "${ddr[@]}"). Ratios are against the better of each pair."
+  echo; echo "| operation | baseline | strata | ratio |"; echo "|---|---|---|---|"
+  echo "| put (with SHA-256 fixity, the default) | $bw | $(median "${sp[@]}") | $(ratio "$(median "${sp[@]}")" "$bw") |"
+  echo "| put --no-fixity (CRC32C only) | $bw | $(median "${spn[@]}") | $(ratio "$(median "${spn[@]}")" "$bw") |"
+  echo "| get - (cold cache) | $br | $(median "${sg[@]}") | $(ratio "$(median "${sg[@]}")" "$br") |"
+  echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; put ${sp[*]}; put --no-fixity ${spn[*]};"
+  echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; get ${sg[*]}"
+fi
+
+if [[ " $PARTS " == *" stripe "* ]]; then
+  # The ceilings of this machine, measured in this run: the disk (8 dd
+  # streams in parallel, O_DIRECT, like 8 devices sharing it), and strata
+  # itself with the same 8 devices uncapped (software path + disk).
+  warm "$SRC"; t0=$(now); for i in $(seq 0 7); do dd if="$SRC" of="$SCRATCH/p$i" bs=4M count=$((SIZE_MB/32)) skip=$((i*SIZE_MB/32)) oflag=direct conv=fsync status=none & done; wait; t1=$(now)
+  diskw=$(rate $BYTES "$t0" "$t1"); drop
+  t0=$(now); for i in $(seq 0 7); do dd if="$SCRATCH/p$i" of=/dev/null bs=4M iflag=direct status=none & done; wait; t1=$(now)
+  diskr=$(rate $BYTES "$t0" "$t1"); rm -f "$SCRATCH"/p?
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 8 8 0)"
+  warm "$SRC"; t0=$(now); "$S" put --no-fixity "$SRC" /free; t1=$(now); freew=$(rate $BYTES "$t0" "$t1")
+  drop; t0=$(now); "$S" get /free - > /dev/null; t1=$(now); freer=$(rate $BYTES "$t0" "$t1")
+  stop
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 8 1 200MB/s)"
+  echo; echo "## 2. Striping over devices capped at 200 MB/s (file = 512 MiB × width, at most SIZE_MB)"
+  echo; echo "Ceilings measured in this run: the disk, 8 parallel dd streams with O_DIRECT: write+fsync $diskw MB/s, read $diskr MB/s;"
+  echo "strata on the same 8 devices uncapped (${SIZE_MB} MiB, 8 stripes): put --no-fixity $freew MB/s, get $freer MB/s."
+  echo; echo "| width | target (w × 200 MB/s) | put MB/s | put / target | get MB/s (cold) | get / target |"; echo "|---|---|---|---|---|---|"
+  for w in 1 2 4 8; do
+    n=$((512*w)); [ $n -gt "$SIZE_MB" ] && n=$SIZE_MB; b=$((n<<20)); head -c $b "$SRC" > "$SCRATCH/w.dat"
+    warm "$SCRATCH/w.dat"; t0=$(now); "$S" put --stripes $w --no-fixity "$SCRATCH/w.dat" /w$w; t1=$(now); p=$(rate $b "$t0" "$t1")
+    drop; t0=$(now); "$S" get /w$w - > /dev/null; t1=$(now); g=$(rate $b "$t0" "$t1")
+    tgt=$((200*w)); echo "| $w | $tgt | $p | $(ratio "$p" $tgt) | $g | $(ratio "$g" $tgt) |"
+    "$S" rm /w$w; rm -f "$SCRATCH/w.dat"
+  done
+  stop
+fi
+
+if [[ " $PARTS " == *" md "* ]]; then
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
+  echo; echo "## 3. Metadata through the real API (ops/s, median of $REPS; corebench md)"
+  echo; echo "| target | clients | create | stat | remove |"; echo "|---|---|---|---|---|"
+  for c in 1 8; do
+    files=$((c == 1 ? 10000 : 3000))
+    for tgt in "--server 127.0.0.1:$PORT" "--posix $SCRATCH" "--posix $SCRATCH --sync"; do
+      cr=(); st=(); rm_=()
+      for r in $(seq "$REPS"); do
+        j=$("$OUT/corebench" md $tgt --clients $c --files $files)
+        cr+=("$(echo "$j" | python3 -c 'import json,sys;print(json.load(sys.stdin)["create_per_s"])')")
+        st+=("$(echo "$j" | python3 -c 'import json,sys;print(json.load(sys.stdin)["stat_per_s"])')")
+        rm_+=("$(echo "$j" | python3 -c 'import json,sys;print(json.load(sys.stdin)["remove_per_s"])')")
+      done
+      fstype=$(df -T "$SCRATCH" | awk 'NR==2{print $2}')
+      case $tgt in
+        *--sync) name="local $fstype, fsync per create (durable, like strata)";;
+        --posix*) name="local $fstype, no fsync";;
+        *) name="strata (durable: catalog fsynced per group commit)";;
+      esac
+      echo "| $name | $c | $(median "${cr[@]}") | $(median "${st[@]}") | $(median "${rm_[@]}") |"
+    done
+  done
+  stop
+fi

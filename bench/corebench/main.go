@@ -1,0 +1,166 @@
+// Command corebench measures Strata's metadata rates through the real API
+// next to the same operations on a local file system, for
+// docs/PERFORMANCE.md. It is driven by bench/core.sh.
+//
+//	corebench md --server ADDR --clients N --files F   creates, stats, removes via Strata
+//	corebench md --posix DIR --clients N --files F     the same on a local file system
+//
+// A create is the creation and commit of an empty file (one API call: an
+// empty file has no data to stream). Each client works in its own
+// directory; phases are separated by a barrier and timed from the first
+// operation's start to the last one's end. Output is one JSON object.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/strata-storage/strata/client"
+)
+
+type ops interface {
+	mkdir(dir string) error
+	create(p string) error
+	stat(p string) error
+	remove(p string) error
+	join(dir, name string) string
+}
+
+type strataOps struct{ c *client.Client }
+
+func (s strataOps) mkdir(d string) error {
+	_, err := s.c.Mkdir(context.Background(), d, true, 0)
+	return err
+}
+func (s strataOps) create(p string) error {
+	_, err := s.c.Put(context.Background(), p, bytes.NewReader(nil), 0, client.PutOptions{})
+	return err
+}
+func (s strataOps) stat(p string) error     { _, err := s.c.Stat(context.Background(), p); return err }
+func (s strataOps) remove(p string) error   { return s.c.Remove(context.Background(), p, false) }
+func (s strataOps) join(d, n string) string { return d + "/" + n }
+
+// posixOps does the same on a local file system. With sync, each create
+// is made durable (the file and its directory entry fsynced, as mdtest -y
+// and Strata's catalog commit do).
+type posixOps struct{ sync bool }
+
+func (posixOps) mkdir(d string) error { return os.MkdirAll(d, 0o755) }
+func (o posixOps) create(p string) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if o.sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		d, err := os.Open(filepath.Dir(p))
+		if err != nil {
+			f.Close()
+			return err
+		}
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+func (posixOps) stat(p string) error     { _, err := os.Stat(p); return err }
+func (posixOps) remove(p string) error   { return os.Remove(p) }
+func (posixOps) join(d, n string) string { return filepath.Join(d, n) }
+
+// phase runs fn over every client's files and returns operations per second.
+func phase(clients, files int, fn func(w, i int) error) (float64, error) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, clients)
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < files; i++ {
+				if err := fn(w, i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	el := time.Since(t0)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return float64(clients*files) / el.Seconds(), nil
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "md" {
+		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("md", flag.ExitOnError)
+	server := fs.String("server", "", "Strata server")
+	posix := fs.String("posix", "", "local directory")
+	clients := fs.Int("clients", 1, "concurrent clients")
+	files := fs.Int("files", 10000, "files per client")
+	durable := fs.Bool("sync", false, "posix: fsync each created file and its directory")
+	fs.Parse(os.Args[2:])
+	var o ops
+	root := fmt.Sprintf("/md-%d", time.Now().UnixNano())
+	target := "strata"
+	switch {
+	case *server != "":
+		c, err := client.New(*server)
+		if err != nil {
+			fail(err)
+		}
+		o = strataOps{c}
+	case *posix != "":
+		o, root, target = posixOps{sync: *durable}, filepath.Join(*posix, fmt.Sprintf("md-%d", time.Now().UnixNano())), "posix:"+*posix
+	default:
+		fail(fmt.Errorf("need --server or --posix"))
+	}
+	dirs := make([]string, *clients)
+	for w := range dirs {
+		dirs[w] = o.join(root, fmt.Sprintf("c%d", w))
+		if err := o.mkdir(dirs[w]); err != nil {
+			fail(err)
+		}
+	}
+	name := func(w, i int) string { return o.join(dirs[w], fmt.Sprintf("f%07d", i)) }
+	res := map[string]any{"target": target, "clients": *clients, "files_per_client": *files, "sync": *durable}
+	for _, ph := range []struct {
+		name string
+		fn   func(string) error
+	}{{"create", o.create}, {"stat", o.stat}, {"remove", o.remove}} {
+		rate, err := phase(*clients, *files, func(w, i int) error { return ph.fn(name(w, i)) })
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", ph.name, err))
+		}
+		res[ph.name+"_per_s"] = int(rate)
+	}
+	json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "corebench:", err)
+	os.Exit(1)
+}

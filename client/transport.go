@@ -1,0 +1,163 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// transport is the control plane's http.RoundTripper: HTTP/1.1 keep-alive
+// connections to the one core, used synchronously by the calling goroutine.
+// It writes requests and parses responses with net/http's own code; what it
+// leaves out is http.Transport's per-connection reader and writer
+// goroutines, whose hand-offs cost a third of a metadata round trip on a
+// 2-core machine (measured: 56k vs 87k requests/s against the same server).
+type transport struct {
+	addr   string
+	dialer net.Dialer
+	mu     sync.Mutex
+	idle   []*pconn
+	closed bool
+}
+
+const maxIdleConns = 64
+
+type pconn struct {
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+func newTransport(addr string) *transport {
+	return &transport{addr: addr, dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
+}
+
+func (t *transport) get(ctx context.Context) (*pconn, bool, error) {
+	t.mu.Lock()
+	if n := len(t.idle); n > 0 {
+		pc := t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		t.mu.Unlock()
+		return pc, true, nil
+	}
+	t.mu.Unlock()
+	c, err := t.dialer.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	return &pconn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}, false, nil
+}
+
+func (t *transport) put(pc *pconn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || len(t.idle) >= maxIdleConns {
+		pc.c.Close()
+		return
+	}
+	t.idle = append(t.idle, pc)
+}
+
+// CloseIdleConnections closes pooled connections (http.Client calls it).
+func (t *transport) CloseIdleConnections() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, pc := range t.idle {
+		pc.c.Close()
+	}
+	t.idle = nil
+}
+
+// stale reports whether err means a pooled connection had been closed by
+// the server (it restarted) before our request reached it.
+func stale(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	for attempt := 0; ; attempt++ {
+		pc, reused, err := t.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		stop := context.AfterFunc(ctx, func() { pc.c.SetDeadline(time.Unix(1, 0)) })
+		err = req.Write(pc.bw)
+		if err == nil {
+			err = pc.bw.Flush()
+		}
+		var resp *http.Response
+		if err == nil {
+			resp, err = http.ReadResponse(pc.br, req)
+		}
+		if err != nil {
+			stop()
+			pc.c.Close()
+			// A connection from the pool that fails at once was closed by
+			// a server that restarted: the request never reached it.
+			if reused && attempt == 0 && ctx.Err() == nil && stale(err) && (req.Body == nil || req.GetBody != nil) {
+				if req.GetBody != nil {
+					if req.Body, err = req.GetBody(); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		resp.Body = &body{rc: resp.Body, pc: pc, t: t, stop: stop, keep: !resp.Close}
+		return resp, nil
+	}
+}
+
+// body returns its connection to the pool once the response is read whole.
+type body struct {
+	rc   io.ReadCloser
+	pc   *pconn
+	t    *transport
+	stop func() bool
+	keep bool
+	eof  bool
+	done bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	if b.done {
+		return nil
+	}
+	b.done = true
+	b.stop()
+	if !b.eof {
+		// Drain a little so the connection can be reused; give up on
+		// anything large.
+		if n, err := io.CopyN(io.Discard, b.rc, 64<<10); err == io.EOF || (err == nil && n < 64<<10) {
+			b.eof = true
+		}
+	}
+	b.rc.Close()
+	if b.eof && b.keep {
+		b.pc.c.SetDeadline(time.Time{})
+		b.t.put(b.pc)
+	} else {
+		b.pc.c.Close()
+	}
+	return nil
+}

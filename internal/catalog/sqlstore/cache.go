@@ -1,0 +1,115 @@
+package sqlstore
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// inodeCache holds namespace entries in memory so that stat and lookup
+// skip the database. It is exact, not a TTL cache, because every write goes
+// through this store's single writer goroutine, which applies each committed
+// change to the cache in commit order. A reader that missed fills the cache
+// only if no write touched that shard while it read the database; otherwise
+// its value may predate the write and is dropped.
+//
+// This holds as long as one process writes the catalog, which is Strata's
+// design (one core per catalog).
+type inodeCache struct {
+	seed   maphash.Seed
+	shards [cacheShards]cacheShard
+}
+
+const (
+	cacheShards   = 64
+	cacheShardMax = 1 << 14 // entries per shard before it is emptied
+)
+
+type dirent struct {
+	parent int64
+	name   string
+}
+
+type cacheShard struct {
+	mu    sync.RWMutex
+	seq   uint64 // bumped by every write applied to the shard
+	names map[dirent]catalog.Inode
+}
+
+func newInodeCache() *inodeCache {
+	c := &inodeCache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].names = map[dirent]catalog.Inode{}
+	}
+	return c
+}
+
+func (c *inodeCache) shard(parent int64, name string) *cacheShard {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(parent >> (8 * i))
+	}
+	h.Write(b[:])
+	h.WriteString(name)
+	return &c.shards[h.Sum64()%cacheShards]
+}
+
+// get returns the cached entry, or the shard's sequence number to pass to
+// fill after reading the database.
+func (c *inodeCache) get(parent int64, name string) (catalog.Inode, uint64, bool) {
+	s := c.shard(parent, name)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	in, ok := s.names[dirent{parent, name}]
+	return in, s.seq, ok
+}
+
+// fill caches what a reader found, unless a write intervened.
+func (c *inodeCache) fill(in catalog.Inode, seq uint64) {
+	s := c.shard(in.Parent, in.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seq != seq {
+		return
+	}
+	if len(s.names) >= cacheShardMax {
+		s.names = map[dirent]catalog.Inode{}
+	}
+	s.names[dirent{in.Parent, in.Name}] = in
+}
+
+// set records a committed entry (writer only).
+func (c *inodeCache) set(in catalog.Inode) {
+	s := c.shard(in.Parent, in.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	if len(s.names) >= cacheShardMax {
+		s.names = map[dirent]catalog.Inode{}
+	}
+	s.names[dirent{in.Parent, in.Name}] = in
+}
+
+// drop forgets an entry (writer only).
+func (c *inodeCache) drop(parent int64, name string) {
+	s := c.shard(parent, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	delete(s.names, dirent{parent, name})
+}
+
+// clear forgets everything (writer only): after removing a whole tree,
+// whose entries are not worth finding one by one.
+func (c *inodeCache) clear() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.seq++
+		s.names = map[dirent]catalog.Inode{}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# scripts/test.sh — every check and test Strata has. This is the README's
+# test command, and .ci/run runs exactly this.
+#
+# It installs what the tests need on a fresh Debian machine (nothing beyond
+# Go today; later suites add their packages here), then: gofmt, go vet, the
+# module files, and the whole test suite (unit, conformance, end-to-end with
+# the real binary, crash tests), with the race detector on the packages whose
+# concurrency matters most.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if ! need go; then
+  echo "scripts/test.sh: Go 1.26 is required (https://go.dev/dl/)" >&2
+  exit 1
+fi
+
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go mod tidy (no drift)"
+cp go.mod /tmp/strata-go.mod.$$; cp go.sum /tmp/strata-go.sum.$$
+go mod tidy
+if ! cmp -s go.mod /tmp/strata-go.mod.$$ || ! cmp -s go.sum /tmp/strata-go.sum.$$; then
+  cp /tmp/strata-go.mod.$$ go.mod; cp /tmp/strata-go.sum.$$ go.sum
+  echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1
+fi
+rm -f /tmp/strata-go.mod.$$ /tmp/strata-go.sum.$$
+
+echo "== go test"
+go test -count=1 -timeout 15m ./...
+
+echo "== go test -race (catalog, mover, client)"
+go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./client/...
