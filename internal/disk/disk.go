@@ -243,12 +243,13 @@ type Writer struct {
 	max      int64
 	reserved int64
 
-	n        int64    // data bytes written
-	flushed  int64    // bytes handed to writeback (sync_file_range)
-	dropped  int64    // bytes written back and dropped from the page cache
-	crc      uint32   // whole-object CRC32C
-	chunkCRC uint32   // CRC of the current partial chunk
-	table    []uint32 // CRCs of completed chunks
+	n        int64        // data bytes written
+	prepaid  atomic.Int64 // bandwidth already waited for by Pace
+	flushed  int64        // bytes handed to writeback (sync_file_range)
+	dropped  int64        // bytes written back and dropped from the page cache
+	crc      uint32       // whole-object CRC32C
+	chunkCRC uint32       // CRC of the current partial chunk
+	table    []uint32     // CRCs of completed chunks
 	done     bool
 }
 
@@ -264,11 +265,29 @@ func (w *Writer) WriteCRC(p []byte, crc uint32) (int, error) {
 	return w.write(p, crc, true)
 }
 
+// Pace waits for n bytes of the device's bandwidth ahead of the write that
+// will use them. A mover paces frames as they arrive, so the emulated
+// device's time runs concurrently with the real disk's work (write-behind
+// waits) instead of after it, as it would on the real device.
+func (w *Writer) Pace(n int) error {
+	if err := w.d.wait(w.ctx, n); err != nil {
+		return err
+	}
+	w.prepaid.Add(int64(n))
+	return nil
+}
+
 func (w *Writer) write(p []byte, crc uint32, known bool) (int, error) {
 	if w.n+int64(len(p)) > w.max {
 		return 0, api.Errorf(api.ErrNoSpace, "disk %s: object %s exceeds its reservation of %d bytes", w.d.id, w.object, w.max)
 	}
-	if err := w.d.wait(w.ctx, len(p)); err != nil {
+	owed := int64(len(p))
+	if paid := w.prepaid.Load(); paid > 0 {
+		use := min(paid, owed)
+		w.prepaid.Add(-use)
+		owed -= use
+	}
+	if err := w.d.wait(w.ctx, int(owed)); err != nil {
 		return 0, err
 	}
 	n, err := w.f.Write(p)

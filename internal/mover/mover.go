@@ -288,6 +288,11 @@ func (m *Mover) write(req wire.Request, fr *wire.Reader, fw *wire.Writer) error 
 				}
 				continue
 			}
+			if err := w.Pace(len(p)); err != nil {
+				bufPool.Put(bp)
+				st.abort()
+				return err
+			}
 			st.put(frame{bp: bp, p: p, crc: h.CRC})
 		case wire.TypeEnd:
 			if sent {
