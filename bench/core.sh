@@ -44,12 +44,22 @@ start() { # config-file
   echo "server did not start"; cat "$OUT/serve.log"; exit 1
 }
 stop() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=; }
+# settle: after removing files, wait until the server has reclaimed their
+# space and the file system has finished with it (freeing and discarding
+# gigabytes on ext4 competes with whatever is measured next).
+settle() {
+  for _ in $(seq 100); do
+    used=$("$S" df --json | python3 -c 'import json,sys; print(sum(d["used"] for d in json.load(sys.stdin)["devices"]))')
+    [ "$used" = 0 ] && break; sleep 0.2
+  done
+  sync; sleep 2
+}
 trap stop EXIT
 export STRATA_SERVER=127.0.0.1:$PORT
 
 config() { # data-dir devices width bandwidth [device-root]
   local f=$OUT/bench.toml root=${5:-$1/devices}
-  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""
+  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""; echo 'reclaim_every = "1s"'
     echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""
     for i in $(seq 0 $(($2-1))); do echo "[[device]]"; echo "id = \"d$i\""; echo "path = \"$root/d$i\""; [ "$4" != 0 ] && echo "bandwidth = \"$4\""; done
     echo "[[cos]]"; echo 'name = "default"'; echo 'pool = "disk"'; echo "stripe_width = $3"; echo 'stripe_unit = "4MiB"'
@@ -78,7 +88,7 @@ if [[ " $PARTS " == *" single "* ]]; then
     drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=1M status=none; t1=$(now); dr+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")")
-    "$S" rm /f$r /n$r; rm -f "$SCRATCH/dd.dat"
+    "$S" rm /f$r /n$r; rm -f "$SCRATCH/dd.dat"; settle
   done
   stop
   best() { python3 -c "import sys; print(max(int(x) for x in sys.argv[1:]))" "$@"; }
@@ -105,7 +115,7 @@ if [[ " $PARTS " == *" stripe "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 8 8 0)"
   warm "$SRC"; t0=$(now); "$S" put --no-fixity "$SRC" /free; t1=$(now); freew=$(rate $BYTES "$t0" "$t1")
   drop; t0=$(now); "$S" get /free - > /dev/null; t1=$(now); freer=$(rate $BYTES "$t0" "$t1")
-  stop
+  "$S" rm /free; settle; stop
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 8 1 200MB/s)"
   echo; echo "## 2. Striping over devices capped at 200 MB/s (file = 512 MiB × width, at most SIZE_MB)"
   echo; echo "Ceilings measured in this run: the disk, 8 parallel dd streams with O_DIRECT: write+fsync $diskw MB/s, read $diskr MB/s;"
@@ -116,8 +126,9 @@ if [[ " $PARTS " == *" stripe "* ]]; then
     warm "$SCRATCH/w.dat"; t0=$(now); "$S" put --stripes $w --no-fixity "$SCRATCH/w.dat" /w$w; t1=$(now); p=$(rate $b "$t0" "$t1")
     drop; t0=$(now); "$S" get /w$w - > /dev/null; t1=$(now); g=$(rate $b "$t0" "$t1")
     tgt=$((200*w)); echo "| $w | $tgt | $p | $(ratio "$p" $tgt) | $g | $(ratio "$g" $tgt) |"
-    "$S" rm /w$w; rm -f "$SCRATCH/w.dat"
+    rm -f "$SCRATCH/w.dat"; sync; sleep 2   # files stay until the end: no reclaim runs during a measurement
   done
+  "$S" rm /w1 /w2 /w4 /w8; settle
   stop
 fi
 

@@ -318,6 +318,13 @@ func (m *Mover) write(req wire.Request, fr *wire.Reader, fw *wire.Writer) error 
 	}
 }
 
+type readChunk struct {
+	bp  *[]byte
+	p   []byte
+	idx int64
+	err error
+}
+
 type frame struct {
 	bp  *[]byte
 	p   []byte
@@ -402,27 +409,54 @@ func (m *Mover) read(req wire.Request, fw *wire.Writer) error {
 	if err := fw.Msg(wire.Status{OK: true, Length: n, CRC32C: r.CRC()}); err != nil {
 		return err
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
+	// A reader goroutine fetches and verifies chunks ahead of the sender,
+	// so disk reads overlap network sends.
+	chunks := make(chan readChunk, 2)
+	stop, done := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-done }() // before r.Close: the reader is finished with r
+	go func() {
+		defer close(done)
+		defer close(chunks)
+		for pos := off; pos < off+n; {
+			bp := bufPool.Get().(*[]byte)
+			idx := pos / disk.ChunkSize
+			chunk, err := r.Chunk(idx, *bp)
+			rc := readChunk{bp: bp, p: chunk, idx: idx, err: err}
+			select {
+			case chunks <- rc:
+			case <-stop:
+				bufPool.Put(bp)
+				return
+			}
+			if err != nil {
+				return
+			}
+			pos = (idx + 1) * disk.ChunkSize
+		}
+	}()
 	var crc uint32
 	end := off + n
 	for pos := off; pos < end; {
-		chunk, err := r.Chunk(pos/disk.ChunkSize, *bp)
-		if err != nil {
-			m.log.Warn("mover: read failed", "device", req.Device, "object", req.Object, "err", err)
-			return fw.Error(status(err))
+		rc := <-chunks
+		if rc.err != nil {
+			bufPool.Put(rc.bp)
+			m.log.Warn("mover: read failed", "device", req.Device, "object", req.Object, "err", rc.err)
+			return fw.Error(status(rc.err))
 		}
+		chunk := rc.p
 		lo := pos % disk.ChunkSize
 		hi := min(int64(len(chunk)), lo+end-pos)
 		p := chunk[lo:hi]
 		var c uint32
+		var err error
 		if lo == 0 && hi == int64(len(chunk)) {
 			// A whole chunk: its CRC was just verified, no need to scan again.
-			c = r.ChunkCRC(pos / disk.ChunkSize)
+			c = r.ChunkCRC(rc.idx)
 			err = fw.DataCRC(p, c)
 		} else {
 			c, err = fw.Data(p)
 		}
+		bufPool.Put(rc.bp)
 		if err != nil {
 			return err
 		}
