@@ -68,6 +68,7 @@ type Core struct {
 	mu       sync.Mutex
 	movers   map[string]*moverState // by mover ID
 	devMover map[string]string      // device ID → mover ID
+	devFree  map[string]int64       // device ID → free bytes its mover last reported
 	inflight map[int64][]string     // pending bitfile → its devices
 	load     map[string]int         // device → writes in flight
 	rr       int                    // rotates ties in placement
@@ -95,7 +96,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		cfg.MoverTimeout = 30 * time.Second
 	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, cos: map[string]COS{}, log: log,
-		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{},
+		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{},
 		inflight: map[int64][]string{}, load: map[string]int{}}
 	c.dc.init()
 	for _, k := range cfg.COS {
@@ -181,6 +182,7 @@ func (c *Core) register(ctx context.Context, id, addr string, devs []api.DeviceI
 			fresh = append(fresh, d)
 		}
 		c.devMover[d.ID] = id
+		c.devFree[d.ID] = d.Free
 	}
 	c.mu.Unlock()
 	for _, d := range fresh {
@@ -256,7 +258,7 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 		if m == nil || (!m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout) {
 			continue
 		}
-		free := d.Capacity - d.Used
+		free := c.freeLocked(d)
 		largest = max(largest, free)
 		if free < need {
 			continue
@@ -294,6 +296,17 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 		c.load[p.dev.ID]++
 	}
 	return picked, nil
+}
+
+// freeLocked is what a device can still take: its capacity less what the
+// catalog has placed on it, and never more than its mover last saw free on
+// the file system (devices may share one, and other users fill it too).
+func (c *Core) freeLocked(d catalog.Device) int64 {
+	free := d.Capacity - d.Used
+	if f, ok := c.devFree[d.ID]; ok && f < free {
+		free = f
+	}
+	return max(free, 0)
 }
 
 func (c *Core) settle(bitfile int64) {

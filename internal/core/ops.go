@@ -406,7 +406,10 @@ func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
 	var order []string
 	for _, d := range devs {
 		addr, err := c.moverFor(d.ID)
-		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: max(d.Capacity-d.Used, 0), Bandwidth: d.Bandwidth}
+		c.mu.Lock()
+		free := c.freeLocked(d)
+		c.mu.Unlock()
+		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: free, Bandwidth: d.Bandwidth}
 		out.Devices = append(out.Devices, di)
 		p := pools[d.Pool]
 		if p == nil {

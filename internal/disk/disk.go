@@ -50,6 +50,7 @@ type Device struct {
 	dir      string
 	capacity int64
 	bw       int64
+	sharing  int64
 	limiter  *rate.Limiter // nil when uncapped
 
 	mu       sync.Mutex
@@ -67,11 +68,15 @@ type Options struct {
 	Capacity int64
 	// Bandwidth cap in bytes per second for reads and writes; 0 means none.
 	Bandwidth int64
+	// Sharing is how many devices (this one included) live on the same file
+	// system; each reports that share of its free space, so that a pool's
+	// sum is true. 0 means 1.
+	Sharing int
 }
 
 // Open opens (creating if needed) the device rooted at dir.
 func Open(id, dir string, o Options) (*Device, error) {
-	d := &Device{id: id, dir: dir, capacity: o.Capacity, bw: o.Bandwidth, dirSync: make([]sync.Mutex, fanout)}
+	d := &Device{id: id, dir: dir, capacity: o.Capacity, bw: o.Bandwidth, sharing: int64(max(o.Sharing, 1)), dirSync: make([]sync.Mutex, fanout)}
 	for i := 0; i < fanout; i++ {
 		p := filepath.Join(dir, "objects", fmt.Sprintf("%02x", i))
 		if err := os.MkdirAll(p, 0o755); err != nil {
@@ -138,16 +143,16 @@ func (d *Device) Dir() string { return d.dir }
 // Bandwidth returns the configured cap in bytes/s (0 = none).
 func (d *Device) Bandwidth() int64 { return d.bw }
 
-// Usage reports capacity, bytes used and bytes free. Free is bounded by what
-// the file system really has, so a device sharing a disk with others never
-// promises space that is gone.
+// Usage reports capacity, bytes used and bytes free. Free is bounded by the
+// device's share of what the file system really has, so devices sharing a
+// disk never promise space that is gone, nor count it twice.
 func (d *Device) Usage() (capacity, used, free int64) {
 	d.mu.Lock()
 	used, res := d.used, d.reserved
 	d.mu.Unlock()
 	free = d.capacity - used - res
-	if _, avail, err := fsSpace(d.dir); err == nil && avail < free {
-		free = avail
+	if _, avail, err := fsSpace(d.dir); err == nil && avail/d.sharing < free {
+		free = avail / d.sharing
 	}
 	if free < 0 {
 		free = 0

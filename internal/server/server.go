@@ -83,28 +83,27 @@ func lockDir(dir string) (*os.File, error) {
 
 // defaultCapacities shares each file system among the devices on it that
 // have no configured capacity, so that directories standing for disks on
-// one laptop do not each claim the whole disk.
-func defaultCapacities(cfg config.Config) (map[string]int64, error) {
+// one laptop do not each claim the whole disk. It also returns how many
+// devices share each device's file system.
+func defaultCapacities(cfg config.Config) (map[string]int64, map[string]int, error) {
 	type fsinfo struct {
 		total int64
 		n     int64
 	}
-	byFS := map[uint64]*fsinfo{}
+	byFS := map[uint64]*fsinfo{}  // all devices per file system
+	unsized := map[uint64]int64{} // devices without a configured capacity
 	devFS := map[string]uint64{}
 	for _, d := range cfg.Devices {
-		if d.Capacity != 0 {
-			continue
-		}
 		if err := os.MkdirAll(d.Path, 0o755); err != nil {
-			return nil, fmt.Errorf("device %s: %w", d.ID, err)
+			return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
 		}
 		var st syscall.Stat_t
 		var sfs syscall.Statfs_t
 		if err := syscall.Stat(d.Path, &st); err != nil {
-			return nil, fmt.Errorf("device %s: %w", d.ID, err)
+			return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
 		}
 		if err := syscall.Statfs(d.Path, &sfs); err != nil {
-			return nil, fmt.Errorf("device %s: %w", d.ID, err)
+			return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
 		}
 		f := byFS[st.Dev]
 		if f == nil {
@@ -112,17 +111,24 @@ func defaultCapacities(cfg config.Config) (map[string]int64, error) {
 			byFS[st.Dev] = f
 		}
 		f.n++
+		if d.Capacity == 0 {
+			unsized[st.Dev]++
+		}
 		devFS[d.ID] = st.Dev
 	}
-	out := map[string]int64{}
-	for id, dev := range devFS {
-		out[id] = byFS[dev].total / byFS[dev].n
+	caps, sharing := map[string]int64{}, map[string]int{}
+	for _, d := range cfg.Devices {
+		dev := devFS[d.ID]
+		sharing[d.ID] = int(byFS[dev].n)
+		if d.Capacity == 0 {
+			caps[d.ID] = byFS[dev].total / unsized[dev]
+		}
 	}
-	return out, nil
+	return caps, sharing, nil
 }
 
 func openDevices(cfg config.Config) ([]*disk.Device, error) {
-	caps, err := defaultCapacities(cfg)
+	caps, sharing, err := defaultCapacities(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +138,7 @@ func openDevices(cfg config.Config) ([]*disk.Device, error) {
 		if capacity == 0 {
 			capacity = caps[d.ID]
 		}
-		dev, err := disk.Open(d.ID, d.Path, disk.Options{Capacity: capacity, Bandwidth: int64(d.Bandwidth)})
+		dev, err := disk.Open(d.ID, d.Path, disk.Options{Capacity: capacity, Bandwidth: int64(d.Bandwidth), Sharing: sharing[d.ID]})
 		if err != nil {
 			for _, o := range devs {
 				o.Close()
@@ -240,9 +246,24 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}
 	s.ctlAddr = ctlLn.Addr().String()
 	s.httpSrv = &http.Server{Handler: s.Core.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.httpSrv.Serve(ctlLn) }()
 	go func() { defer s.wg.Done(); s.Core.Run(runCtx) }()
+	go func() {
+		// Keep the core's view of free space current, as remote movers do
+		// by re-registering.
+		defer s.wg.Done()
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				s.Core.RegisterLocal(runCtx, cfg.Mover.ID, adv, s.Mover.Devices(poolOf(cfg), adv))
+			}
+		}
+	}()
 	log.Info("strata serving", "control", "http://"+s.ctlAddr, "data", adv, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
 	return s, nil
 }
