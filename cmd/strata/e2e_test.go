@@ -409,3 +409,30 @@ func TestMoverWithWrongSecretIsRefused(t *testing.T) {
 		t.Fatal("a mover with the wrong secret registered its device")
 	}
 }
+
+// TestProgressBar runs put and get on a pseudo-terminal (util-linux
+// script(1)): a progress bar is drawn. Without a terminal, nothing is.
+func TestProgressBar(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatal("script(1) from util-linux is needed to give the CLI a terminal")
+	}
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "big.dat")
+	writeRandom(t, src, 12<<20)
+	cmdline := fmt.Sprintf("stty cols 120 rows 40; %s put %s /big && %s get -f /big %s", bin, src, bin, filepath.Join(s.dir, "back.dat"))
+	cmd := exec.Command(scriptBin, "-qec", cmdline, "/dev/null")
+	cmd.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("on a terminal: %v\n%s", err, out)
+	}
+	for _, want := range []string{"put big.dat", "get big", "12.0 MiB / 12.0 MiB"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("terminal output lacks %q:\n%q", want, out)
+		}
+	}
+	if _, errs, code := s.run("put", src, "/quiet"); code != 0 || errs != "" {
+		t.Fatalf("without a terminal, put wrote %q to stderr (exit %d)", errs, code)
+	}
+}
