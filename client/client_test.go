@@ -318,3 +318,14 @@ func TestPlacementSpreads(t *testing.T) {
 		}
 	}
 }
+
+// Reading a file records the access (relatime-style), which purge policies
+// rely on.
+func TestReadRecordsAccessTime(t *testing.T) {
+	c, _ := newClient(t, nil)
+	fi := roundTrip(t, c, "/a", []byte("accessed"), client.PutOptions{})
+	waitFor(t, func() bool {
+		st, err := c.Stat(ctx, "/a")
+		return err == nil && st.Atime.After(fi.Mtime)
+	}, "atime to move past mtime after a read")
+}

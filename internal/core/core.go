@@ -72,6 +72,8 @@ type Core struct {
 	inflight map[int64][]string     // pending bitfile → its devices
 	load     map[string]int         // device → writes in flight
 	rr       int                    // rotates ties in placement
+
+	atimes chan catalog.Inode // access-time updates, applied by one goroutine
 }
 
 type moverState struct {
@@ -97,7 +99,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, cos: map[string]COS{}, log: log,
 		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{},
-		inflight: map[int64][]string{}, load: map[string]int{}}
+		inflight: map[int64][]string{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
 	for _, k := range cfg.COS {
 		if k.StripeWidth < 1 || k.StripeUnit < 1 || k.Pool == "" {

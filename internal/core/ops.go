@@ -312,13 +312,17 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 
 // touch records an access, relatime-style: at most once a day unless the
 // file changed since, so reads do not turn into a stream of catalog writes.
-// Purge policies (least recently used first) read this.
+// Purge policies (least recently used first) read this. Updates are queued
+// for Run's goroutine; under a flood of opens the excess is dropped (an
+// access time is a hint, not data).
 func (c *Core) touch(in catalog.Inode) {
-	now := c.now().UnixNano()
-	if in.Atime > in.Mtime && now-in.Atime < int64(24*time.Hour) {
+	if in.Atime > in.Mtime && c.now().UnixNano()-in.Atime < int64(24*time.Hour) {
 		return
 	}
-	go c.store.SetAttr(context.Background(), in.ID, catalog.Attr{Atime: &now, Ctime: in.Ctime})
+	select {
+	case c.atimes <- in:
+	default:
+	}
 }
 
 // Rename moves an entry.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
-// Run reclaims space until ctx ends: once at once, then every ReclaimEvery.
+// Run does the core's background work until ctx ends: reclaim (at once,
+// then every ReclaimEvery) and the access-time updates queued by Open.
 func (c *Core) Run(ctx context.Context) {
 	t := time.NewTicker(c.cfg.ReclaimEvery)
 	defer t.Stop()
@@ -18,10 +20,16 @@ func (c *Core) Run(ctx context.Context) {
 		} else if n > 0 {
 			c.log.Info("core: reclaimed", "bitfiles", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		for wait := true; wait; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				wait = false
+			case in := <-c.atimes:
+				now := c.now().UnixNano()
+				c.store.SetAttr(ctx, in.ID, catalog.Attr{Atime: &now, Ctime: in.Ctime})
+			}
 		}
 	}
 }

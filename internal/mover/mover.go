@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,13 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, disk.ChunkSize); ret
 
 func (m *Mover) serveConn(c net.Conn) {
 	defer c.Close()
+	defer func() {
+		// A bug triggered by one request must not take the server down:
+		// drop this connection, log, keep serving everyone else.
+		if v := recover(); v != nil {
+			m.log.Error("mover: panic serving connection", "remote", c.RemoteAddr(), "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
