@@ -185,7 +185,7 @@ func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- [
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	sink := &frameSink{ctx: ctx, out: out}
-	var last error
+	var attempts []error
 	for attempt := 0; attempt <= c.Retries && sink.total < t.Length; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
@@ -194,7 +194,7 @@ func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- [
 		}
 		conn, err := c.pool.Get(ctx, t.Mover)
 		if err != nil {
-			last = err
+			attempts = append(attempts, err)
 			continue
 		}
 		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: sink.total, Length: t.Length - sink.total}
@@ -203,13 +203,13 @@ func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- [
 		if err == nil {
 			break
 		}
-		last = err
+		attempts = append(attempts, err)
 		if !retryable(err) || errors.Is(err, api.ErrExist) {
-			return err
+			return attemptsError(attempts)
 		}
 	}
 	if sink.total < t.Length {
-		return fmt.Errorf("%d of %d bytes read: %w", sink.total, t.Length, last)
+		return fmt.Errorf("%d of %d bytes read: %w", sink.total, t.Length, attemptsError(attempts))
 	}
 	if sink.crc != t.CRC32C {
 		return api.Errorf(api.ErrCorrupt, "segment crc32c %08x, catalog records %08x", sink.crc, t.CRC32C)

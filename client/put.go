@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/strata-storage/strata/internal/api"
@@ -113,6 +114,23 @@ func sha256Of(ctx context.Context, src io.ReaderAt, size int64) (string, error) 
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// attemptsError reports the last failure, with the earlier ones when the
+// transfer was retried (the first usually says why).
+func attemptsError(errs []error) error {
+	if len(errs) == 0 {
+		return api.Errorf(api.ErrCorrupt, "mover returned fewer bytes than the catalog records")
+	}
+	last := errs[len(errs)-1]
+	if len(errs) == 1 {
+		return last
+	}
+	msgs := make([]string, len(errs)-1)
+	for i, e := range errs[:len(errs)-1] {
+		msgs[i] = e.Error()
+	}
+	return fmt.Errorf("%w (after %d attempts; earlier: %s)", last, len(errs), strings.Join(msgs, "; "))
+}
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, mover.FrameSize); return &b }}
 
 // stripeReader yields stripe k's bytes: units k, k+w, k+2w … of the source.
@@ -155,7 +173,7 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	req := wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}
-	var last error
+	var attempts []error // every attempt's failure, so a retried failure explains itself
 	for attempt := 0; attempt <= c.Retries; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
@@ -184,10 +202,10 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 		if progress != nil && sent > 0 {
 			progress(-sent) // the retry resends it
 		}
-		last = err
+		attempts = append(attempts, err)
 		if !retryable(err) {
 			break
 		}
 	}
-	return api.SegmentReceipt{}, last
+	return api.SegmentReceipt{}, attemptsError(attempts)
 }
