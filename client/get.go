@@ -41,6 +41,17 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 	if fi.Size == 0 {
 		return &fi, nil
 	}
+	var h hash.Hash
+	if o.VerifyFixity && fi.Fixity != "" {
+		h = sha256.New()
+	}
+	if len(or.Stripes) == 1 {
+		t := or.Stripes[0]
+		if err := c.readSegment(ctx, t, &directSink{dst: dst, h: h, progress: o.Progress}); err != nil {
+			return nil, fmt.Errorf("get %s: segment 0 (device %s, object %s): %w", path, t.Device, t.Object, err)
+		}
+		return &fi, checkFixity(path, &fi, h)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := len(or.Stripes)
@@ -59,10 +70,6 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 			}
 		}()
 	}
-	var h hash.Hash
-	if o.VerifyFixity && fi.Fixity != "" {
-		h = sha256.New()
-	}
 	werr := assemble(ctx, dst, streams, fi.Size, or.StripeUnit, h, o.Progress)
 	cancel()
 	// Drain so stripe goroutines blocked on a full channel can exit.
@@ -80,12 +87,19 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 	if werr != nil {
 		return nil, fmt.Errorf("get %s: %w", path, werr)
 	}
-	if h != nil {
-		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != fi.Fixity {
-			return nil, api.Errorf(api.ErrCorrupt, "get %s: fixity %s, recorded %s", path, got, fi.Fixity)
-		}
+	return &fi, checkFixity(path, &fi, h)
+}
+
+// checkFixity compares the recomputed whole-file digest, if any, with the
+// one recorded at put.
+func checkFixity(path string, fi *FileInfo, h hash.Hash) error {
+	if h == nil {
+		return nil
 	}
-	return &fi, nil
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != fi.Fixity {
+		return api.Errorf(api.ErrCorrupt, "get %s: fixity %s, recorded %s", path, got, fi.Fixity)
+	}
+	return nil
 }
 
 // assemble writes stripe units to dst in file order.
@@ -182,11 +196,27 @@ func (s *frameSink) Write(p []byte) (int, error) {
 // from the last byte delivered, and checks the segment's CRC32C against the
 // catalog's at the end.
 func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- []byte) error {
+	return c.readSegment(ctx, t, &frameSink{ctx: ctx, out: out})
+}
+
+// segmentSink receives one segment's bytes in order and tracks how many it
+// has taken and their CRC32C.
+type segmentSink interface {
+	io.Writer
+	delivered() (int64, uint32)
+}
+
+func (s *frameSink) delivered() (int64, uint32) { return s.total, s.crc }
+
+// readSegment streams one segment into sink, resuming after transport
+// errors from the last byte delivered, and checks the segment's CRC32C
+// against the catalog's at the end.
+func (c *Client) readSegment(ctx context.Context, t api.StripeTarget, sink segmentSink) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	sink := &frameSink{ctx: ctx, out: out}
+	total := func() int64 { n, _ := sink.delivered(); return n }
 	var attempts []error
-	for attempt := 0; attempt <= c.Retries && sink.total < t.Length; attempt++ {
+	for attempt := 0; attempt <= c.Retries && total() < t.Length; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
 				return err
@@ -197,7 +227,7 @@ func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- [
 			attempts = append(attempts, err)
 			continue
 		}
-		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: sink.total, Length: t.Length - sink.total}
+		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: total(), Length: t.Length - total()}
 		_, err = conn.Read(ctx, req, sink, *bp)
 		c.pool.Put(conn)
 		if err == nil {
@@ -208,11 +238,44 @@ func (c *Client) getStripe(ctx context.Context, t api.StripeTarget, out chan<- [
 			return attemptsError(attempts)
 		}
 	}
-	if sink.total < t.Length {
-		return fmt.Errorf("%d of %d bytes read: %w", sink.total, t.Length, attemptsError(attempts))
+	n, crc := sink.delivered()
+	if n < t.Length {
+		return fmt.Errorf("%d of %d bytes read: %w", n, t.Length, attemptsError(attempts))
 	}
-	if sink.crc != t.CRC32C {
-		return api.Errorf(api.ErrCorrupt, "segment crc32c %08x, catalog records %08x", sink.crc, t.CRC32C)
+	if crc != t.CRC32C {
+		return api.Errorf(api.ErrCorrupt, "segment crc32c %08x, catalog records %08x", crc, t.CRC32C)
 	}
 	return nil
 }
+
+// directSink writes a single-stripe file straight to the destination: with
+// one stripe there is nothing to reorder, so frames skip the assembler and
+// its goroutine hand-off.
+type directSink struct {
+	dst      io.Writer
+	h        hash.Hash
+	progress func(int64)
+	total    int64
+	crc      uint32
+}
+
+func (s *directSink) WriteCRC(p []byte, crc uint32) error {
+	if _, err := s.dst.Write(p); err != nil {
+		return err
+	}
+	if s.h != nil {
+		s.h.Write(p)
+	}
+	if s.progress != nil {
+		s.progress(int64(len(p)))
+	}
+	s.crc = wire.CombineCRC(s.crc, crc, int64(len(p)))
+	s.total += int64(len(p))
+	return nil
+}
+
+func (s *directSink) Write(p []byte) (int, error) {
+	return len(p), s.WriteCRC(p, crc32.Checksum(p, wire.Castagnoli))
+}
+
+func (s *directSink) delivered() (int64, uint32) { return s.total, s.crc }

@@ -280,6 +280,12 @@ func prefetch(ctx context.Context, src io.Reader, buf []byte) <-chan chunk {
 	return out
 }
 
+// CRCWriter is implemented by Read destinations that consume frames in
+// place and want each frame's verified CRC32C with it.
+type CRCWriter interface {
+	WriteCRC(p []byte, crc uint32) error
+}
+
 // FrameSink is implemented by Read destinations that take ownership of
 // each frame: Read fills a buffer the sink provides and hands it over with
 // the frame's verified CRC32C, so the data is neither copied nor scanned
@@ -325,6 +331,8 @@ func (c *Conn) Read(ctx context.Context, req wire.Request, dst io.Writer, buf []
 			got += int64(len(p))
 			if owned {
 				err = sink.Deliver(p, h.CRC)
+			} else if cw, ok := dst.(CRCWriter); ok {
+				err = cw.WriteCRC(p, h.CRC)
 			} else {
 				_, err = dst.Write(p)
 			}
