@@ -325,23 +325,29 @@ func (c *Core) touch(in catalog.Inode) {
 	}
 }
 
+// parentOf resolves the directory holding p and returns it with p's name;
+// errors name the operation and the path.
+func (c *Core) parentOf(ctx context.Context, op, p string) (int64, string, error) {
+	dir, name, err := splitParent(p)
+	if err != nil {
+		return 0, "", err
+	}
+	parent, err := c.resolveDir(ctx, dir)
+	if err != nil {
+		return 0, "", fmt.Errorf("%s %s: %w", op, p, err)
+	}
+	return parent, name, nil
+}
+
 // Rename moves an entry.
 func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
-	sDir, sName, err := splitParent(r.Src)
+	sp, sName, err := c.parentOf(ctx, "rename", r.Src)
 	if err != nil {
 		return err
 	}
-	dDir, dName, err := splitParent(r.Dst)
+	dp, dName, err := c.parentOf(ctx, "rename to", r.Dst)
 	if err != nil {
 		return err
-	}
-	sp, err := c.resolveDir(ctx, sDir)
-	if err != nil {
-		return fmt.Errorf("rename %s: %w", r.Src, err)
-	}
-	dp, err := c.resolveDir(ctx, dDir)
-	if err != nil {
-		return fmt.Errorf("rename to %s: %w", r.Dst, err)
 	}
 	moved, err := c.store.Rename(ctx, sp, sName, dp, dName, r.Overwrite, c.now().UnixNano())
 	if moved.Kind == catalog.KindDir {
@@ -355,13 +361,9 @@ func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
 
 // Remove deletes an entry.
 func (c *Core) Remove(ctx context.Context, r api.RemoveRequest) error {
-	dir, name, err := splitParent(r.Path)
+	parent, name, err := c.parentOf(ctx, "remove", r.Path)
 	if err != nil {
 		return err
-	}
-	parent, err := c.resolveDir(ctx, dir)
-	if err != nil {
-		return fmt.Errorf("remove %s: %w", r.Path, err)
 	}
 	gone, err := c.store.Remove(ctx, parent, name, r.Recursive)
 	if gone.Kind == catalog.KindDir {
