@@ -95,6 +95,15 @@ func New(addr string) (*Client, error) {
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
 }
 
+// TCPOnly makes the client reach movers over TCP even when they run on
+// this host and offer a Unix socket (which is faster; see
+// mover.Endpoint). Tests of the network path use it.
+func (c *Client) TCPOnly(on bool) { c.pool.SetTCPOnly(on) }
+
+func endpoint(t api.StripeTarget) mover.Endpoint {
+	return mover.Endpoint{Addr: t.Mover, Socket: t.Socket, Host: t.Host}
+}
+
 // Close releases idle connections.
 func (c *Client) Close() error {
 	c.pool.Close()

@@ -84,6 +84,7 @@ func TestStripeRetriesSurviveCutConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	c.TCPOnly(true) // the proxy is on the TCP path
 	data := randBytes(21, 3<<20+4321)
 	fi, err := c.Put(ctx, "/flaky", bytes.NewReader(data), int64(len(data)), client.PutOptions{})
 	if err != nil {
@@ -103,5 +104,31 @@ func TestStripeRetriesSurviveCutConnections(t *testing.T) {
 	}
 	if cut.cut.Load() == before {
 		t.Fatal("no read was cut")
+	}
+}
+
+// A client on the mover's host reaches it through its Unix socket: with the
+// advertised TCP address dead, transfers still work, and a client told to
+// use TCP only fails.
+func TestLocalClientsUseTheMoverSocket(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	s := testutil.Start(t, func(cfg *config.Config) { cfg.Mover.Advertise = deadAddr })
+	c, err := client.New(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	data := randBytes(22, 2<<20+17)
+	roundTrip(t, c, "/local", data, client.PutOptions{})
+
+	c.TCPOnly(true)
+	c.Retries = 0
+	if _, err := c.Get(ctx, "/local", io.Discard, client.GetOptions{}); err == nil {
+		t.Fatal("a TCP-only client reached a mover whose TCP address is dead")
 	}
 }

@@ -216,24 +216,30 @@ func (c *Client) readSegment(ctx context.Context, t api.StripeTarget, sink segme
 	defer bufPool.Put(bp)
 	total := func() int64 { n, _ := sink.delivered(); return n }
 	var attempts []error
+	verify := false
 	for attempt := 0; attempt <= c.Retries && total() < t.Length; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
 				return err
 			}
 		}
-		conn, err := c.pool.Get(ctx, t.Mover)
+		conn, err := c.pool.Get(ctx, endpoint(t))
 		if err != nil {
 			attempts = append(attempts, err)
 			continue
 		}
-		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: total(), Length: t.Length - total()}
+		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: total(), Length: t.Length - total(), Verify: verify}
 		_, err = conn.Read(ctx, req, sink, *bp)
 		c.pool.Put(conn)
 		if err == nil {
 			break
 		}
 		attempts = append(attempts, err)
+		var de *mover.DamagedError
+		if errors.As(err, &de) {
+			verify = true // damaged at rest or in transit: the mover checks
+			continue
+		}
 		if !retryable(err) || errors.Is(err, api.ErrExist) {
 			return attemptsError(attempts)
 		}

@@ -187,7 +187,7 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 				progress(int64(n))
 			}
 		}
-		conn, err := c.pool.Get(ctx, t.Mover)
+		conn, err := c.pool.Get(ctx, endpoint(t))
 		if err == nil {
 			var st wire.Status
 			st, err = conn.Write(ctx, req, &stripeReader{src: src, size: size, unit: unit, w: w, k: k}, *bp, report)

@@ -165,6 +165,10 @@ type StripeTarget struct {
 	Stripe int    `json:"stripe"`
 	Device string `json:"device"`
 	Mover  string `json:"mover"` // host:port of the mover's data listener
+	// Socket is the mover's Unix socket, for clients on the mover's own
+	// host (Host, its boot id): there the data path skips the TCP stack.
+	Socket string `json:"socket,omitempty"`
+	Host   string `json:"host,omitempty"`
 	Object string `json:"object"`
 	Length int64  `json:"length"` // write: bytes reserved; read: bytes stored
 	CRC32C uint32 `json:"crc32c,omitempty"`
@@ -267,6 +271,8 @@ type DFResponse struct {
 type MoverRegistration struct {
 	ID      string       `json:"id"`
 	Addr    string       `json:"addr"`
+	Socket  string       `json:"socket,omitempty"` // Unix socket for clients on Host
+	Host    string       `json:"host,omitempty"`   // boot id of the mover's host
 	Devices []DeviceInfo `json:"devices"`
 	// Proof is an HMAC of the body fields under the cluster secret.
 	Proof string `json:"proof"`

@@ -25,6 +25,7 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	server         string
+	tcpOnly        bool
 }
 
 // Main runs the command line and returns the exit code.
@@ -41,6 +42,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetIn(stdin)
 	root.PersistentFlags().StringVar(&e.server, "server", "", "server address (default $STRATA_SERVER or "+client.DefaultServer+")")
+	root.PersistentFlags().BoolVar(&e.tcpOnly, "tcp-only", false, "reach movers over TCP even on their own host (default: their Unix socket there)")
 	root.AddCommand(e.serveCmd(), e.moverCmd(), e.mkdirCmd(), e.putCmd(), e.getCmd(), e.catCmd(), e.lsCmd(), e.statCmd(),
 		e.mvCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd())
 	root.SetArgs(args)
@@ -70,7 +72,11 @@ func (e *env) client() (*client.Client, error) {
 	if addr == "" {
 		addr = os.Getenv("STRATA_SERVER")
 	}
-	return client.New(addr)
+	c, err := client.New(addr)
+	if err == nil && e.tcpOnly {
+		c.TCPOnly(true)
+	}
+	return c, err
 }
 
 // withClient adapts a command body that needs a client.

@@ -87,7 +87,10 @@ type Mover struct {
 	ID        string `toml:"id"`
 	Listen    string `toml:"listen"`
 	Advertise string `toml:"advertise"` // address clients dial; default Listen
-	Core      string `toml:"core"`      // standalone movers: the core's URL
+	// Socket is a Unix socket that clients on this host use instead of
+	// TCP (faster); default data_dir/mover.sock, "off" for none.
+	Socket string `toml:"socket"`
+	Core   string `toml:"core"` // standalone movers: the core's URL
 }
 
 // Config is the whole file.
@@ -134,7 +137,7 @@ func Load(path string, edits ...func(*Config)) (Config, error) {
 		for _, e := range edits {
 			e(&c)
 		}
-		return c, c.finish()
+		return c, c.Complete()
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -159,7 +162,7 @@ func Load(path string, edits ...func(*Config)) (Config, error) {
 	for _, e := range edits {
 		e(&c)
 	}
-	return c, c.finish()
+	return c, c.Complete()
 }
 
 func merge(c *Config, f Config) {
@@ -180,6 +183,7 @@ func merge(c *Config, f Config) {
 	set(&c.Mover.ID, f.Mover.ID)
 	set(&c.Mover.Listen, f.Mover.Listen)
 	set(&c.Mover.Advertise, f.Mover.Advertise)
+	set(&c.Mover.Socket, f.Mover.Socket)
 	set(&c.Mover.Core, f.Mover.Core)
 	if f.Devices != nil {
 		c.Devices = f.Devices
@@ -189,12 +193,29 @@ func merge(c *Config, f Config) {
 	}
 }
 
-func (c *Config) finish() error {
+// Complete fills the defaults derived from other settings (paths under
+// data_dir, the advertised address) and checks the result. Load calls it;
+// code that builds a Config itself calls it before use.
+func (c *Config) Complete() error {
 	if c.Catalog.Path == "" {
 		c.Catalog.Path = filepath.Join(c.DataDir, "catalog.db")
 	}
 	if c.SecretFile == "" {
 		c.SecretFile = filepath.Join(c.DataDir, "secret")
+	}
+	switch c.Mover.Socket {
+	case "off":
+		c.Mover.Socket = ""
+	case "":
+		c.Mover.Socket = filepath.Join(c.DataDir, "mover.sock")
+	}
+	if c.Mover.Socket != "" {
+		// Clients dial the path from wherever they run.
+		abs, err := filepath.Abs(c.Mover.Socket)
+		if err != nil {
+			return fmt.Errorf("config: mover socket: %w", err)
+		}
+		c.Mover.Socket = abs
 	}
 	if c.Mover.Advertise == "" {
 		c.Mover.Advertise = c.Mover.Listen

@@ -77,9 +77,10 @@ type Core struct {
 }
 
 type moverState struct {
-	id, addr string
-	local    bool // runs in this process: always online
-	seen     time.Time
+	id    string
+	ep    mover.Endpoint
+	local bool // runs in this process: always online
+	seen  time.Time
 }
 
 // New opens the core on store. It starts a new epoch and kills every write
@@ -132,15 +133,15 @@ func (c *Core) Epoch() int64 { return c.epoch }
 func (c *Core) Close() { c.pool.Close() }
 
 // RegisterLocal registers a mover running in this process.
-func (c *Core) RegisterLocal(ctx context.Context, id, addr string, devs []api.DeviceInfo) error {
-	return c.register(ctx, id, addr, devs, true)
+func (c *Core) RegisterLocal(ctx context.Context, r api.MoverRegistration) error {
+	return c.register(ctx, r, true)
 }
 
 // proof is the MAC a remote mover presents when it registers.
-func proof(secret []byte, id, addr string, devs []api.DeviceInfo) string {
+func proof(secret []byte, r api.MoverRegistration) string {
 	m := hmac.New(sha256.New, secret)
-	fmt.Fprintf(m, "register\x00%s\x00%s", id, addr)
-	for _, d := range devs {
+	fmt.Fprintf(m, "register\x00%s\x00%s\x00%s\x00%s", r.ID, r.Addr, r.Socket, r.Host)
+	for _, d := range r.Devices {
 		fmt.Fprintf(m, "\x00%s\x00%s\x00%d", d.ID, d.Pool, d.Capacity)
 	}
 	return hex.EncodeToString(m.Sum(nil))
@@ -148,7 +149,7 @@ func proof(secret []byte, id, addr string, devs []api.DeviceInfo) string {
 
 // Proof is exported for movers: the registration MAC under secret.
 func Proof(secret []byte, r api.MoverRegistration) string {
-	return proof(secret, r.ID, r.Addr, r.Devices)
+	return proof(secret, r)
 }
 
 // RegisterRemote checks a mover's registration and records it.
@@ -156,16 +157,17 @@ func (c *Core) RegisterRemote(ctx context.Context, r api.MoverRegistration) (api
 	if r.ID == "" || r.Addr == "" {
 		return api.MoverRegistered{}, api.Errorf(api.ErrInvalid, "register: mover id and address required")
 	}
-	if !hmac.Equal([]byte(r.Proof), []byte(proof(c.secret, r.ID, r.Addr, r.Devices))) {
+	if !hmac.Equal([]byte(r.Proof), []byte(proof(c.secret, r))) {
 		return api.MoverRegistered{}, api.Errorf(api.ErrDenied, "register mover %s: bad proof (is the cluster secret the same?)", r.ID)
 	}
-	if err := c.register(ctx, r.ID, r.Addr, r.Devices, false); err != nil {
+	if err := c.register(ctx, r, false); err != nil {
 		return api.MoverRegistered{}, err
 	}
 	return api.MoverRegistered{Epoch: c.epoch}, nil
 }
 
-func (c *Core) register(ctx context.Context, id, addr string, devs []api.DeviceInfo, local bool) error {
+func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool) error {
+	id, devs := r.ID, r.Devices
 	c.mu.Lock()
 	m := c.movers[id]
 	known := m != nil
@@ -173,7 +175,7 @@ func (c *Core) register(ctx context.Context, id, addr string, devs []api.DeviceI
 		m = &moverState{id: id}
 		c.movers[id] = m
 	}
-	m.addr, m.local, m.seen = addr, local, c.now()
+	m.ep, m.local, m.seen = mover.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host}, local, c.now()
 	var fresh []api.DeviceInfo
 	for _, d := range devs {
 		if owner, ok := c.devMover[d.ID]; ok && owner != id {
@@ -193,23 +195,29 @@ func (c *Core) register(ctx context.Context, id, addr string, devs []api.DeviceI
 		}
 	}
 	if !known {
-		c.log.Info("core: mover registered", "mover", id, "addr", addr, "devices", len(devs))
+		c.log.Info("core: mover registered", "mover", id, "addr", r.Addr, "socket", r.Socket, "devices", len(devs))
 	}
 	return nil
 }
 
-// moverFor returns the address of the mover holding device, if online.
-func (c *Core) moverFor(device string) (string, error) {
+// moverFor returns the endpoint of the mover holding device, if online.
+func (c *Core) moverFor(device string) (mover.Endpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.movers[c.devMover[device]]
 	if m == nil {
-		return "", api.Errorf(api.ErrNotFound, "device %s: no mover has registered it", device)
+		return mover.Endpoint{}, api.Errorf(api.ErrNotFound, "device %s: no mover has registered it", device)
 	}
 	if !m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout {
-		return "", fmt.Errorf("device %s: mover %s offline since %s: %w", device, m.id, m.seen.Format(time.RFC3339), api.ErrInternal)
+		return m.ep, fmt.Errorf("device %s: mover %s offline since %s: %w", device, m.id, m.seen.Format(time.RFC3339), api.ErrInternal)
 	}
-	return m.addr, nil
+	return m.ep, nil
+}
+
+// target is the part of a stripe target that says where its mover is.
+func target(ep mover.Endpoint, t api.StripeTarget) api.StripeTarget {
+	t.Mover, t.Socket, t.Host = ep.Addr, ep.Socket, ep.Host
+	return t
 }
 
 func (c *Core) sign(op, device, object string, maxLen int64) string {
@@ -232,7 +240,7 @@ func stripeLen(size, unit int64, w, k int) int64 {
 
 type candidate struct {
 	dev  catalog.Device
-	addr string
+	ep   mover.Endpoint
 	free int64
 	load int
 	turn int // rotated position, breaks ties
@@ -265,7 +273,7 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 		if free < need {
 			continue
 		}
-		cands = append(cands, candidate{dev: d, addr: m.addr, free: free, load: c.load[d.ID]})
+		cands = append(cands, candidate{dev: d, ep: m.ep, free: free, load: c.load[d.ID]})
 	}
 	if len(cands) == 0 {
 		if inPool == 0 {

@@ -218,8 +218,8 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	c.mu.Unlock()
 	resp := api.CreateResponse{Bitfile: b.ID, StripeUnit: b.StripeUnit}
 	for i, s := range b.Segments {
-		resp.Stripes = append(resp.Stripes, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Mover: picked[i].addr, Object: s.Object, Length: s.Length,
-			Token: c.sign(token.OpWrite, s.Device, s.Object, s.Length)})
+		resp.Stripes = append(resp.Stripes, target(picked[i].ep, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length,
+			Token: c.sign(token.OpWrite, s.Device, s.Object, s.Length)}))
 	}
 	return resp, nil
 }
@@ -299,12 +299,12 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
 	resp.StripeUnit = b.StripeUnit
 	for _, s := range b.Segments {
-		addr, err := c.moverFor(s.Device)
+		ep, err := c.moverFor(s.Device)
 		if err != nil {
 			return resp, fmt.Errorf("open %s: stripe %d: %w", path, s.Stripe, err)
 		}
-		resp.Stripes = append(resp.Stripes, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Mover: addr, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C,
-			Token: c.sign(token.OpRead, s.Device, s.Object, 0)})
+		resp.Stripes = append(resp.Stripes, target(ep, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C,
+			Token: c.sign(token.OpRead, s.Device, s.Object, 0)}))
 	}
 	c.touch(in)
 	return resp, nil
@@ -411,11 +411,11 @@ func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
 	pools := map[string]*api.PoolInfo{}
 	var order []string
 	for _, d := range devs {
-		addr, err := c.moverFor(d.ID)
+		ep, err := c.moverFor(d.ID)
 		c.mu.Lock()
 		free := c.freeLocked(d)
 		c.mu.Unlock()
-		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: free, Bandwidth: d.Bandwidth}
+		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: ep.Addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: free, Bandwidth: d.Bandwidth}
 		out.Devices = append(out.Devices, di)
 		p := pools[d.Pool]
 		if p == nil {

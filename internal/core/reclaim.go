@@ -74,11 +74,11 @@ func (c *Core) Reclaim(ctx context.Context) (int, error) {
 }
 
 func (c *Core) deleteObject(ctx context.Context, device, object string) error {
-	addr, err := c.moverFor(device)
+	ep, err := c.moverFor(device)
 	if err != nil {
 		return err
 	}
-	conn, err := c.pool.Get(ctx, addr)
+	conn, err := c.pool.Get(ctx, ep)
 	if err != nil {
 		return err
 	}

@@ -589,13 +589,49 @@ func (r *Reader) Chunk(i int64, buf []byte) ([]byte, error) {
 	if crc32.Checksum(p, wire.Castagnoli) != r.table[i] {
 		return nil, r.corrupt(off, "checksum mismatch in chunk")
 	}
-	// A streaming read drops what it has passed, for the same reason
-	// writes do: movers serve data once, and a cache full of it makes the
-	// next transfer pay for reclaim.
+	r.dropBehind(off)
+	return p, nil
+}
+
+// Region is a chunk's place in the object file, for senders that move it
+// without reading it into memory (sendfile). The data is not verified here:
+// whoever receives it checks it against CRC, the CRC32C stored when the
+// chunk was written, so damage at rest is still caught, one hop later.
+type Region struct {
+	File *os.File
+	Off  int64
+	Len  int64
+	CRC  uint32
+}
+
+// Region returns chunk i unread, after charging the device's bandwidth for
+// it, and drops what earlier chunks left in the page cache (as Chunk does).
+func (r *Reader) Region(i int64) (Region, error) {
+	off := i * ChunkSize
+	if off >= r.n {
+		return Region{}, io.EOF
+	}
+	n := min(int64(ChunkSize), r.n-off)
+	if err := r.d.wait(r.ctx, int(n)); err != nil {
+		return Region{}, err
+	}
+	r.dropBehind(off)
+	return Region{File: r.f, Off: off, Len: n, CRC: r.table[i]}, nil
+}
+
+// Sequential tells the kernel the object will be streamed: it reads ahead
+// further.
+func (r *Reader) Sequential() {
+	unix.Fadvise(int(r.f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
+}
+
+// dropBehind drops the window before off from the page cache once a
+// streaming read has passed it: movers serve data once, and a cache full of
+// it makes the next transfer pay for reclaim.
+func (r *Reader) dropBehind(off int64) {
 	if off > 0 && off%writeBehind == 0 {
 		unix.Fadvise(int(r.f.Fd()), off-writeBehind, writeBehind, unix.FADV_DONTNEED)
 	}
-	return p, nil
 }
 
 // ChunkCRC returns the stored CRC32C of chunk i (valid after Chunk(i)

@@ -183,6 +183,66 @@ func listenAddr(want string, ln net.Listener) string {
 	return net.JoinHostPort(host, real)
 }
 
+// moverNet is where a mover listens: TCP for everyone, and a Unix socket
+// for clients on the same host (see mover.Endpoint).
+type moverNet struct {
+	tcp, unix net.Listener
+	adv       string // the TCP address clients dial
+	socket    string // "" when there is no socket
+}
+
+// maxSocketPath is the longest path a Unix socket address holds.
+const maxSocketPath = 107
+
+func listenMover(cfg config.Config, log *slog.Logger) (*moverNet, error) {
+	ln, err := net.Listen("tcp", cfg.Mover.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("mover: %w", err)
+	}
+	mn := &moverNet{tcp: ln, adv: listenAddr(cfg.Mover.Advertise, ln)}
+	if p := cfg.Mover.Socket; p != "" {
+		if len(p) > maxSocketPath {
+			log.Warn("mover: socket path too long, local clients will use TCP", "socket", p)
+			return mn, nil
+		}
+		if _, err := os.Stat(filepath.Dir(p)); err != nil {
+			// A standalone mover need not have a data directory.
+			log.Info("mover: no directory for the socket, local clients will use TCP", "socket", p)
+			return mn, nil
+		}
+		// A socket file left by an earlier run is ours to replace: the data
+		// directory (or the configured path) belongs to this mover.
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().Type() == os.ModeSocket {
+			os.Remove(p)
+		}
+		ul, err := net.Listen("unix", p)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("mover: socket: %w", err)
+		}
+		mn.unix, mn.socket = ul, p
+	}
+	return mn, nil
+}
+
+// serve serves m on every listener; m.Close stops them.
+func (mn *moverNet) serve(m *mover.Mover, wg *sync.WaitGroup) {
+	for _, ln := range []net.Listener{mn.tcp, mn.unix} {
+		if ln != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); m.Serve(ln) }()
+		}
+	}
+}
+
+func (mn *moverNet) registration(cfg config.Config, m *mover.Mover) api.MoverRegistration {
+	r := api.MoverRegistration{ID: cfg.Mover.ID, Addr: mn.adv, Devices: m.Devices(poolOf(cfg), mn.adv)}
+	if mn.socket != "" {
+		r.Socket, r.Host = mn.socket, mover.HostID()
+	}
+	return r
+}
+
 // Start brings up a single-node server and returns once it is serving.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server, err error) {
 	if log == nil {
@@ -227,17 +287,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}
 	s.Mover = mover.New(cfg.Mover.ID, s.devs, token.NewSigner(secret), log)
 	s.Mover.SetEpoch(s.Core.Epoch())
-	dataLn, err := net.Listen("tcp", cfg.Mover.Listen)
+	mn, err := listenMover(cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("mover: %w", err)
+		return nil, err
 	}
-	s.dataLn = dataLn
+	s.dataLn = mn.tcp
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.Mover.Serve(dataLn) }()
-	adv := listenAddr(cfg.Mover.Advertise, dataLn)
-	if err := s.Core.RegisterLocal(ctx, cfg.Mover.ID, adv, s.Mover.Devices(poolOf(cfg), adv)); err != nil {
+	mn.serve(s.Mover, &s.wg)
+	if err := s.Core.RegisterLocal(ctx, mn.registration(cfg, s.Mover)); err != nil {
 		return nil, err
 	}
 	ctlLn, err := net.Listen("tcp", cfg.Listen)
@@ -260,11 +318,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 			case <-runCtx.Done():
 				return
 			case <-t.C:
-				s.Core.RegisterLocal(runCtx, cfg.Mover.ID, adv, s.Mover.Devices(poolOf(cfg), adv))
+				s.Core.RegisterLocal(runCtx, mn.registration(cfg, s.Mover))
 			}
 		}
 	}()
-	log.Info("strata serving", "control", "http://"+s.ctlAddr, "data", adv, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
+	log.Info("strata serving", "control", "http://"+s.ctlAddr, "data", mn.adv, "socket", mn.socket, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
 	return s, nil
 }
 
@@ -325,19 +383,21 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 	}()
 	m := mover.New(cfg.Mover.ID, devs, token.NewSigner(secret), log)
-	ln, err := net.Listen("tcp", cfg.Mover.Listen)
+	mn, err := listenMover(cfg, log)
 	if err != nil {
-		return fmt.Errorf("mover: %w", err)
+		return err
 	}
-	go m.Serve(ln)
+	var wg sync.WaitGroup
+	mn.serve(m, &wg)
+	defer wg.Wait()
 	defer m.Close()
-	adv := listenAddr(cfg.Mover.Advertise, ln)
+	adv := mn.adv
 	hc := &http.Client{Timeout: 10 * time.Second}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	registered := false
 	for {
-		reg := api.MoverRegistration{ID: cfg.Mover.ID, Addr: adv, Devices: m.Devices(poolOf(cfg), adv)}
+		reg := mn.registration(cfg, m)
 		reg.Proof = core.Proof(secret, reg)
 		epoch, err := register(ctx, hc, cfg.Mover.Core, reg)
 		switch {

@@ -40,7 +40,7 @@ func Start(t testing.TB, edit func(*config.Config)) *server.Server {
 	if edit != nil {
 		edit(&c)
 	}
-	if err := finish(&c); err != nil {
+	if err := c.Complete(); err != nil {
 		t.Fatal(err)
 	}
 	s, err := server.Start(context.Background(), c, nil)
@@ -49,22 +49,4 @@ func Start(t testing.TB, edit func(*config.Config)) *server.Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// finish fills derived paths the way config.Load does.
-func finish(c *config.Config) error {
-	c.Catalog.Path = filepath.Join(c.DataDir, "catalog.db")
-	c.SecretFile = filepath.Join(c.DataDir, "secret")
-	for i := range c.Devices {
-		if c.Devices[i].Path == "" {
-			c.Devices[i].Path = filepath.Join(c.DataDir, "devices", c.Devices[i].ID)
-		}
-		if c.Devices[i].Pool == "" {
-			c.Devices[i].Pool = "disk"
-		}
-	}
-	if c.Mover.Advertise == "" {
-		c.Mover.Advertise = c.Mover.Listen
-	}
-	return nil
 }
