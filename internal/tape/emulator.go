@@ -1,0 +1,802 @@
+package tape
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-storage/strata/internal/clock"
+)
+
+// Options configure an emulated library.
+type Options struct {
+	Generation Generation
+	Drives     int
+	Cartridges int   // created if the directory holds fewer
+	Capacity   int64 // per cartridge; default the generation's
+	Clock      clock.Clock
+	Log        *slog.Logger
+}
+
+// Emulator is a tape library whose cartridges are directories on the host:
+// one file per tape file, written strictly in order at the end of data.
+// Timing follows the generation's model on the given clock; counters record
+// every mount, locate and byte. Faults can be injected (FailDrive,
+// SetUnreadable, FailRobot).
+type Emulator struct {
+	dir      string
+	gen      Generation
+	clk      clock.Clock
+	capacity int64
+	log      *slog.Logger
+
+	mu        sync.Mutex
+	carts     map[string]*cartridge
+	order     []string // volume names, sorted
+	drives    []*drive
+	robotFail int
+	robot     chan struct{} // one robot: a token
+}
+
+type cartridge struct {
+	volume     string
+	dir        string
+	files      []tapeFile // complete tape files, seq = index+1
+	end        int64      // end of data, bytes from BOT
+	drive      *drive
+	unreadable bool
+}
+
+type tapeFile struct {
+	start, size, hdrLen int64
+	name                string
+}
+
+type drive struct {
+	id      string
+	cart    *cartridge
+	off     int64 // logical position: bytes from BOT on the mounted cartridge
+	failed  bool
+	busy    bool
+	stats   Stats
+	pending []string // tape files closed since the last flush
+}
+
+// volumeLabel is the file naming a cartridge directory's volume.
+const volumeLabel = "VOL1"
+
+// OpenEmulator opens (creating as needed) an emulated library in dir.
+func OpenEmulator(dir string, o Options) (*Emulator, error) {
+	if o.Generation.Name == "" {
+		o.Generation = Generations["LTO-9"]
+	}
+	if o.Drives < 1 {
+		o.Drives = 1
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Wall{}
+	}
+	if o.Capacity <= 0 {
+		o.Capacity = o.Generation.Capacity
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &Emulator{dir: dir, gen: o.Generation, clk: o.Clock, capacity: o.Capacity, log: o.Log,
+		carts: map[string]*cartridge{}, robot: make(chan struct{}, 1)}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tape library %s: %w", dir, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tape library %s: %w", dir, err)
+	}
+	for _, de := range ents {
+		if !de.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, de.Name(), volumeLabel)); err != nil {
+			continue
+		}
+		c, err := e.loadCartridge(de.Name())
+		if err != nil {
+			return nil, err
+		}
+		e.carts[c.volume] = c
+	}
+	for i := 0; len(e.carts) < o.Cartridges; i++ {
+		vol := fmt.Sprintf("T%05d", i)
+		if e.carts[vol] != nil {
+			continue
+		}
+		c, err := e.newCartridge(vol)
+		if err != nil {
+			return nil, err
+		}
+		e.carts[vol] = c
+	}
+	for v := range e.carts {
+		e.order = append(e.order, v)
+	}
+	sort.Strings(e.order)
+	for i := 0; i < o.Drives; i++ {
+		e.drives = append(e.drives, &drive{id: fmt.Sprintf("drive%d", i)})
+	}
+	return e, nil
+}
+
+func (e *Emulator) newCartridge(vol string) (*cartridge, error) {
+	d := filepath.Join(e.dir, vol)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, fmt.Errorf("tape: cartridge %s: %w", vol, err)
+	}
+	b, _ := json.Marshal(map[string]any{"volume": vol, "generation": e.gen.Name, "capacity": e.capacity})
+	if err := writeFileSync(filepath.Join(d, volumeLabel), b); err != nil {
+		return nil, fmt.Errorf("tape: label %s: %w", vol, err)
+	}
+	return &cartridge{volume: vol, dir: d}, nil
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func fileName(seq int) string { return fmt.Sprintf("%07d", seq) }
+
+// loadCartridge reads a cartridge's tape files in order. The first one that
+// is incomplete (a crash before its trailer was flushed) and everything
+// after it lie beyond the end of data and are removed, as the next write at
+// the end of data would overwrite them on a real tape.
+func (e *Emulator) loadCartridge(vol string) (*cartridge, error) {
+	c := &cartridge{volume: vol, dir: filepath.Join(e.dir, vol)}
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		return nil, fmt.Errorf("tape: cartridge %s: %w", vol, err)
+	}
+	var seqs []int
+	for _, de := range ents {
+		name := de.Name()
+		if strings.HasSuffix(name, ".partial") {
+			os.Remove(filepath.Join(c.dir, name))
+			continue
+		}
+		if n, err := strconv.Atoi(name); err == nil && n > 0 {
+			seqs = append(seqs, n)
+		}
+	}
+	sort.Ints(seqs)
+	for i, seq := range seqs {
+		path := filepath.Join(c.dir, fileName(seq))
+		tf, err := checkTapeFile(path)
+		if err == nil && seq != i+1 {
+			err = fmt.Errorf("tape file %d follows %d", seq, i)
+		}
+		if err != nil {
+			for _, s := range seqs[i:] {
+				os.Remove(filepath.Join(c.dir, fileName(s)))
+			}
+			e.log.Warn("tape: discarded tape files after the end of data", "volume", vol, "from", seq, "reason", err)
+			break
+		}
+		tf.start = c.end
+		c.files = append(c.files, tf)
+		c.end += tf.size
+	}
+	return c, nil
+}
+
+// checkTapeFile checks that a tape file on the host is complete: a header,
+// data of the length the trailer states, the trailer, its length.
+func checkTapeFile(path string) (tapeFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return tapeFile{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return tapeFile{}, err
+	}
+	_, hdrLen, err := DecodeHeader(f)
+	if err != nil {
+		return tapeFile{}, err
+	}
+	var tl [8]byte
+	if fi.Size() < hdrLen+8 {
+		return tapeFile{}, fmt.Errorf("%w: no trailer", ErrLabel)
+	}
+	if _, err := f.ReadAt(tl[:], fi.Size()-8); err != nil {
+		return tapeFile{}, err
+	}
+	trLen := int64(binary.BigEndian.Uint64(tl[:]))
+	if trLen <= 0 || trLen > fi.Size()-hdrLen-8 {
+		return tapeFile{}, fmt.Errorf("%w: trailer length %d", ErrLabel, trLen)
+	}
+	var tr Trailer
+	if _, err := decodeLabel(io.NewSectionReader(f, fi.Size()-8-trLen, trLen), trailerMagic, &tr); err != nil {
+		return tapeFile{}, err
+	}
+	if hdrLen+tr.DataLen+trLen+8 != fi.Size() {
+		return tapeFile{}, fmt.Errorf("%w: trailer says %d data bytes, file holds %d", ErrLabel, tr.DataLen, fi.Size()-hdrLen-trLen-8)
+	}
+	return tapeFile{size: fi.Size(), hdrLen: hdrLen, name: path}, nil
+}
+
+// Generation returns the library's drive and media generation.
+func (e *Emulator) Generation() Generation { return e.gen }
+
+// Cartridges lists the cartridges in volume order.
+func (e *Emulator) Cartridges() []CartridgeInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]CartridgeInfo, 0, len(e.order))
+	for _, v := range e.order {
+		c := e.carts[v]
+		ci := CartridgeInfo{Volume: v, Capacity: e.capacity, Used: c.end, Files: len(c.files), Unreadable: c.unreadable}
+		if c.drive != nil {
+			ci.Drive = c.drive.id
+		}
+		out = append(out, ci)
+	}
+	return out
+}
+
+// Drives lists the drives.
+func (e *Emulator) Drives() []DriveInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]DriveInfo, 0, len(e.drives))
+	for _, d := range e.drives {
+		di := DriveInfo{ID: d.id, Failed: d.failed, Busy: d.busy, Stats: d.stats, Position: e.gen.PositionOf(d.off)}
+		if d.cart != nil {
+			di.Volume = d.cart.volume
+		}
+		out = append(out, di)
+	}
+	return out
+}
+
+// Stats sums every drive's counters.
+func (e *Emulator) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var s Stats
+	for _, d := range e.drives {
+		s.add(d.stats)
+	}
+	return s
+}
+
+// FailDrive makes drive fail every operation (or work again).
+func (e *Emulator) FailDrive(id string, failed bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.driveLocked(id)
+	if d == nil {
+		return fmt.Errorf("%w: %s", ErrNoSuchDrive, id)
+	}
+	d.failed = failed
+	return nil
+}
+
+// SetUnreadable makes every read of volume fail (or work again).
+func (e *Emulator) SetUnreadable(volume string, bad bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.carts[volume]
+	if c == nil {
+		return fmt.Errorf("%w: %s", ErrNoSuchVolume, volume)
+	}
+	c.unreadable = bad
+	return nil
+}
+
+// FailRobot makes the next n robot moves time out.
+func (e *Emulator) FailRobot(n int) {
+	e.mu.Lock()
+	e.robotFail = n
+	e.mu.Unlock()
+}
+
+func (e *Emulator) driveLocked(id string) *drive {
+	for _, d := range e.drives {
+		if d.id == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// acquire claims drive id for one operation.
+func (e *Emulator) acquire(id string, needMounted bool) (*drive, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.driveLocked(id)
+	switch {
+	case d == nil:
+		return nil, fmt.Errorf("%w: %s", ErrNoSuchDrive, id)
+	case d.failed:
+		return nil, fmt.Errorf("%w: %s", ErrDriveFailed, id)
+	case d.busy:
+		return nil, fmt.Errorf("%w: drive %s", ErrBusy, id)
+	case needMounted && d.cart == nil:
+		return nil, fmt.Errorf("%w: drive %s", ErrNotMounted, id)
+	}
+	d.busy = true
+	return d, nil
+}
+
+func (e *Emulator) release(d *drive) {
+	e.mu.Lock()
+	d.busy = false
+	e.mu.Unlock()
+}
+
+// spend waits for a modelled duration and charges it to a counter.
+func (e *Emulator) spend(ctx context.Context, d *drive, counter *time.Duration, t time.Duration) error {
+	e.mu.Lock()
+	*counter += t
+	e.mu.Unlock()
+	return e.clk.Sleep(ctx, t)
+}
+
+func (e *Emulator) setOff(d *drive, off int64) {
+	e.mu.Lock()
+	d.off = off
+	e.mu.Unlock()
+}
+
+// locate moves d to logical offset off.
+func (e *Emulator) locate(ctx context.Context, d *drive, off int64) error {
+	if d.off == off {
+		return nil
+	}
+	t := e.gen.LocateTime(e.gen.PositionOf(d.off), e.gen.PositionOf(off))
+	e.mu.Lock()
+	d.stats.Locates++
+	d.off = off
+	e.mu.Unlock()
+	return e.spend(ctx, d, &d.stats.Positioning, t)
+}
+
+// Mount moves volume into drive.
+func (e *Emulator) Mount(ctx context.Context, driveID, volume string) error {
+	d, err := e.acquire(driveID, false)
+	if err != nil {
+		return err
+	}
+	defer e.release(d)
+	e.mu.Lock()
+	c := e.carts[volume]
+	switch {
+	case c == nil:
+		e.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNoSuchVolume, volume)
+	case d.cart != nil:
+		e.mu.Unlock()
+		return fmt.Errorf("%w: drive %s holds %s", ErrBusy, d.id, d.cart.volume)
+	case c.drive != nil:
+		e.mu.Unlock()
+		return fmt.Errorf("%w: %s is in drive %s", ErrBusy, volume, c.drive.id)
+	}
+	c.drive = d // reserved while the robot moves it
+	e.mu.Unlock()
+	if err := e.robotMove(ctx, d); err != nil {
+		e.mu.Lock()
+		c.drive = nil
+		e.mu.Unlock()
+		return fmt.Errorf("mount %s in %s: %w", volume, d.id, err)
+	}
+	if err := e.spend(ctx, d, &d.stats.Mounting, e.gen.Load); err != nil {
+		e.mu.Lock()
+		c.drive = nil
+		e.mu.Unlock()
+		return err
+	}
+	e.mu.Lock()
+	d.cart, d.off = c, 0
+	d.stats.Mounts++
+	e.mu.Unlock()
+	return nil
+}
+
+// robotMove takes the robot for one exchange.
+func (e *Emulator) robotMove(ctx context.Context, d *drive) error {
+	select {
+	case e.robot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.robot }()
+	if err := e.spend(ctx, d, &d.stats.Mounting, e.gen.Exchange); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.robotFail > 0 {
+		e.robotFail--
+		return ErrRobot
+	}
+	return nil
+}
+
+// Dismount rewinds and unloads drive and returns its cartridge to its slot.
+func (e *Emulator) Dismount(ctx context.Context, driveID string) error {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return err
+	}
+	defer e.release(d)
+	if err := e.flush(ctx, d); err != nil {
+		return err
+	}
+	if err := e.spend(ctx, d, &d.stats.Positioning, e.gen.RewindTime(e.gen.PositionOf(d.off))); err != nil {
+		return err
+	}
+	e.setOff(d, 0)
+	if err := e.spend(ctx, d, &d.stats.Mounting, e.gen.Unload); err != nil {
+		return err
+	}
+	if err := e.robotMove(ctx, d); err != nil {
+		return fmt.Errorf("dismount %s from %s: %w", d.cart.volume, d.id, err)
+	}
+	e.mu.Lock()
+	d.cart.drive, d.cart = nil, nil
+	d.stats.Dismounts++
+	e.mu.Unlock()
+	return nil
+}
+
+// Flush forces the drive's closed tape files to the medium.
+func (e *Emulator) Flush(ctx context.Context, driveID string) error {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return err
+	}
+	defer e.release(d)
+	return e.flush(ctx, d)
+}
+
+func (e *Emulator) flush(ctx context.Context, d *drive) error {
+	if len(d.pending) == 0 {
+		return nil
+	}
+	for _, p := range d.pending {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("tape: flush %s: %w", p, err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("tape: flush %s: %w", p, err)
+		}
+	}
+	if dir, err := os.Open(d.cart.dir); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	d.pending = d.pending[:0]
+	e.mu.Lock()
+	d.stats.Flushes++
+	e.mu.Unlock()
+	return e.spend(ctx, d, &d.stats.Positioning, e.gen.Flush)
+}
+
+// Append starts a tape file at the end of data of drive's cartridge.
+func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileWriter, error) {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return nil, err
+	}
+	c := d.cart
+	h.Volume, h.Seq = c.volume, len(c.files)+1
+	if h.Written.IsZero() {
+		h.Written = e.clk.Now().UTC()
+	}
+	hdr, err := EncodeHeader(h)
+	if err != nil {
+		e.release(d)
+		return nil, err
+	}
+	if c.end+int64(len(hdr))+h.DataLen()+512 > e.capacity {
+		e.release(d)
+		return nil, fmt.Errorf("%w: %s has %d of %d bytes free", ErrFull, c.volume, e.capacity-c.end, e.capacity)
+	}
+	if err := e.locate(ctx, d, c.end); err != nil {
+		e.release(d)
+		return nil, err
+	}
+	final := filepath.Join(c.dir, fileName(h.Seq))
+	f, err := os.Create(final + ".partial")
+	if err != nil {
+		e.release(d)
+		return nil, fmt.Errorf("tape: %s: %w", c.volume, err)
+	}
+	w := &fileWriter{e: e, d: d, c: c, f: f, final: final, seq: h.Seq, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx}
+	w.pace = newPacer(e, d, &d.stats.Transfer)
+	if _, err := w.write(hdr); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+type fileWriter struct {
+	e      *Emulator
+	d      *drive
+	c      *cartridge
+	f      *os.File
+	final  string
+	seq    int
+	hdrLen int64
+	want   int64
+	n      int64 // data bytes
+	crc    uint32
+	pace   *pacer
+	ctx    context.Context
+	done   bool
+}
+
+func (w *fileWriter) Seq() int { return w.seq }
+
+func (w *fileWriter) write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("tape: write %s: %w", w.c.volume, err)
+	}
+	return n, w.pace.moved(w.ctx, int64(n))
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errors.New("tape: write after close")
+	}
+	if w.n+int64(len(p)) > w.want {
+		return 0, fmt.Errorf("tape: %s: %d bytes written, header declared %d", w.c.volume, w.n+int64(len(p)), w.want)
+	}
+	w.e.mu.Lock()
+	failed := w.d.failed
+	w.e.mu.Unlock()
+	if failed {
+		return 0, fmt.Errorf("%w: %s", ErrDriveFailed, w.d.id)
+	}
+	n, err := w.write(p)
+	w.crc = crc32.Update(w.crc, castagnoli, p[:n])
+	w.n += int64(n)
+	return n, err
+}
+
+// Close writes the trailer, verifies the data as written (LTO drives read
+// it back behind the write head; here: re-read from the host file), and
+// makes the tape file part of the volume.
+func (w *fileWriter) Close() error {
+	if w.done {
+		return nil
+	}
+	if w.n != w.want {
+		w.Abort()
+		return fmt.Errorf("tape: %s: tape file %d has %d data bytes, header declared %d", w.c.volume, w.seq, w.n, w.want)
+	}
+	tr, err := encodeLabel(trailerMagic, Trailer{DataLen: w.n, DataCRC: w.crc})
+	if err == nil {
+		tr = binary.BigEndian.AppendUint64(tr, uint64(len(tr)))
+		_, err = w.write(tr)
+	}
+	if err == nil {
+		err = w.verify()
+	}
+	if err == nil {
+		err = w.f.Close()
+		w.f = nil
+	}
+	if err == nil {
+		err = os.Rename(w.final+".partial", w.final)
+	}
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	size := w.hdrLen + w.n + int64(len(tr))
+	e := w.e
+	e.mu.Lock()
+	w.c.files = append(w.c.files, tapeFile{start: w.c.end, size: size, hdrLen: w.hdrLen, name: w.final})
+	w.c.end += size
+	w.d.off = w.c.end
+	w.d.pending = append(w.d.pending, w.final)
+	w.d.stats.BytesWritten += w.n
+	w.d.busy = false
+	e.mu.Unlock()
+	w.done = true
+	return nil
+}
+
+func (w *fileWriter) verify() error {
+	crc := crc32.New(castagnoli)
+	if _, err := io.Copy(crc, io.NewSectionReader(w.f, w.hdrLen, w.n)); err != nil {
+		return fmt.Errorf("tape: verify %s file %d: %w", w.c.volume, w.seq, err)
+	}
+	if crc.Sum32() != w.crc {
+		return fmt.Errorf("tape: verify %s file %d: read back crc32c %08x, wrote %08x", w.c.volume, w.seq, crc.Sum32(), w.crc)
+	}
+	return nil
+}
+
+func (w *fileWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	if w.f != nil {
+		w.f.Close()
+	}
+	os.Remove(w.final + ".partial")
+	w.e.mu.Lock()
+	w.d.off = -1 // somewhere past the end of data: the next access locates
+	w.e.mu.Unlock()
+	w.e.release(w.d)
+}
+
+// fileAt returns tape file seq of d's cartridge.
+func (e *Emulator) fileAt(d *drive, seq int) (tapeFile, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := d.cart
+	if c.unreadable {
+		return tapeFile{}, fmt.Errorf("%w: %s", ErrUnreadable, c.volume)
+	}
+	if seq < 1 || seq > len(c.files) {
+		return tapeFile{}, fmt.Errorf("%w: %s has %d tape files, not %d", ErrNoSuchFile, c.volume, len(c.files), seq)
+	}
+	return c.files[seq-1], nil
+}
+
+// ReadHeader reads the header of tape file seq.
+func (e *Emulator) ReadHeader(ctx context.Context, driveID string, seq int) (*Header, error) {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(d)
+	tf, err := e.fileAt(d, seq)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.locate(ctx, d, tf.start); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(tf.name)
+	if err != nil {
+		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
+	}
+	defer f.Close()
+	h, n, err := DecodeHeader(f)
+	if err != nil {
+		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
+	}
+	e.setOff(d, tf.start+n)
+	return h, newPacer(e, d, &d.stats.Transfer).moved(ctx, n)
+}
+
+// ReadData returns a reader of n bytes at off in tape file seq's data.
+func (e *Emulator) ReadData(ctx context.Context, driveID string, seq int, off, n int64) (io.ReadCloser, error) {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return nil, err
+	}
+	tf, err := e.fileAt(d, seq)
+	if err == nil && (off < 0 || n < 0 || tf.hdrLen+off+n > tf.size) {
+		err = fmt.Errorf("tape: %s file %d: range %d+%d outside its data", d.cart.volume, seq, off, n)
+	}
+	if err == nil {
+		err = e.locate(ctx, d, tf.start+tf.hdrLen+off)
+	}
+	var f *os.File
+	if err == nil {
+		f, err = os.Open(tf.name)
+	}
+	if err != nil {
+		e.release(d)
+		return nil, err
+	}
+	return &dataReader{e: e, d: d, f: f, r: io.NewSectionReader(f, tf.hdrLen+off, n), ctx: ctx, pace: newPacer(e, d, &d.stats.Transfer)}, nil
+}
+
+type dataReader struct {
+	e    *Emulator
+	d    *drive
+	f    *os.File
+	r    *io.SectionReader
+	ctx  context.Context
+	pace *pacer
+	done bool
+}
+
+func (r *dataReader) Read(p []byte) (int, error) {
+	r.e.mu.Lock()
+	failed, bad := r.d.failed, r.d.cart.unreadable
+	r.e.mu.Unlock()
+	switch {
+	case failed:
+		return 0, fmt.Errorf("%w: %s", ErrDriveFailed, r.d.id)
+	case bad:
+		return 0, fmt.Errorf("%w: %s", ErrUnreadable, r.d.cart.volume)
+	}
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.e.mu.Lock()
+		r.d.off += int64(n)
+		r.d.stats.BytesRead += int64(n)
+		r.e.mu.Unlock()
+		if perr := r.pace.moved(r.ctx, int64(n)); perr != nil {
+			return n, perr
+		}
+	}
+	return n, err
+}
+
+func (r *dataReader) Close() error {
+	if r.done {
+		return nil
+	}
+	r.done = true
+	r.f.Close()
+	r.e.release(r.d)
+	return nil
+}
+
+// pacer holds a stream to the drive's native rate on the library's clock,
+// and charges the modelled streaming time to a counter.
+type pacer struct {
+	e       *Emulator
+	d       *drive
+	counter *time.Duration
+	start   time.Time
+	n       int64
+	charged time.Duration
+}
+
+func newPacer(e *Emulator, d *drive, counter *time.Duration) *pacer {
+	return &pacer{e: e, d: d, counter: counter, start: e.clk.Now()}
+}
+
+// paceSlack is how far a stream may run ahead of its modelled time before
+// it waits (timers finer than this cost more than they model).
+const paceSlack = 2 * time.Millisecond
+
+func (p *pacer) moved(ctx context.Context, n int64) error {
+	p.n += n
+	due := p.e.gen.TransferTime(p.n)
+	p.e.mu.Lock()
+	*p.counter += due - p.charged
+	p.e.mu.Unlock()
+	p.charged = due
+	if ahead := due - p.e.clk.Now().Sub(p.start); ahead > paceSlack {
+		return p.e.clk.Sleep(ctx, ahead)
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,152 @@
+package tape
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Generation holds the physical parameters of one LTO generation, from
+// ../shared/reference/device-and-validation-data.md §2.4–2.5 (vendor
+// figures for IBM drives where they differ from the specification).
+type Generation struct {
+	Name     string
+	Capacity int64   // native bytes per cartridge
+	Rate     float64 // native bytes/s, streaming
+	Length   float64 // tape length, metres
+	Wraps    int     // end-to-end passes of the serpentine layout
+	Load     time.Duration
+	Unload   time.Duration // after rewinding
+	// AvgLocate is the vendor's average locate from BOT; the locate speed
+	// is derived from it (see LocateSpeed).
+	AvgLocate time.Duration
+	// LocateStart is the fixed part of every locate (accelerating,
+	// reading the servo band, settling).
+	LocateStart time.Duration
+	// WrapChange is added when a locate changes wrap (head step and
+	// direction change).
+	WrapChange time.Duration
+	// Flush is the cost of forcing buffered data to tape (a synchronising
+	// file mark: the drive stops, writes, repositions). Buffered file
+	// marks between tape files cost nothing, as on LTO drives.
+	Flush time.Duration
+	// Exchange is the robot's time to move a cartridge between a slot and
+	// a drive (each way).
+	Exchange time.Duration
+}
+
+// Generations are the presets, by name.
+var Generations = map[string]Generation{
+	"LTO-5": {Name: "LTO-5", Capacity: 1500e9, Rate: 140e6, Length: 846, Wraps: 80, Load: 12 * time.Second, Unload: 17 * time.Second, AvgLocate: 60 * time.Second},
+	"LTO-6": {Name: "LTO-6", Capacity: 2500e9, Rate: 160e6, Length: 846, Wraps: 136, Load: 12 * time.Second, Unload: 17 * time.Second, AvgLocate: 62 * time.Second},
+	"LTO-7": {Name: "LTO-7", Capacity: 6000e9, Rate: 300e6, Length: 960, Wraps: 112, Load: 15 * time.Second, Unload: 20 * time.Second, AvgLocate: 56 * time.Second},
+	"LTO-8": {Name: "LTO-8", Capacity: 12000e9, Rate: 360e6, Length: 960, Wraps: 208, Load: 15 * time.Second, Unload: 24 * time.Second, AvgLocate: 59 * time.Second},
+	"LTO-9": {Name: "LTO-9", Capacity: 18000e9, Rate: 400e6, Length: 1035, Wraps: 280, Load: 16 * time.Second, Unload: 20 * time.Second, AvgLocate: 65 * time.Second},
+}
+
+func init() {
+	for k, g := range Generations {
+		g.LocateStart = 3 * time.Second
+		g.WrapChange = time.Second
+		g.Flush = 2 * time.Second
+		g.Exchange = 10 * time.Second // robot move to drive, Versity figure
+		Generations[k] = g
+	}
+}
+
+// GenerationNames lists the presets in order.
+func GenerationNames() []string {
+	var n []string
+	for k := range Generations {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// LookupGeneration finds a preset by name ("LTO-9", "lto9").
+func LookupGeneration(name string) (Generation, error) {
+	norm := strings.ToUpper(strings.ReplaceAll(name, "-", ""))
+	for k, g := range Generations {
+		if strings.ReplaceAll(k, "-", "") == norm {
+			return g, nil
+		}
+	}
+	return Generation{}, fmt.Errorf("tape generation %q: want one of %s", name, strings.Join(GenerationNames(), ", "))
+}
+
+// Position is a place on a tape: the wrap, and the longitudinal position
+// along it in metres from the beginning of tape (BOT). Even wraps run away
+// from BOT, odd wraps back towards it (serpentine layout).
+type Position struct {
+	Wrap int
+	LPos float64
+}
+
+// BytesPerWrap is the native capacity of one wrap.
+func (g Generation) BytesPerWrap() float64 { return float64(g.Capacity) / float64(g.Wraps) }
+
+// PositionOf maps a byte offset from the start of the cartridge's data to
+// its physical position.
+func (g Generation) PositionOf(off int64) Position {
+	if off < 0 {
+		off = 0
+	}
+	bpw := g.BytesPerWrap()
+	w := int(float64(off) / bpw)
+	if w >= g.Wraps {
+		w = g.Wraps - 1
+	}
+	f := (float64(off) - float64(w)*bpw) / bpw
+	f = math.Min(math.Max(f, 0), 1)
+	if w%2 == 1 {
+		f = 1 - f
+	}
+	return Position{Wrap: w, LPos: f * g.Length}
+}
+
+// LocateSpeed is the tape speed while positioning, in m/s, chosen so that a
+// locate from BOT to a uniformly random position averages AvgLocate.
+func (g Generation) LocateSpeed() float64 {
+	d := (g.AvgLocate - g.LocateStart - g.WrapChange).Seconds()
+	if d <= 0 {
+		d = 1
+	}
+	return (g.Length / 2) / d
+}
+
+// LocateTime is the time to move from a to b. Staying put costs nothing;
+// any move pays LocateStart, the distance at LocateSpeed, and WrapChange
+// if the wrap differs.
+func (g Generation) LocateTime(a, b Position) time.Duration {
+	if a == b {
+		return 0
+	}
+	t := g.LocateStart + seconds(math.Abs(b.LPos-a.LPos)/g.LocateSpeed())
+	if a.Wrap != b.Wrap {
+		t += g.WrapChange
+	}
+	return t
+}
+
+// TransferTime is the time to stream n bytes at the native rate.
+func (g Generation) TransferTime(n int64) time.Duration {
+	return seconds(float64(n) / g.Rate)
+}
+
+// RewindTime is the time to go from p back to BOT.
+func (g Generation) RewindTime(p Position) time.Duration {
+	return g.LocateTime(p, Position{})
+}
+
+// MountTime is a robot exchange plus the load and thread.
+func (g Generation) MountTime() time.Duration { return g.Exchange + g.Load }
+
+// DismountTime is rewinding from p, unloading, and the robot's exchange.
+func (g Generation) DismountTime(p Position) time.Duration {
+	return g.RewindTime(p) + g.Unload + g.Exchange
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
