@@ -271,7 +271,7 @@ func (e *Emulator) Drives() []DriveInfo {
 	defer e.mu.Unlock()
 	out := make([]DriveInfo, 0, len(e.drives))
 	for _, d := range e.drives {
-		di := DriveInfo{ID: d.id, Failed: d.failed, Busy: d.busy, Stats: d.stats, Position: e.gen.PositionOf(d.off)}
+		di := DriveInfo{ID: d.id, Failed: d.failed, Busy: d.busy, Stats: d.stats, Position: e.posOf(d.off)}
 		if d.cart != nil {
 			di.Volume = d.cart.volume
 		}
@@ -364,6 +364,17 @@ func (e *Emulator) spend(ctx context.Context, d *drive, counter *time.Duration, 
 	return e.clk.Sleep(ctx, t)
 }
 
+// posOf maps a logical offset to a physical position. A cartridge smaller
+// than the generation's (tests, demonstrations) is spread over the whole
+// tape, so its tape files are as far apart, in locate time, as those of a
+// full cartridge.
+func (e *Emulator) posOf(off int64) Position {
+	if e.capacity == e.gen.Capacity {
+		return e.gen.PositionOf(off)
+	}
+	return e.gen.PositionOf(int64(float64(off) * float64(e.gen.Capacity) / float64(e.capacity)))
+}
+
 func (e *Emulator) setOff(d *drive, off int64) {
 	e.mu.Lock()
 	d.off = off
@@ -375,7 +386,7 @@ func (e *Emulator) locate(ctx context.Context, d *drive, off int64) error {
 	if d.off == off {
 		return nil
 	}
-	t := e.gen.LocateTime(e.gen.PositionOf(d.off), e.gen.PositionOf(off))
+	t := e.gen.LocateTime(e.posOf(d.off), e.posOf(off))
 	e.mu.Lock()
 	d.stats.Locates++
 	d.off = off
@@ -454,7 +465,7 @@ func (e *Emulator) Dismount(ctx context.Context, driveID string) error {
 	if err := e.flush(ctx, d); err != nil {
 		return err
 	}
-	if err := e.spend(ctx, d, &d.stats.Positioning, e.gen.RewindTime(e.gen.PositionOf(d.off))); err != nil {
+	if err := e.spend(ctx, d, &d.stats.Positioning, e.gen.RewindTime(e.posOf(d.off))); err != nil {
 		return err
 	}
 	e.setOff(d, 0)
@@ -537,7 +548,7 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		e.release(d)
 		return nil, fmt.Errorf("tape: %s: %w", c.volume, err)
 	}
-	w := &fileWriter{e: e, d: d, c: c, f: f, final: final, seq: h.Seq, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx}
+	w := &fileWriter{e: e, d: d, c: c, f: f, final: final, seq: h.Seq, start: c.end, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx}
 	w.pace = newPacer(e, d, &d.stats.Transfer)
 	if _, err := w.write(hdr); err != nil {
 		w.Abort()
@@ -553,6 +564,7 @@ type fileWriter struct {
 	f      *os.File
 	final  string
 	seq    int
+	start  int64
 	hdrLen int64
 	want   int64
 	n      int64 // data bytes
@@ -563,6 +575,8 @@ type fileWriter struct {
 }
 
 func (w *fileWriter) Seq() int { return w.seq }
+
+func (w *fileWriter) Start() int64 { return w.start }
 
 func (w *fileWriter) write(p []byte) (int, error) {
 	n, err := w.f.Write(p)

@@ -1,0 +1,363 @@
+// Package sched decides which tape to mount in which drive and in what order
+// to read from it. It is a pure function of its queue, the drives' state
+// and the time it is given: no I/O, no clock of its own, no map iteration on
+// a decision path, so the same requests always give the same decisions —
+// which is what lets `strata sim` run this very code in virtual time.
+//
+// The rules follow CERN CTA's (../shared/reference/hsm-landscape.md): a
+// mount is worth its minutes only when enough is queued for a cartridge —
+// bytes, files, or a request old enough — or a request has priority; a
+// mounted cartridge serves everything queued for it before it is let go;
+// requests for the same file are served once; within a mount, reads go in
+// tape position order; recalls never take more drives than their quota, nor
+// more disk buffer than is free.
+package sched
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Request is one recall: a file (or a member of an aggregate) at a position
+// on a cartridge.
+type Request struct {
+	ID       int64
+	Key      string // requests with the same key are served by one read
+	Volume   string
+	Seq      int   // tape file
+	Offset   int64 // position: bytes from the beginning of the tape
+	Size     int64
+	Priority int // higher first; > 0 also mounts at once
+	Queued   time.Time
+}
+
+// Rules decide when a cartridge is worth a mount.
+type Rules struct {
+	MinBytes int64         // queued bytes that justify a mount
+	MinFiles int           // queued files that justify a mount
+	MaxAge   time.Duration // a request this old is served regardless
+	// Drives is the most drives recalls may hold at once (0: all).
+	Drives int
+}
+
+// DefaultRules are sensible for LTO-class drives: a mount and dismount
+// cost about two minutes, which is 48 GB of streaming at 400 MB/s.
+var DefaultRules = Rules{MinBytes: 8 << 30, MinFiles: 500, MaxAge: 5 * time.Minute}
+
+// Drive is a drive's state as the scheduler needs it.
+type Drive struct {
+	ID     string
+	Volume string // mounted cartridge, "" if empty
+	Busy   bool   // serving a batch (or writing for migration)
+	Failed bool
+}
+
+// Decision tells one drive to serve one cartridge's batch, in order.
+type Decision struct {
+	Drive  string
+	Volume string
+	// Mount is set when the cartridge must be mounted first (after
+	// dismounting Unmount, if set).
+	Mount    bool
+	Unmount  string
+	Requests []Request
+}
+
+// Scheduler holds the recall queue.
+type Scheduler struct {
+	Rules Rules
+	vols  map[string]*queue // by volume
+	keys  map[string]*Request
+	n     int
+	// active are volumes being served (by drive), so a volume is never
+	// mounted twice.
+	active map[string]string
+}
+
+type queue struct {
+	reqs   []*Request
+	bytes  int64
+	oldest time.Time
+	prio   int
+}
+
+// New returns an empty scheduler.
+func New(r Rules) *Scheduler {
+	return &Scheduler{Rules: r, vols: map[string]*queue{}, keys: map[string]*Request{}, active: map[string]string{}}
+}
+
+// Add queues r. A request for a key already queued is coalesced: the queued
+// one is returned (its priority raised if r's is higher) and true.
+func (s *Scheduler) Add(r Request) (Request, bool) {
+	if q, ok := s.keys[r.Key]; ok && r.Key != "" {
+		if r.Priority > q.Priority {
+			q.Priority = r.Priority
+			s.vols[q.Volume].prio = max(s.vols[q.Volume].prio, r.Priority)
+		}
+		return *q, true
+	}
+	q := s.vols[r.Volume]
+	if q == nil {
+		q = &queue{oldest: r.Queued}
+		s.vols[r.Volume] = q
+	}
+	p := &r
+	q.reqs = append(q.reqs, p)
+	q.bytes += r.Size
+	if r.Queued.Before(q.oldest) {
+		q.oldest = r.Queued
+	}
+	q.prio = max(q.prio, r.Priority)
+	if r.Key != "" {
+		s.keys[r.Key] = p
+	}
+	s.n++
+	return r, false
+}
+
+// Len is the number of queued requests.
+func (s *Scheduler) Len() int { return s.n }
+
+// Queued returns the queued requests of volume in position order.
+func (s *Scheduler) Queued(volume string) []Request {
+	q := s.vols[volume]
+	if q == nil {
+		return nil
+	}
+	out := make([]Request, len(q.reqs))
+	for i, r := range q.reqs {
+		out[i] = *r
+	}
+	sortByPosition(out)
+	return out
+}
+
+// VolumeSummary is a cartridge's queue as reported to users.
+type VolumeSummary struct {
+	Volume   string
+	Files    int
+	Bytes    int64
+	Oldest   time.Time
+	Priority int
+	Drive    string // being served by
+}
+
+// Summary lists every volume with queued requests, in the order the
+// scheduler would mount them.
+func (s *Scheduler) Summary(now time.Time) []VolumeSummary {
+	var out []VolumeSummary
+	for _, v := range s.order(now, false) {
+		q := s.vols[v]
+		out = append(out, VolumeSummary{Volume: v, Files: len(q.reqs), Bytes: q.bytes, Oldest: q.oldest, Priority: q.prio, Drive: s.active[v]})
+	}
+	return out
+}
+
+func (s *Scheduler) worth(q *queue, now time.Time) bool {
+	r := s.Rules
+	return q.prio > 0 ||
+		(r.MinBytes > 0 && q.bytes >= r.MinBytes) ||
+		(r.MinFiles > 0 && len(q.reqs) >= r.MinFiles) ||
+		now.Sub(q.oldest) >= r.MaxAge
+}
+
+// order lists queued volumes by who goes first: priority, then the oldest
+// request, then the most bytes, then the name (so ties are stable).
+// With onlyWorth, volumes that do not yet justify a mount are left out.
+func (s *Scheduler) order(now time.Time, onlyWorth bool) []string {
+	var vs []string
+	for v, q := range s.vols {
+		if len(q.reqs) > 0 && (!onlyWorth || s.worth(q, now)) {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortFunc(vs, func(a, b string) int {
+		qa, qb := s.vols[a], s.vols[b]
+		if c := cmp.Compare(qb.prio, qa.prio); c != 0 {
+			return c
+		}
+		if c := qa.oldest.Compare(qb.oldest); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(qb.bytes, qa.bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return vs
+}
+
+// Next assigns work to idle drives. bufferFree bounds the bytes of all
+// batches handed out (the disk space recalls land in); a batch always
+// holds at least one request. The returned batches are taken out of the
+// queue; report them back with Done.
+func (s *Scheduler) Next(now time.Time, drives []Drive, bufferFree int64) []Decision {
+	var out []Decision
+	busy := 0
+	for _, d := range drives {
+		if d.Busy && s.isRecalling(d.ID) {
+			busy++
+		}
+	}
+	limit := s.Rules.Drives
+	if limit <= 0 {
+		limit = len(drives)
+	}
+	idle := func(d Drive) bool { return !d.Busy && !d.Failed }
+	used := map[string]bool{}
+	take := func(d Drive, vol string, mount bool) {
+		reqs := s.takeBatch(vol, &bufferFree)
+		dec := Decision{Drive: d.ID, Volume: vol, Mount: mount, Requests: reqs}
+		if mount && d.Volume != "" {
+			dec.Unmount = d.Volume
+		}
+		s.active[vol] = d.ID
+		used[d.ID] = true
+		busy++
+		out = append(out, dec)
+	}
+	// First, cartridges already mounted on idle drives: no mount to pay,
+	// so no threshold to meet.
+	for _, d := range drives {
+		if busy >= limit || bufferFree <= 0 {
+			return out
+		}
+		if idle(d) && d.Volume != "" && s.queued(d.Volume) && s.active[d.Volume] == "" {
+			take(d, d.Volume, false)
+		}
+	}
+	// Then new mounts, best volume first, on empty drives before drives
+	// holding a cartridge nobody is waiting for.
+	for _, vol := range s.order(now, true) {
+		if busy >= limit || bufferFree <= 0 {
+			break
+		}
+		if s.active[vol] != "" || mountedOn(drives, vol) {
+			continue
+		}
+		d, ok := pickDrive(drives, used, idle, s)
+		if !ok {
+			break
+		}
+		take(d, vol, true)
+	}
+	return out
+}
+
+func mountedOn(drives []Drive, vol string) bool {
+	for _, d := range drives {
+		if d.Volume == vol {
+			return true
+		}
+	}
+	return false
+}
+
+func pickDrive(drives []Drive, used map[string]bool, idle func(Drive) bool, s *Scheduler) (Drive, bool) {
+	for _, empty := range []bool{true, false} {
+		for _, d := range drives {
+			if used[d.ID] || !idle(d) || (d.Volume == "") != empty {
+				continue
+			}
+			if !empty && s.queued(d.Volume) {
+				continue // its own queue comes first
+			}
+			return d, true
+		}
+	}
+	return Drive{}, false
+}
+
+func (s *Scheduler) isRecalling(drive string) bool {
+	for _, d := range s.active {
+		if d == drive {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scheduler) queued(vol string) bool {
+	q := s.vols[vol]
+	return q != nil && len(q.reqs) > 0
+}
+
+// takeBatch removes vol's requests in position order, up to the buffer's
+// free space (at least one).
+func (s *Scheduler) takeBatch(vol string, free *int64) []Request {
+	q := s.vols[vol]
+	all := make([]Request, len(q.reqs))
+	for i, r := range q.reqs {
+		all[i] = *r
+	}
+	sortByPosition(all)
+	n := 0
+	for n < len(all) && (n == 0 || *free >= all[n].Size) {
+		*free -= all[n].Size
+		n++
+	}
+	batch := all[:n]
+	rest := all[n:]
+	q.reqs = q.reqs[:0]
+	q.bytes = 0
+	q.prio = 0
+	for i := range rest {
+		r := rest[i]
+		q.reqs = append(q.reqs, &r)
+		q.bytes += r.Size
+		q.prio = max(q.prio, r.Priority)
+		if r.Key != "" {
+			s.keys[r.Key] = q.reqs[len(q.reqs)-1]
+		}
+	}
+	q.oldest = time.Time{}
+	for _, r := range q.reqs {
+		if q.oldest.IsZero() || r.Queued.Before(q.oldest) {
+			q.oldest = r.Queued
+		}
+	}
+	for _, r := range batch {
+		delete(s.keys, r.Key)
+	}
+	s.n -= len(batch)
+	if len(q.reqs) == 0 {
+		delete(s.vols, vol)
+	}
+	return batch
+}
+
+// Done reports that drive has finished its batch on volume. Requests that
+// failed and should be tried again (another drive, later) are re-queued.
+func (s *Scheduler) Done(volume string, retry []Request) {
+	delete(s.active, volume)
+	for _, r := range retry {
+		s.Add(r)
+	}
+}
+
+// Remove drops every queued request of volume and returns them (the
+// cartridge is unreadable: they must be served from another copy or fail).
+func (s *Scheduler) Remove(volume string) []Request {
+	q := s.vols[volume]
+	if q == nil {
+		return nil
+	}
+	var out []Request
+	for _, r := range q.reqs {
+		out = append(out, *r)
+		delete(s.keys, r.Key)
+	}
+	s.n -= len(out)
+	delete(s.vols, volume)
+	return out
+}
+
+func sortByPosition(rs []Request) {
+	slices.SortFunc(rs, func(a, b Request) int {
+		if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}

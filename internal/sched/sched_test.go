@@ -1,0 +1,271 @@
+package sched_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/strata-storage/strata/internal/clock"
+	"github.com/strata-storage/strata/internal/sched"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func req(id int64, vol string, off, size int64, age time.Duration) sched.Request {
+	return sched.Request{ID: id, Key: fmt.Sprint(id), Volume: vol, Offset: off, Size: size, Queued: t0.Add(-age)}
+}
+
+func TestMountRules(t *testing.T) {
+	rules := sched.Rules{MinBytes: 1000, MinFiles: 3, MaxAge: time.Minute}
+	drives := []sched.Drive{{ID: "d0"}}
+	cases := []struct {
+		name  string
+		reqs  []sched.Request
+		mount bool
+	}{
+		{"too little queued", []sched.Request{req(1, "V", 0, 10, 0)}, false},
+		{"enough bytes", []sched.Request{req(1, "V", 0, 600, 0), req(2, "V", 700, 600, 0)}, true},
+		{"enough files", []sched.Request{req(1, "V", 0, 1, 0), req(2, "V", 5, 1, 0), req(3, "V", 9, 1, 0)}, true},
+		{"old enough", []sched.Request{req(1, "V", 0, 1, 2*time.Minute)}, true},
+		{"priority", []sched.Request{{ID: 1, Volume: "V", Size: 1, Priority: 1, Queued: t0}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sched.New(rules)
+			for _, r := range tc.reqs {
+				s.Add(r)
+			}
+			got := s.Next(t0, drives, 1<<40)
+			if (len(got) == 1) != tc.mount {
+				t.Fatalf("decisions %+v, want mount=%v", got, tc.mount)
+			}
+			if tc.mount && (!got[0].Mount || len(got[0].Requests) != len(tc.reqs)) {
+				t.Fatalf("decision %+v", got[0])
+			}
+		})
+	}
+}
+
+func TestMountedCartridgeNeedsNoThreshold(t *testing.T) {
+	s := sched.New(sched.Rules{MinBytes: 1 << 40, MaxAge: time.Hour})
+	s.Add(req(1, "V", 0, 1, 0))
+	got := s.Next(t0, []sched.Drive{{ID: "d0", Volume: "V"}}, 1<<40)
+	if len(got) != 1 || got[0].Mount || got[0].Drive != "d0" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestCoalescingOrderBufferAndQuota(t *testing.T) {
+	s := sched.New(sched.Rules{MinFiles: 1, Drives: 1})
+	s.Add(req(1, "A", 300, 10, 0))
+	s.Add(req(2, "A", 100, 10, 0))
+	if _, dup := s.Add(sched.Request{ID: 3, Key: "1", Volume: "A", Offset: 300, Size: 10, Queued: t0}); !dup {
+		t.Fatal("a second request for the same file was not coalesced")
+	}
+	s.Add(req(4, "A", 200, 10, 0))
+	s.Add(req(5, "B", 0, 10, time.Second)) // older: B goes first
+	got := s.Next(t0, []sched.Drive{{ID: "d0"}, {ID: "d1"}}, 15)
+	if len(got) != 1 {
+		t.Fatalf("drive quota of 1: %d decisions", len(got))
+	}
+	if got[0].Volume != "B" {
+		t.Fatalf("oldest request's cartridge not first: %+v", got[0])
+	}
+	s.Done("B", nil)
+	got = s.Next(t0, []sched.Drive{{ID: "d0", Volume: "B"}, {ID: "d1"}}, 25)
+	if len(got) != 1 || got[0].Volume != "A" {
+		t.Fatalf("%+v", got)
+	}
+	var offs []int64
+	for _, r := range got[0].Requests {
+		offs = append(offs, r.Offset)
+	}
+	if !reflect.DeepEqual(offs, []int64{100, 200}) { // position order, up to the buffer
+		t.Fatalf("batch offsets %v", offs)
+	}
+	if s.Len() != 1 {
+		t.Fatalf("%d left queued", s.Len())
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	run := func() []sched.Decision {
+		s := sched.New(sched.Rules{MinFiles: 5, MaxAge: time.Minute})
+		r := rand.New(rand.NewPCG(7, 7))
+		for i := 0; i < 2000; i++ {
+			s.Add(req(int64(i), fmt.Sprintf("V%02d", r.IntN(30)), r.Int64N(1<<40), r.Int64N(1<<30), time.Duration(r.IntN(120))*time.Second))
+		}
+		return s.Next(t0, []sched.Drive{{ID: "a"}, {ID: "b", Volume: "V03"}, {ID: "c"}, {ID: "d", Volume: "V29"}}, 1<<40)
+	}
+	if a, b := run(), run(); !reflect.DeepEqual(a, b) {
+		t.Fatal("the same queue gave different decisions")
+	}
+}
+
+// The acceptance test of the issue, on the emulated library with real bytes
+// and an instant clock: 1,000 files on 10 cartridges, all requested at
+// once in random order. The scheduler mounts each cartridge once, reads in
+// position order, and positions for less than half the time that serving
+// the same requests first come, first served does.
+func TestThousandRecallsOnTenCartridges(t *testing.T) {
+	const vols, perVol, drives = 10, 100, 4
+	dir := t.TempDir()
+	// Small cartridges: the library spreads them over the whole modelled
+	// tape, so locates cost what they would on full LTO-9 cartridges.
+	lib, err := tape.OpenEmulator(dir, tape.Options{Drives: drives, Cartridges: vols, Capacity: 1 << 20, Clock: clock.NewInstant(time.Time{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type file struct {
+		vol  string
+		seq  int
+		off  int64
+		data []byte
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	var files []file
+	for v := 0; v < vols; v++ {
+		vol := fmt.Sprintf("T%05d", v)
+		if err := lib.Mount(ctx, "drive0", vol); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < perVol; i++ {
+			data := bytes.Repeat([]byte{byte(v), byte(i)}, 512+r.IntN(2048))
+			w, err := lib.Append(ctx, "drive0", &tape.Header{Entries: []tape.Entry{{Path: fmt.Sprintf("/%s/%d", vol, i), Size: int64(len(data))}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(data)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, file{vol, w.Seq(), w.Start(), data})
+		}
+		if err := lib.Dismount(ctx, "drive0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := r.Perm(len(files))
+
+	// Scheduled.
+	s := sched.New(sched.Rules{MinFiles: 1})
+	for _, i := range order {
+		f := files[i]
+		s.Add(sched.Request{ID: int64(i), Key: fmt.Sprint(i), Volume: f.vol, Seq: f.seq, Offset: f.off, Size: int64(len(f.data)), Queued: t0})
+	}
+	before := lib.Stats()
+	state := make([]sched.Drive, drives)
+	for i := range state {
+		state[i].ID = fmt.Sprintf("drive%d", i)
+	}
+	mounts := map[string]int{}
+	for s.Len() > 0 {
+		ds := s.Next(t0, state, 1<<40)
+		if len(ds) == 0 {
+			t.Fatal("requests queued but no decision")
+		}
+		for _, d := range ds {
+			if d.Unmount != "" {
+				if err := lib.Dismount(ctx, d.Drive); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d.Mount {
+				if err := lib.Mount(ctx, d.Drive, d.Volume); err != nil {
+					t.Fatal(err)
+				}
+				mounts[d.Volume]++
+			}
+			last := int64(-1)
+			for _, q := range d.Requests {
+				if q.Offset < last {
+					t.Fatalf("%s: read at %d after %d", d.Volume, q.Offset, last)
+				}
+				last = q.Offset
+				readCheck(t, lib, d.Drive, q.Seq, files[q.ID].data)
+			}
+			for i := range state {
+				if state[i].ID == d.Drive {
+					state[i].Volume = d.Volume
+				}
+			}
+			s.Done(d.Volume, nil)
+		}
+	}
+	sched := stats(lib.Stats(), before)
+	if sched.Mounts > vols {
+		t.Fatalf("%d mounts for %d cartridges", sched.Mounts, vols)
+	}
+	for v, n := range mounts {
+		if n != 1 {
+			t.Fatalf("%s mounted %d times", v, n)
+		}
+	}
+	for i := range state { // leave the library as FCFS finds it
+		if state[i].Volume != "" {
+			lib.Dismount(ctx, state[i].ID)
+		}
+	}
+
+	// First come, first served: each request in arrival order, on the
+	// drive holding its cartridge or else the drive used longest ago.
+	before = lib.Stats()
+	held := make([]string, drives)
+	lastUse := make([]int, drives)
+	for n, i := range order {
+		f := files[i]
+		d := -1
+		for k := range held {
+			if held[k] == f.vol {
+				d = k
+			}
+		}
+		if d < 0 {
+			d = 0
+			for k := range held {
+				if lastUse[k] < lastUse[d] {
+					d = k
+				}
+			}
+			id := fmt.Sprintf("drive%d", d)
+			if held[d] != "" {
+				lib.Dismount(ctx, id)
+			}
+			if err := lib.Mount(ctx, id, f.vol); err != nil {
+				t.Fatal(err)
+			}
+			held[d] = f.vol
+		}
+		lastUse[d] = n + 1
+		readCheck(t, lib, fmt.Sprintf("drive%d", d), f.seq, f.data)
+	}
+	fcfs := stats(lib.Stats(), before)
+	t.Logf("scheduled: %d mounts, positioning %v; FCFS: %d mounts, positioning %v", sched.Mounts, sched.Positioning, fcfs.Mounts, fcfs.Positioning)
+	if 2*sched.Positioning > fcfs.Positioning {
+		t.Fatalf("scheduled positioning %v is not 2× below FCFS's %v", sched.Positioning, fcfs.Positioning)
+	}
+}
+
+func readCheck(t *testing.T, lib tape.Library, drive string, seq int, want []byte) {
+	t.Helper()
+	rd, err := lib.ReadData(context.Background(), drive, seq, 0, int64(len(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rd)
+	rd.Close()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s tape file %d: %d bytes back, %v", drive, seq, len(got), err)
+	}
+}
+
+func stats(after, before tape.Stats) tape.Stats {
+	return tape.Stats{Mounts: after.Mounts - before.Mounts, Positioning: after.Positioning - before.Positioning}
+}
