@@ -65,7 +65,44 @@ type Bitfile struct {
 	Fixity      string
 	Epoch       int64 // core epoch that created it
 	Lease       int64 // pending: Unix ns after which it may be reclaimed
-	Segments    []Segment
+	// Segments are the disk copy (empty when it was purged: OnDisk is
+	// false), all of copy number DiskGen.
+	Segments []Segment
+	OnDisk   bool
+	DiskGen  int
+	// Tapes are the verified tape copies.
+	Tapes []TapeCopy
+}
+
+// TapeCopy is one copy of a file's data on tape: a run of bytes in the data
+// of one tape file (shared with other files when they were aggregated).
+type TapeCopy struct {
+	Copy     int
+	Volume   string
+	Seq      int   // tape file
+	Position int64 // the tape file's start, bytes from the beginning of tape
+	Offset   int64 // in the tape file's data
+	Length   int64
+	CRC32C   uint32
+}
+
+// Garbage is a disk object no copy refers to any more.
+type Garbage struct {
+	Device, Object string
+	Length         int64
+}
+
+// Candidate is a file the HSM may act on, with its path's inode.
+type Candidate struct {
+	Inode   Inode
+	Bitfile Bitfile
+}
+
+// Recall is a queued request to bring a file back to disk.
+type Recall struct {
+	Bitfile  int64
+	Queued   int64 // Unix ns
+	Priority int
 }
 
 // Segment is one stripe of one copy on one device. For a pending bitfile,
@@ -147,6 +184,38 @@ type Store interface {
 	// Purge forgets a dead bitfile whose objects are gone and returns its
 	// space to the devices.
 	Purge(ctx context.Context, id int64) error
+
+	// AddTapeCopy records a verified tape copy of a committed bitfile.
+	// ErrNotFound if the bitfile is gone or no longer committed (the file
+	// was removed or replaced while it was copied).
+	AddTapeCopy(ctx context.Context, bitfile int64, tc TapeCopy) error
+	// MigrationCandidates returns committed files of the given classes of
+	// service with fewer than copies tape copies, modified before before
+	// (Unix ns), with bitfile ID above after, in bitfile order.
+	MigrationCandidates(ctx context.Context, cos []string, copies int, before, after int64, limit int) ([]Candidate, error)
+	// PurgeCandidates returns files with a disk copy and at least one tape
+	// copy, least recently accessed first.
+	PurgeCandidates(ctx context.Context, limit int) ([]Candidate, error)
+	// DropDiskCopy turns a bitfile's disk copy into garbage. It refuses
+	// (ErrInvalid) unless a tape copy exists: never the last copy.
+	DropDiskCopy(ctx context.Context, bitfile int64) error
+	// RestoreDiskCopy records a new disk copy (segments with final lengths
+	// and CRCs, copy number filled in) of a bitfile that has none.
+	RestoreDiskCopy(ctx context.Context, bitfile int64, width int, unit int64, segs []Segment) error
+	// Garbage returns up to limit unreferenced disk objects.
+	Garbage(ctx context.Context, limit int) ([]Garbage, error)
+	// ForgetGarbage records that an object was deleted and returns its
+	// space to its device.
+	ForgetGarbage(ctx context.Context, g Garbage) error
+	// QueueRecall records a recall request (one per bitfile; a second
+	// raises the priority) and reports whether one was already queued.
+	QueueRecall(ctx context.Context, r Recall) (bool, error)
+	// Recalls lists queued recalls in bitfile order.
+	Recalls(ctx context.Context) ([]Recall, error)
+	// DoneRecall removes a recall request.
+	DoneRecall(ctx context.Context, bitfile int64) error
+	// Path returns the absolute path of inode id.
+	Path(ctx context.Context, id int64) (string, error)
 
 	// PutDevice records a device, keeping its accounted use.
 	PutDevice(ctx context.Context, d Device) error

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -32,6 +33,8 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Epoch", testEpoch},
 		{"Concurrent", testConcurrent},
 		{"Resolve", testResolve},
+		{"TapeCopies", testTapeCopies},
+		{"Recalls", testRecalls},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -428,5 +431,129 @@ func testResolve(t *testing.T, s catalog.Store) {
 		if _, err := catalog.SplitPath(bad); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("SplitPath(%q): %v", bad, err)
 		}
+	}
+}
+
+// The tape tier: a file gains tape copies, loses its disk copy (never the
+// last), gets one back; purged objects are garbage until deleted.
+func testTapeCopies(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0", "d1")
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	mk := func(name, cos string, mtime int64) (catalog.Inode, catalog.Bitfile) {
+		b := pending(t, s, 100, "d0")
+		in := file(d.ID, name)
+		in.COS, in.Mtime, in.Atime = cos, mtime, mtime
+		in = must(s.Commit(ctx, in, finish(b, 100), false))
+		return in, b
+	}
+	_, old := mk("old", "tape", 10)
+	_, young := mk("young", "tape", 1000)
+	_, other := mk("other", "disk", 10)
+
+	cands := must(s.MigrationCandidates(ctx, []string{"tape"}, 1, 500, 0, 10))
+	if len(cands) != 1 || cands[0].Bitfile.ID != old.ID || cands[0].Inode.Name != "old" || len(cands[0].Bitfile.Segments) != 1 {
+		t.Fatalf("migration candidates: %+v", cands)
+	}
+	if p := must(s.Path(ctx, cands[0].Inode.ID)); p != "/d/old" {
+		t.Fatalf("path %q", p)
+	}
+	if c := must(s.MigrationCandidates(ctx, []string{"tape"}, 1, 5000, old.ID, 10)); len(c) != 1 || c[0].Bitfile.ID != young.ID {
+		t.Fatalf("candidates after %d: %+v", old.ID, c)
+	}
+	_ = other
+
+	// Never the last copy.
+	wantErr(t, s.DropDiskCopy(ctx, old.ID), api.ErrInvalid)
+	if len(must(s.PurgeCandidates(ctx, 10))) != 0 {
+		t.Fatal("a file without a tape copy is a purge candidate")
+	}
+	tc := catalog.TapeCopy{Volume: "T00001", Seq: 3, Position: 4096, Offset: 200, Length: 200, CRC32C: 0xabcdef}
+	if err := s.AddTapeCopy(ctx, old.ID, tc); err != nil {
+		t.Fatal(err)
+	}
+	if c := must(s.MigrationCandidates(ctx, []string{"tape"}, 1, 500, 0, 10)); len(c) != 0 {
+		t.Fatalf("migrated file still a candidate: %+v", c)
+	}
+	if c := must(s.MigrationCandidates(ctx, []string{"tape"}, 2, 500, 0, 10)); len(c) != 1 {
+		t.Fatal("a class wanting two tape copies does not ask for the second")
+	}
+	b := must(s.Bitfile(ctx, old.ID))
+	tc.Copy = 1
+	if !b.OnDisk || len(b.Tapes) != 1 || b.Tapes[0] != tc {
+		t.Fatalf("bitfile after migration: %+v", b)
+	}
+	pc := must(s.PurgeCandidates(ctx, 10))
+	if len(pc) != 1 || pc[0].Bitfile.ID != old.ID {
+		t.Fatalf("purge candidates: %+v", pc)
+	}
+
+	// Purge: the disk copy becomes garbage, still counted until deleted.
+	if err := s.DropDiskCopy(ctx, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.DropDiskCopy(ctx, old.ID), api.ErrInvalid)
+	b = must(s.Bitfile(ctx, old.ID))
+	if b.OnDisk || len(b.Segments) != 0 || len(b.Tapes) != 1 {
+		t.Fatalf("bitfile after purge: %+v", b)
+	}
+	g := must(s.Garbage(ctx, 10))
+	if len(g) != 1 || g[0].Device != "d0" || g[0].Object != catalog.ObjectName(old.ID, 0, 0) || g[0].Length != 100 {
+		t.Fatalf("garbage: %+v", g)
+	}
+	if u := used(t, s); u["d0"] != 300 {
+		t.Fatalf("use before the garbage is deleted: %v", u)
+	}
+	if err := s.ForgetGarbage(ctx, g[0]); err != nil {
+		t.Fatal(err)
+	}
+	if u := used(t, s); u["d0"] != 200 || len(must(s.Garbage(ctx, 10))) != 0 {
+		t.Fatalf("use after the garbage is deleted: %v", u)
+	}
+
+	// Recall: a new disk copy, under a new copy number.
+	seg := catalog.Segment{Stripe: 0, Device: "d1", Object: catalog.ObjectName(old.ID, 1, 0), Length: 100, CRC32C: 7}
+	if err := s.RestoreDiskCopy(ctx, old.ID, 1, 1<<20, []catalog.Segment{seg}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.RestoreDiskCopy(ctx, old.ID, 1, 1<<20, []catalog.Segment{seg}), api.ErrExist)
+	b = must(s.Bitfile(ctx, old.ID))
+	seg.Copy = 1
+	if !b.OnDisk || b.DiskGen != 1 || len(b.Segments) != 1 || b.Segments[0] != seg {
+		t.Fatalf("bitfile after recall: %+v", b)
+	}
+	if u := used(t, s); u["d1"] != 100 {
+		t.Fatalf("use after recall: %v", u)
+	}
+
+	// Removing the file: its tape copies go with the bitfile.
+	must(s.Remove(ctx, d.ID, "old", false))
+	wantErr(t, s.AddTapeCopy(ctx, old.ID, tc), api.ErrNotFound)
+	for _, db := range must(s.DeadBitfiles(ctx, 10)) {
+		if err := s.Purge(ctx, db.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.Bitfile(ctx, old.ID)
+	wantErr(t, err, api.ErrNotFound)
+}
+
+func testRecalls(t *testing.T, s catalog.Store) {
+	if had := must(s.QueueRecall(ctx, catalog.Recall{Bitfile: 9, Queued: 100})); had {
+		t.Fatal("new recall reported as queued")
+	}
+	if had := must(s.QueueRecall(ctx, catalog.Recall{Bitfile: 9, Queued: 200, Priority: 5})); !had {
+		t.Fatal("second recall of the same file not coalesced")
+	}
+	must(s.QueueRecall(ctx, catalog.Recall{Bitfile: 3, Queued: 300}))
+	got := must(s.Recalls(ctx))
+	want := []catalog.Recall{{Bitfile: 3, Queued: 300}, {Bitfile: 9, Queued: 100, Priority: 5}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("recalls %+v, want %+v", got, want)
+	}
+	if err := s.DoneRecall(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.Recalls(ctx)); len(got) != 1 || got[0].Bitfile != 3 {
+		t.Fatalf("after done: %+v", got)
 	}
 }

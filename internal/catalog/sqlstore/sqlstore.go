@@ -704,11 +704,11 @@ func (s *Store) CreatePending(ctx context.Context, b catalog.Bitfile) (catalog.B
 	return b, err
 }
 
-const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease"
+const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease, on_disk, disk_gen"
 
 func scanBitfile(r scanner) (catalog.Bitfile, error) {
 	var b catalog.Bitfile
-	err := r.Scan(&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease)
+	err := r.Scan(&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease, &b.OnDisk, &b.DiskGen)
 	return b, err
 }
 
@@ -741,7 +741,10 @@ func (s *Store) Bitfile(ctx context.Context, id int64) (catalog.Bitfile, error) 
 	if err != nil {
 		return b, notFound(err, "bitfile %d", id)
 	}
-	return b, s.segments(ctx, &b)
+	if err := s.segments(ctx, &b); err != nil {
+		return b, err
+	}
+	return b, s.tapeCopies(ctx, &b)
 }
 
 // Abort implements catalog.Store.
@@ -823,8 +826,10 @@ func (s *Store) Purge(ctx context.Context, id int64) error {
 				return err
 			}
 		}
-		if _, err := t.Exec("DELETE FROM segments WHERE bitfile = ?", id); err != nil {
-			return err
+		for _, q := range []string{"DELETE FROM segments WHERE bitfile = ?", "DELETE FROM tape_copies WHERE bitfile = ?", "DELETE FROM recalls WHERE bitfile = ?"} {
+			if _, err := t.Exec(q, id); err != nil {
+				return err
+			}
 		}
 		_, err = t.Exec("DELETE FROM bitfiles WHERE id = ?", id)
 		return err

@@ -1,0 +1,256 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// The tape tier's part of the catalog: tape copies, purged disk copies and
+// their garbage, recall requests.
+
+const tapeCols = "copy, volume, seq, position, offset, length, crc32c"
+
+func (s *Store) tapeCopies(ctx context.Context, b *catalog.Bitfile) error {
+	rows, err := s.readRows(ctx, "SELECT "+tapeCols+" FROM tape_copies WHERE bitfile = ? ORDER BY copy", b.ID)
+	if err != nil {
+		return fmt.Errorf("catalog: tape copies of %d: %w", b.ID, err)
+	}
+	defer rows.Close()
+	b.Tapes = b.Tapes[:0]
+	for rows.Next() {
+		var tc catalog.TapeCopy
+		var crc int64
+		if err := rows.Scan(&tc.Copy, &tc.Volume, &tc.Seq, &tc.Position, &tc.Offset, &tc.Length, &crc); err != nil {
+			return fmt.Errorf("catalog: tape copies of %d: %w", b.ID, err)
+		}
+		tc.CRC32C = uint32(crc)
+		b.Tapes = append(b.Tapes, tc)
+	}
+	return rows.Err()
+}
+
+// AddTapeCopy implements catalog.Store.
+func (s *Store) AddTapeCopy(ctx context.Context, bitfile int64, tc catalog.TapeCopy) error {
+	return s.write(ctx, func(t *Tx) error {
+		var n int
+		if err := t.QueryRow("SELECT tapes FROM bitfiles WHERE id = ? AND state = ?", bitfile, catalog.Committed).Scan(&n); err != nil {
+			return notFound(err, "committed bitfile %d", bitfile)
+		}
+		tc.Copy = n + 1
+		if _, err := t.Exec("INSERT INTO tape_copies (bitfile, "+tapeCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			bitfile, tc.Copy, tc.Volume, tc.Seq, tc.Position, tc.Offset, tc.Length, int64(tc.CRC32C)); err != nil {
+			return fmt.Errorf("catalog: tape copy of %d: %w", bitfile, err)
+		}
+		_, err := t.Exec("UPDATE bitfiles SET tapes = tapes + 1 WHERE id = ?", bitfile)
+		return err
+	})
+}
+
+func (s *Store) candidates(ctx context.Context, q string, args ...any) ([]catalog.Candidate, error) {
+	rows, err := s.readRows(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.Candidate
+	for rows.Next() {
+		var c catalog.Candidate
+		in, b := &c.Inode, &c.Bitfile
+		if err := rows.Scan(&in.ID, &in.Parent, &in.Name, &in.Kind, &in.Mode, &in.UID, &in.GID, &in.Size, &in.Mtime, &in.Ctime, &in.Atime, &in.COS, &in.Bitfile,
+			&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease, &b.OnDisk, &b.DiskGen); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if err := s.segments(ctx, &out[i].Bitfile); err != nil {
+			return nil, err
+		}
+		if err := s.tapeCopies(ctx, &out[i].Bitfile); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+const candidateCols = "i.id, i.parent, i.name, i.kind, i.mode, i.uid, i.gid, i.size, i.mtime, i.ctime, i.atime, i.cos, i.bitfile, " +
+	"b.id, b.state, b.size, b.stripe_width, b.stripe_unit, b.fixity, b.epoch, b.lease, b.on_disk, b.disk_gen"
+
+// MigrationCandidates implements catalog.Store.
+func (s *Store) MigrationCandidates(ctx context.Context, cos []string, copies int, before, after int64, limit int) ([]catalog.Candidate, error) {
+	if len(cos) == 0 {
+		return nil, nil
+	}
+	q := "SELECT " + candidateCols + " FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.state = ? AND b.tapes < ? AND b.on_disk = 1 AND b.id > ? AND i.mtime < ? AND i.cos IN ("
+	args := []any{catalog.Committed, copies, after, before}
+	for i, c := range cos {
+		if i > 0 {
+			q += ", "
+		}
+		q += "?"
+		args = append(args, c)
+	}
+	q += ") ORDER BY b.id LIMIT ?"
+	out, err := s.candidates(ctx, q, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: migration candidates: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeCandidates implements catalog.Store.
+func (s *Store) PurgeCandidates(ctx context.Context, limit int) ([]catalog.Candidate, error) {
+	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.state = ? AND b.on_disk = 1 AND b.tapes > 0 ORDER BY i.atime, b.id LIMIT ?",
+		catalog.Committed, limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: purge candidates: %w", err)
+	}
+	return out, nil
+}
+
+// DropDiskCopy implements catalog.Store.
+func (s *Store) DropDiskCopy(ctx context.Context, bitfile int64) error {
+	return s.write(ctx, func(t *Tx) error {
+		var onDisk bool
+		var tapes int
+		if err := t.QueryRow("SELECT on_disk, tapes FROM bitfiles WHERE id = ? AND state = ?", bitfile, catalog.Committed).Scan(&onDisk, &tapes); err != nil {
+			return notFound(err, "committed bitfile %d", bitfile)
+		}
+		if !onDisk || tapes == 0 {
+			return api.Errorf(api.ErrInvalid, "bitfile %d: the disk copy is the only copy (or gone)", bitfile)
+		}
+		if _, err := t.Exec("INSERT INTO garbage (device, object, length) SELECT device, object, length FROM segments WHERE bitfile = ?", bitfile); err != nil {
+			return err
+		}
+		if _, err := t.Exec("DELETE FROM segments WHERE bitfile = ?", bitfile); err != nil {
+			return err
+		}
+		_, err := t.Exec("UPDATE bitfiles SET on_disk = 0 WHERE id = ?", bitfile)
+		return err
+	})
+}
+
+// RestoreDiskCopy implements catalog.Store.
+func (s *Store) RestoreDiskCopy(ctx context.Context, bitfile int64, width int, unit int64, segs []catalog.Segment) error {
+	return s.write(ctx, func(t *Tx) error {
+		var onDisk bool
+		var gen int
+		if err := t.QueryRow("SELECT on_disk, disk_gen FROM bitfiles WHERE id = ? AND state = ?", bitfile, catalog.Committed).Scan(&onDisk, &gen); err != nil {
+			return notFound(err, "committed bitfile %d", bitfile)
+		}
+		if onDisk {
+			return api.Errorf(api.ErrExist, "bitfile %d already has a disk copy", bitfile)
+		}
+		gen++
+		for _, sg := range segs {
+			if _, err := t.Exec("INSERT INTO segments (bitfile, copy, stripe, device, object, length, crc32c) VALUES (?, ?, ?, ?, ?, ?, ?)",
+				bitfile, gen, sg.Stripe, sg.Device, sg.Object, sg.Length, int64(sg.CRC32C)); err != nil {
+				return err
+			}
+			if _, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ?", sg.Length, sg.Device); err != nil {
+				return err
+			}
+		}
+		_, err := t.Exec("UPDATE bitfiles SET on_disk = 1, disk_gen = ?, stripe_width = ?, stripe_unit = ? WHERE id = ?", gen, width, unit, bitfile)
+		return err
+	})
+}
+
+// Garbage implements catalog.Store.
+func (s *Store) Garbage(ctx context.Context, limit int) ([]catalog.Garbage, error) {
+	rows, err := s.readRows(ctx, "SELECT device, object, length FROM garbage ORDER BY device, object LIMIT ?", limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: garbage: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.Garbage
+	for rows.Next() {
+		var g catalog.Garbage
+		if err := rows.Scan(&g.Device, &g.Object, &g.Length); err != nil {
+			return nil, fmt.Errorf("catalog: garbage: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// ForgetGarbage implements catalog.Store.
+func (s *Store) ForgetGarbage(ctx context.Context, g catalog.Garbage) error {
+	return s.write(ctx, func(t *Tx) error {
+		n, err := t.Exec("DELETE FROM garbage WHERE device = ? AND object = ?", g.Device, g.Object)
+		if err != nil || n == 0 {
+			return err
+		}
+		_, err = t.Exec("UPDATE devices SET used = used - ? WHERE id = ?", g.Length, g.Device)
+		return err
+	})
+}
+
+// QueueRecall implements catalog.Store.
+func (s *Store) QueueRecall(ctx context.Context, r catalog.Recall) (bool, error) {
+	var had bool
+	err := s.write(ctx, func(t *Tx) error {
+		var prio int
+		err := t.QueryRow("SELECT priority FROM recalls WHERE bitfile = ?", r.Bitfile).Scan(&prio)
+		if err == nil {
+			had = true
+			if r.Priority > prio {
+				_, err = t.Exec("UPDATE recalls SET priority = ? WHERE bitfile = ?", r.Priority, r.Bitfile)
+			}
+			return err
+		}
+		_, err = t.Exec("INSERT INTO recalls (bitfile, queued, priority) VALUES (?, ?, ?)", r.Bitfile, r.Queued, r.Priority)
+		return err
+	})
+	return had, err
+}
+
+// Recalls implements catalog.Store.
+func (s *Store) Recalls(ctx context.Context) ([]catalog.Recall, error) {
+	rows, err := s.readRows(ctx, "SELECT bitfile, queued, priority FROM recalls ORDER BY bitfile")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: recalls: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.Recall
+	for rows.Next() {
+		var r catalog.Recall
+		if err := rows.Scan(&r.Bitfile, &r.Queued, &r.Priority); err != nil {
+			return nil, fmt.Errorf("catalog: recalls: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// DoneRecall implements catalog.Store.
+func (s *Store) DoneRecall(ctx context.Context, bitfile int64) error {
+	return s.write(ctx, func(t *Tx) error {
+		_, err := t.Exec("DELETE FROM recalls WHERE bitfile = ?", bitfile)
+		return err
+	})
+}
+
+// Path implements catalog.Store.
+func (s *Store) Path(ctx context.Context, id int64) (string, error) {
+	path := ""
+	for id != catalog.RootID {
+		in, err := s.Get(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		path = "/" + in.Name + path
+		id = in.Parent
+	}
+	if path == "" {
+		path = "/"
+	}
+	return path, nil
+}
