@@ -24,6 +24,12 @@ type GetOptions struct {
 	VerifyFixity bool
 	// Progress is called with byte counts as data is written to dst.
 	Progress func(n int64)
+	// NoWait makes a get of a file that is on tape only queue its recall
+	// and fail at once (errors.Is(err, ErrOffline)) instead of waiting.
+	NoWait bool
+	// Staging is called while a get waits for a recall, each time the
+	// recall's state is polled.
+	Staging func(StageStatus)
 }
 
 // readAhead is how many frames each stripe may run ahead of the writer.
@@ -34,7 +40,13 @@ const readAhead = 8
 // transfer with an error naming the file and segment.
 func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptions) (*FileInfo, error) {
 	var or api.OpenResponse
-	if err := c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or); err != nil {
+	err := c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
+	if errors.Is(err, api.ErrOffline) {
+		if err = c.awaitRecall(ctx, path, o); err == nil {
+			err = c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	fi := or.File

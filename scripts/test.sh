@@ -17,7 +17,7 @@ if ! need go; then
 fi
 
 echo "== gofmt"
-bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+bad=$(gofmt -l $( (git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go') ))
 if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
 
 echo "== go vet"
@@ -35,5 +35,5 @@ rm -f /tmp/strata-go.mod.$$ /tmp/strata-go.sum.$$
 echo "== go test"
 go test -count=1 -timeout 15m ./...
 
-echo "== go test -race (catalog, mover, client)"
-go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./client/...
+echo "== go test -race (catalog, mover, core, tape, sched, client)"
+go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./internal/tape/... ./internal/sched/... ./client/...

@@ -26,6 +26,7 @@ const (
 	CodeCorrupt  = "corrupt"
 	CodeDenied   = "denied"
 	CodeInternal = "internal"
+	CodeOffline  = "offline"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -40,6 +41,7 @@ var (
 	ErrCorrupt  = errors.New("data corruption detected")
 	ErrDenied   = errors.New("permission denied")
 	ErrInternal = errors.New("internal server error")
+	ErrOffline  = errors.New("file is on tape only")
 )
 
 var codes = []struct {
@@ -57,6 +59,7 @@ var codes = []struct {
 	{CodeCorrupt, ErrCorrupt, 500},
 	{CodeDenied, ErrDenied, 403},
 	{CodeInternal, ErrInternal, 500},
+	{CodeOffline, ErrOffline, 409},
 }
 
 // CodeOf returns the code and HTTP status for err.
@@ -112,9 +115,10 @@ type Segment struct {
 // Layout is how a file's data is laid out: round-robin stripe units over
 // StripeWidth segments.
 type Layout struct {
-	StripeWidth int       `json:"stripe_width"`
-	StripeUnit  int64     `json:"stripe_unit"`
-	Segments    []Segment `json:"segments"`
+	StripeWidth int        `json:"stripe_width"`
+	StripeUnit  int64      `json:"stripe_unit"`
+	Segments    []Segment  `json:"segments"` // the disk copy; none when purged
+	Tapes       []TapeCopy `json:"tapes,omitempty"`
 }
 
 // FileInfo describes a namespace entry.
@@ -133,6 +137,117 @@ type FileInfo struct {
 	COS    string    `json:"cos,omitempty"`
 	Layout *Layout   `json:"layout,omitempty"`
 	Fixity string    `json:"fixity,omitempty"` // "sha256:<hex>" of the whole file
+	// Residency says where a file's data lives: disk, tape, disk+tape,
+	// or staging (on tape, a recall queued or running).
+	Residency string `json:"residency,omitempty"`
+}
+
+// Residency values.
+const (
+	ResidencyDisk    = "disk"
+	ResidencyTape    = "tape"
+	ResidencyBoth    = "disk+tape"
+	ResidencyStaging = "staging"
+)
+
+// TapeCopy is one copy of a file on tape.
+type TapeCopy struct {
+	Copy   int    `json:"copy"`
+	Volume string `json:"volume"`
+	Seq    int    `json:"seq"`    // tape file
+	Offset int64  `json:"offset"` // in the tape file's data
+	Length int64  `json:"length"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// StageRequest queues recalls of files that are on tape only.
+type StageRequest struct {
+	Paths    []string `json:"paths"`
+	Priority int      `json:"priority,omitempty"`
+}
+
+// Stage states.
+const (
+	StageResident = "resident" // on disk: nothing to do
+	StageQueued   = "queued"   // waiting for a drive
+	StageActive   = "staging"  // its cartridge is being read
+	StageFailed   = "failed"
+	StageOffline  = "offline" // on tape, no recall queued
+)
+
+// StageStatus is one file's recall.
+type StageStatus struct {
+	Path     string  `json:"path"`
+	State    string  `json:"state"`
+	Volume   string  `json:"volume,omitempty"`
+	Position int     `json:"position,omitempty"` // requests ahead in the queue
+	ETA      float64 `json:"eta_seconds,omitempty"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// StageResponse reports each file's recall.
+type StageResponse struct {
+	Files []StageStatus `json:"files"`
+}
+
+// MigrateRequest copies files to tape now: the named ones, or (none named)
+// every file of a tape class of service, however young.
+type MigrateRequest struct {
+	Paths []string `json:"paths,omitempty"`
+}
+
+// PurgeRequest drops disk copies now: of the named files (each must have a
+// tape copy), or (none named) as the pools' watermarks require.
+type PurgeRequest struct {
+	Paths []string `json:"paths,omitempty"`
+}
+
+// HSMResult counts what a migration or purge did.
+type HSMResult struct {
+	Files     int   `json:"files"`
+	Bytes     int64 `json:"bytes"`
+	TapeFiles int   `json:"tape_files,omitempty"`
+}
+
+// Cartridge is one tape cartridge as admin commands show it.
+type Cartridge struct {
+	Volume     string `json:"volume"`
+	Capacity   int64  `json:"capacity"`
+	Used       int64  `json:"used"`
+	TapeFiles  int    `json:"tape_files"`
+	Drive      string `json:"drive,omitempty"`
+	Unreadable bool   `json:"unreadable,omitempty"`
+}
+
+// Drive is one tape drive as admin commands show it.
+type Drive struct {
+	ID          string  `json:"id"`
+	Volume      string  `json:"volume,omitempty"`
+	State       string  `json:"state"` // idle, recall, migrate, failed
+	Mounts      int64   `json:"mounts"`
+	Locates     int64   `json:"locates"`
+	Positioning float64 `json:"positioning_seconds"`
+	BytesRead   int64   `json:"bytes_read"`
+	BytesWrite  int64   `json:"bytes_written"`
+}
+
+// QueueEntry is one cartridge's recall queue.
+type QueueEntry struct {
+	Volume   string    `json:"volume"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Oldest   time.Time `json:"oldest"`
+	Priority int       `json:"priority,omitempty"`
+	Drive    string    `json:"drive,omitempty"`
+}
+
+// Library is the tape library's state.
+type Library struct {
+	Generation string       `json:"generation"`
+	TimeScale  string       `json:"time_scale"`
+	Cartridges []Cartridge  `json:"cartridges"`
+	Drives     []Drive      `json:"drives"`
+	Queue      []QueueEntry `json:"queue"`
 }
 
 // IsDir reports whether fi is a directory.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -73,6 +74,34 @@ type COS struct {
 	Pool        string `toml:"pool"`
 	StripeWidth int    `toml:"stripe_width"`
 	StripeUnit  Size   `toml:"stripe_unit"`
+	TapeCopies  int    `toml:"tape_copies"` // copies on tape; 0: disk only
+	TapeOnly    bool   `toml:"tape_only"`   // drop the disk copy once on tape
+}
+
+// Library configures the emulated tape library.
+type Library struct {
+	Enabled    *bool  `toml:"enabled"`    // default true
+	Generation string `toml:"generation"` // LTO-5 … LTO-9
+	Drives     int    `toml:"drives"`
+	Cartridges int    `toml:"cartridges"`
+	Capacity   Size   `toml:"capacity"`   // per cartridge; default the generation's
+	TimeScale  string `toml:"time_scale"` // real, instant, or a speed-up like x100
+	Path       string `toml:"path"`       // default <data_dir>/tapes
+}
+
+// HSM configures migration, purge and recall.
+type HSM struct {
+	MigrateAfter   string  `toml:"migrate_after"` // policy age
+	MigrateEvery   string  `toml:"migrate_every"`
+	MigrateDrives  int     `toml:"migrate_drives"`
+	Aggregate      Size    `toml:"aggregate"` // tape file size small files are packed into
+	HighWater      float64 `toml:"high_water"`
+	LowWater       float64 `toml:"low_water"`
+	PurgeEvery     string  `toml:"purge_every"`
+	RecallMinFiles int     `toml:"recall_min_files"`
+	RecallMinBytes Size    `toml:"recall_min_bytes"`
+	RecallMaxAge   string  `toml:"recall_max_age"`
+	RecallDrives   int     `toml:"recall_drives"`
 }
 
 // Catalog selects the catalog database.
@@ -103,6 +132,8 @@ type Config struct {
 	ReclaimEvery string   `toml:"reclaim_every"`
 	Catalog      Catalog  `toml:"catalog"`
 	Mover        Mover    `toml:"mover"`
+	Library      Library  `toml:"library"`
+	HSM          HSM      `toml:"hsm"`
 	Devices      []Device `toml:"device"`
 	COS          []COS    `toml:"cos"`
 }
@@ -114,10 +145,18 @@ func Default() Config {
 	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s",
 		Catalog: Catalog{Driver: "sqlite", Sync: "full"},
 		Mover:   Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
+		// An emulated LTO-9 library, 100 times faster than real time so a
+		// mount takes a quarter of a second.
+		Library: Library{Generation: "LTO-9", Drives: 4, Cartridges: 20, TimeScale: "x100"},
+		HSM: HSM{MigrateAfter: "15m", MigrateEvery: "30s", MigrateDrives: 2, Aggregate: 1 << 30, HighWater: 0.9, LowWater: 0.7,
+			PurgeEvery: "30s", RecallMinFiles: 100, RecallMinBytes: 8 << 30, RecallMaxAge: "2m"},
 		COS: []COS{
-			{Name: "default", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20},
-			{Name: "single", Pool: "disk", StripeWidth: 1, StripeUnit: 4 << 20},
-			{Name: "wide", Pool: "disk", StripeWidth: 8, StripeUnit: 4 << 20},
+			{Name: "default", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20, TapeCopies: 1},
+			{Name: "single", Pool: "disk", StripeWidth: 1, StripeUnit: 4 << 20, TapeCopies: 1},
+			{Name: "wide", Pool: "disk", StripeWidth: 8, StripeUnit: 4 << 20, TapeCopies: 1},
+			{Name: "disk", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20},
+			{Name: "dual", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20, TapeCopies: 2},
+			{Name: "archive", Pool: "disk", StripeWidth: 1, StripeUnit: 4 << 20, TapeCopies: 1, TapeOnly: true},
 		}}
 	for i := 0; i < 4; i++ {
 		c.Devices = append(c.Devices, Device{ID: fmt.Sprintf("disk%d", i), Pool: "disk"})
@@ -185,11 +224,23 @@ func merge(c *Config, f Config) {
 	set(&c.Mover.Advertise, f.Mover.Advertise)
 	set(&c.Mover.Socket, f.Mover.Socket)
 	set(&c.Mover.Core, f.Mover.Core)
+	mergeFields(&c.Library, f.Library)
+	mergeFields(&c.HSM, f.HSM)
 	if f.Devices != nil {
 		c.Devices = f.Devices
 	}
 	if f.COS != nil {
 		c.COS = f.COS
+	}
+}
+
+// mergeFields copies the fields of src that are set (not zero) over dst.
+func mergeFields[T any](dst *T, src T) {
+	d, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := 0; i < sv.NumField(); i++ {
+		if f := sv.Field(i); !f.IsZero() {
+			d.Field(i).Set(f)
+		}
 	}
 }
 
@@ -216,6 +267,9 @@ func (c *Config) Complete() error {
 			return fmt.Errorf("config: mover socket: %w", err)
 		}
 		c.Mover.Socket = abs
+	}
+	if c.Library.Path == "" {
+		c.Library.Path = filepath.Join(c.DataDir, "tapes")
 	}
 	if c.Mover.Advertise == "" {
 		c.Mover.Advertise = c.Mover.Listen

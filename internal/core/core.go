@@ -1,6 +1,8 @@
 // Package core owns the control plane: the namespace API, placement of new
-// data on devices, the registry of movers, capability tokens, and reclaim of
-// space no file uses any more.
+// data on devices, the registry of movers, capability tokens, reclaim of
+// space no file uses any more, and the HSM engine that moves files between
+// disk and the tape library (migrate, purge, recall; hsm.go) by the
+// decisions of package sched.
 //
 // The core never touches file data. A client asks it for a layout (which
 // devices, which objects, signed tokens), streams the stripes to the movers
@@ -29,13 +31,19 @@ import (
 	"github.com/strata-storage/strata/internal/token"
 )
 
-// COS is a class of service: where new files of that class go and how they
-// are striped.
+// COS is a class of service: where new files of that class go, how they
+// are striped, and how many copies they keep on tape.
 type COS struct {
 	Name        string
 	Pool        string
 	StripeWidth int
 	StripeUnit  int64
+	// TapeCopies is the number of tape copies migration makes (0: the
+	// class stays on disk).
+	TapeCopies int
+	// TapeOnly drops the disk copy as soon as the tape copies exist: the
+	// disk pool is only a landing buffer.
+	TapeOnly bool
 }
 
 // Config configures the core.
@@ -50,6 +58,8 @@ type Config struct {
 	// MoverTimeout marks a remote mover offline when it has not
 	// re-registered for this long. Default 30s.
 	MoverTimeout time.Duration
+	// HSM is the tape tier; without a library there is none.
+	HSM HSMConfig
 }
 
 // Core is the control plane.
@@ -74,6 +84,8 @@ type Core struct {
 	rr       int                    // rotates ties in placement
 
 	atimes chan catalog.Inode // access-time updates, applied by one goroutine
+
+	hsm *hsm // nil without a tape library
 }
 
 type moverState struct {
@@ -102,6 +114,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{},
 		inflight: map[int64][]string{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
+	c.hsm = newHSM(c, cfg.HSM)
 	for _, k := range cfg.COS {
 		if k.StripeWidth < 1 || k.StripeUnit < 1 || k.Pool == "" {
 			return nil, fmt.Errorf("core: class of service %q: needs a pool, stripe width ≥ 1 and stripe unit ≥ 1", k.Name)

@@ -34,6 +34,14 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/remove", body(c, func(ctx context.Context, r api.RemoveRequest) (struct{}, error) { return struct{}{}, c.Remove(ctx, r) }))
 	mux.HandleFunc("POST /v1/setattr", body(c, c.SetAttr))
 	mux.HandleFunc("POST /v1/movers/register", body(c, c.RegisterRemote))
+	mux.HandleFunc("POST /v1/stage", body(c, c.Stage))
+	mux.HandleFunc("GET /v1/stage", query(c, c.StageStatus))
+	mux.HandleFunc("POST /v1/migrate", body(c, c.Migrate))
+	mux.HandleFunc("POST /v1/purge", body(c, c.Purge))
+	mux.HandleFunc("GET /v1/library", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := c.Library(r.Context())
+		c.reply(w, resp, err)
+	})
 	mux.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
 		c.reply(w, map[string]any{"version": api.Version, "epoch": c.epoch}, nil)
 	})

@@ -28,7 +28,24 @@ func layout(b catalog.Bitfile) *api.Layout {
 	for _, s := range b.Segments {
 		l.Segments = append(l.Segments, api.Segment{Copy: s.Copy, Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C})
 	}
+	for _, t := range b.Tapes {
+		l.Tapes = append(l.Tapes, api.TapeCopy{Copy: t.Copy, Volume: t.Volume, Seq: t.Seq, Offset: t.Offset, Length: t.Length, CRC32C: t.CRC32C})
+	}
 	return l
+}
+
+// residency says where b's data is; staging when a recall is queued.
+func residency(b catalog.Bitfile, staging bool) string {
+	switch {
+	case b.OnDisk && len(b.Tapes) > 0:
+		return api.ResidencyBoth
+	case b.OnDisk:
+		return api.ResidencyDisk
+	case staging:
+		return api.ResidencyStaging
+	default:
+		return api.ResidencyTape
+	}
 }
 
 func (c *Core) statPath(ctx context.Context, p string) ([]string, catalog.Inode, error) {
@@ -53,6 +70,7 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 			return fi, fmt.Errorf("stat %s: %w", fi.Path, err)
 		}
 		fi.Layout, fi.Fixity = layout(b), b.Fixity
+		fi.Residency = residency(b, c.hsm.staging(b.ID))
 	}
 	return fi, nil
 }
@@ -73,6 +91,13 @@ func (c *Core) List(ctx context.Context, p string) ([]api.FileInfo, error) {
 	out := make([]api.FileInfo, len(ents))
 	for i, e := range ents {
 		out[i] = info(joinPath(append(comps[:len(comps):len(comps)], e.Name)), e)
+		if e.Bitfile != 0 {
+			// Where the data lives is part of a long listing (HSM users
+			// need it to decide what to stage).
+			if b, err := c.store.Bitfile(ctx, e.Bitfile); err == nil {
+				out[i].Residency = residency(b, c.hsm.staging(b.ID))
+			}
+		}
 	}
 	return out, nil
 }
@@ -297,6 +322,10 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 		return resp, fmt.Errorf("open %s: %w", path, err)
 	}
 	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
+	resp.File.Residency = residency(b, c.hsm.staging(b.ID))
+	if !b.OnDisk {
+		return resp, api.Errorf(api.ErrOffline, "open %s: on tape only; stage it (strata stage %s) or get it and wait", path, path)
+	}
 	resp.StripeUnit = b.StripeUnit
 	for _, s := range b.Segments {
 		ep, err := c.moverFor(s.Device)

@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
@@ -12,6 +14,11 @@ import (
 // Run does the core's background work until ctx ends: reclaim (at once,
 // then every ReclaimEvery) and the access-time updates queued by Open.
 func (c *Core) Run(ctx context.Context) {
+	if c.hsm != nil {
+		done := make(chan struct{})
+		go func() { defer close(done); c.hsm.run(ctx) }()
+		defer func() { <-done }()
+	}
 	t := time.NewTicker(c.cfg.ReclaimEvery)
 	defer t.Stop()
 	for {
@@ -40,6 +47,9 @@ func (c *Core) Run(ctx context.Context) {
 // so a crash halfway through is harmless.
 func (c *Core) Reclaim(ctx context.Context) (int, error) {
 	if _, err := c.store.ExpirePending(ctx, c.epoch, c.now().UnixNano()); err != nil {
+		return 0, err
+	}
+	if err := c.collectGarbage(ctx); err != nil {
 		return 0, err
 	}
 	done := 0
@@ -87,4 +97,28 @@ func (c *Core) deleteObject(ctx context.Context, device, object string) error {
 	_, err = conn.Do(ctx, wire.Request{Op: token.OpDelete, Token: c.sign(token.OpDelete, device, object, 0), Device: device, Object: object})
 	c.pool.Put(conn)
 	return err
+}
+
+// collectGarbage deletes the objects of purged disk copies.
+func (c *Core) collectGarbage(ctx context.Context) error {
+	for {
+		gs, err := c.store.Garbage(ctx, 256)
+		if err != nil {
+			return err
+		}
+		progress := 0
+		for _, g := range gs {
+			if err := c.deleteObject(ctx, g.Device, g.Object); err != nil && !errors.Is(err, api.ErrNotFound) {
+				c.log.Debug("core: garbage: delete failed", "device", g.Device, "object", g.Object, "err", err)
+				continue
+			}
+			if err := c.store.ForgetGarbage(ctx, g); err != nil {
+				return err
+			}
+			progress++
+		}
+		if progress == 0 || len(gs) < 256 {
+			return nil
+		}
+	}
 }

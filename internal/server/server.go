@@ -23,10 +23,13 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
+	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/sched"
+	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/token"
 )
 
@@ -36,6 +39,9 @@ type Server struct {
 	Store catalog.Store
 	Core  *core.Core
 	Mover *mover.Mover
+	// Library is the emulated tape library (nil when there is none); tests
+	// inject faults through it.
+	Library *tape.Emulator
 
 	lock    *os.File
 	devs    []*disk.Device
@@ -183,6 +189,44 @@ func listenAddr(want string, ln net.Listener) string {
 	return net.JoinHostPort(host, real)
 }
 
+// hsmConfig opens the tape library and reads the HSM policy.
+func hsmConfig(cfg config.Config, log *slog.Logger) (core.HSMConfig, *tape.Emulator, error) {
+	l, hc := cfg.Library, cfg.HSM
+	var h core.HSMConfig
+	if (l.Enabled != nil && !*l.Enabled) || l.Drives <= 0 {
+		return h, nil, nil
+	}
+	gen, err := tape.LookupGeneration(l.Generation)
+	if err != nil {
+		return h, nil, fmt.Errorf("config: library: %w", err)
+	}
+	clk, err := clock.Parse(l.TimeScale)
+	if err != nil {
+		return h, nil, fmt.Errorf("config: library: %w", err)
+	}
+	lib, err := tape.OpenEmulator(l.Path, tape.Options{Generation: gen, Drives: l.Drives, Cartridges: l.Cartridges, Capacity: int64(l.Capacity), Clock: clk, Log: log})
+	if err != nil {
+		return h, nil, err
+	}
+	h = core.HSMConfig{Library: lib, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate),
+		HighWater: hc.HighWater, LowWater: hc.LowWater,
+		Rules: sched.Rules{MinFiles: hc.RecallMinFiles, MinBytes: int64(hc.RecallMinBytes), Drives: hc.RecallDrives}}
+	for _, d := range []struct {
+		s    string
+		name string
+		to   *time.Duration
+	}{{hc.MigrateAfter, "migrate_after", &h.MigrateAfter}, {hc.MigrateEvery, "migrate_every", &h.MigrateEvery},
+		{hc.PurgeEvery, "purge_every", &h.PurgeEvery}, {hc.RecallMaxAge, "recall_max_age", &h.Rules.MaxAge}} {
+		if d.s == "" {
+			continue
+		}
+		if *d.to, err = parseDur(d.s, "hsm "+d.name); err != nil {
+			return h, nil, err
+		}
+	}
+	return h, lib, nil
+}
+
 // moverNet is where a mover listens: TCP for everyone, and a Unix socket
 // for clients on the same host (see mover.Endpoint).
 type moverNet struct {
@@ -277,7 +321,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}
 	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every}
 	for _, k := range cfg.COS {
-		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit)})
+		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit), TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly})
+	}
+	if cc.HSM, s.Library, err = hsmConfig(cfg, log); err != nil {
+		return nil, err
 	}
 	if s.Core, err = core.New(ctx, s.Store, secret, cc, log); err != nil {
 		return nil, err

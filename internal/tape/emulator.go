@@ -548,7 +548,7 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		e.release(d)
 		return nil, fmt.Errorf("tape: %s: %w", c.volume, err)
 	}
-	w := &fileWriter{e: e, d: d, c: c, f: f, final: final, seq: h.Seq, start: c.end, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx}
+	w := &fileWriter{e: e, d: d, c: c, f: f, final: final, seq: h.Seq, start: c.end, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx, entries: h.Entries, ecrc: make([]uint32, len(h.Entries))}
 	w.pace = newPacer(e, d, &d.stats.Transfer)
 	if _, err := w.write(hdr); err != nil {
 		w.Abort()
@@ -572,6 +572,29 @@ type fileWriter struct {
 	pace   *pacer
 	ctx    context.Context
 	done   bool
+	// Per-entry CRCs, for the trailer: entries[i] covers
+	// [Offset, Offset+Size) of the data.
+	entries []Entry
+	ecrc    []uint32
+	cur     int
+}
+
+func (w *fileWriter) EntryCRCs() []uint32 { return w.ecrc }
+
+// entryCRC folds data p, at data offset off, into the entries' CRCs.
+func (w *fileWriter) entryCRC(p []byte, off int64) {
+	end := off + int64(len(p))
+	// Data arrives in order: start from the entry the last write reached.
+	for i := w.cur; i < len(w.entries) && w.entries[i].Offset < end; i++ {
+		e := w.entries[i]
+		lo, hi := max(e.Offset, off), min(e.Offset+e.Size, end)
+		if lo < hi {
+			w.ecrc[i] = crc32.Update(w.ecrc[i], castagnoli, p[lo-off:hi-off])
+		}
+		if e.Offset+e.Size <= end {
+			w.cur = i + 1
+		}
+	}
 }
 
 func (w *fileWriter) Seq() int { return w.seq }
@@ -601,6 +624,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.write(p)
 	w.crc = crc32.Update(w.crc, castagnoli, p[:n])
+	w.entryCRC(p[:n], w.n)
 	w.n += int64(n)
 	return n, err
 }
@@ -616,7 +640,7 @@ func (w *fileWriter) Close() error {
 		w.Abort()
 		return fmt.Errorf("tape: %s: tape file %d has %d data bytes, header declared %d", w.c.volume, w.seq, w.n, w.want)
 	}
-	tr, err := encodeLabel(trailerMagic, Trailer{DataLen: w.n, DataCRC: w.crc})
+	tr, err := encodeLabel(trailerMagic, Trailer{DataLen: w.n, DataCRC: w.crc, Entries: w.ecrc})
 	if err == nil {
 		tr = binary.BigEndian.AppendUint64(tr, uint64(len(tr)))
 		_, err = w.write(tr)

@@ -66,6 +66,8 @@ func (h *Header) DataLen() int64 {
 type Trailer struct {
 	DataLen int64  `json:"data_len"`
 	DataCRC uint32 `json:"data_crc32c"`
+	// Entries are the CRC32C of each entry's bytes, in header order.
+	Entries []uint32 `json:"entries_crc32c"`
 }
 
 // ErrLabel reports a damaged or missing label.

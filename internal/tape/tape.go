@@ -70,6 +70,9 @@ type FileWriter interface {
 	Abort()
 	// Seq is the tape file's number on its volume.
 	Seq() int
+	// EntryCRCs are the CRC32C of each entry as written, valid after
+	// Close.
+	EntryCRCs() []uint32
 	// Start is where the tape file begins: bytes from the beginning of
 	// the tape, the position schedulers order reads by.
 	Start() int64

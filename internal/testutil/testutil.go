@@ -23,6 +23,12 @@ func Config(dir string) config.Config {
 	c.Mover.Listen = "127.0.0.1:0"
 	c.Mover.Advertise = ""
 	c.Catalog.Sync = "normal"
+	// The tape library runs in instant time: its modelled seconds are
+	// counted, not waited for. Policies run only when a test asks.
+	c.Library.TimeScale = "instant"
+	c.Library.Drives, c.Library.Cartridges = 2, 4
+	c.Library.Path = ""
+	c.HSM.MigrateEvery, c.HSM.PurgeEvery = "1h", "1h"
 	for i := range c.COS {
 		c.COS[i].StripeUnit = 64 << 10
 	}

@@ -1,0 +1,97 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// HSM types, as the server reports them.
+type (
+	StageStatus = api.StageStatus
+	HSMResult   = api.HSMResult
+	Library     = api.Library
+)
+
+// ErrOffline: the file is on tape only and was not recalled.
+var ErrOffline = api.ErrOffline
+
+// Stage queues recalls of files that are on tape only and reports where
+// each stands (files on disk report StageResident).
+func (c *Client) Stage(ctx context.Context, paths []string, priority int) ([]StageStatus, error) {
+	var r api.StageResponse
+	err := c.do(ctx, "POST", "/v1/stage", nil, api.StageRequest{Paths: paths, Priority: priority}, &r)
+	return r.Files, err
+}
+
+// StageStatus reports a file's recall without queueing one.
+func (c *Client) StageStatus(ctx context.Context, path string) (*StageStatus, error) {
+	var st StageStatus
+	return &st, c.do(ctx, "GET", "/v1/stage", pathQuery(path), nil, &st)
+}
+
+// Migrate copies files to tape now: the named ones, or with none every
+// file of a class of service with tape copies, however young. It returns
+// once the copies are on tape and verified.
+func (c *Client) Migrate(ctx context.Context, paths ...string) (*HSMResult, error) {
+	var r HSMResult
+	return &r, c.do(ctx, "POST", "/v1/migrate", nil, api.MigrateRequest{Paths: paths}, &r)
+}
+
+// Purge drops disk copies now: of the named files (each must have a tape
+// copy), or with none as the disk pools' watermarks require.
+func (c *Client) Purge(ctx context.Context, paths ...string) (*HSMResult, error) {
+	var r HSMResult
+	return &r, c.do(ctx, "POST", "/v1/purge", nil, api.PurgeRequest{Paths: paths}, &r)
+}
+
+// Library reports the tape library: cartridges, drives and recall queue.
+func (c *Client) Library(ctx context.Context) (*Library, error) {
+	var l Library
+	return &l, c.do(ctx, "GET", "/v1/library", nil, nil, &l)
+}
+
+// awaitRecall queues path's recall and waits until it is on disk.
+func (c *Client) awaitRecall(ctx context.Context, path string, o GetOptions) error {
+	sts, err := c.Stage(ctx, []string{path}, 0)
+	if err != nil {
+		return err
+	}
+	if len(sts) != 1 {
+		return fmt.Errorf("get %s: stage answered for %d files", path, len(sts))
+	}
+	st := &sts[0]
+	if o.NoWait && st.State != api.StageResident {
+		return api.Errorf(api.ErrOffline, "get %s: on tape; recall queued on %s (%d requests ahead, about %.0f s)", path, st.Volume, st.Position, st.ETA)
+	}
+	wait := 20 * time.Millisecond
+	for {
+		if o.Staging != nil {
+			o.Staging(*st)
+		}
+		switch st.State {
+		case api.StageResident:
+			return nil
+		case api.StageFailed:
+			return api.Errorf(api.ErrOffline, "get %s: recall failed: %s", path, st.Error)
+		case api.StageOffline: // the recall was lost (a server restart between polls): ask again
+			if sts, err = c.Stage(ctx, []string{path}, 0); err != nil {
+				return err
+			}
+			if len(sts) == 1 {
+				st = &sts[0]
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+		if st, err = c.StageStatus(ctx, path); err != nil {
+			return err
+		}
+	}
+}

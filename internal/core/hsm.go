@@ -1,0 +1,271 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/clock"
+	"github.com/strata-storage/strata/internal/sched"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+// HSMConfig configures the tape tier. With no Library there is none:
+// classes of service that ask for tape copies keep their files on disk.
+type HSMConfig struct {
+	Library tape.Library
+	// Clock is the library's clock: scheduling ages and estimates use it.
+	Clock     clock.Clock
+	TimeScale string // as configured, for display
+	// MigrateAfter is the policy age: files unmodified this long are
+	// copied to tape. MigrateEvery is how often the policy runs.
+	MigrateAfter, MigrateEvery time.Duration
+	// MigrateDrives is how many drives migration may use at once.
+	MigrateDrives int
+	// Aggregate is the size tape files are filled to: small files share
+	// one, so they stream at drive speed and cost one file mark.
+	Aggregate int64
+	// HighWater and LowWater are fractions of a disk pool's capacity:
+	// above the high mark, purge evicts files (least recently used first,
+	// only those with a tape copy) until use is below the low mark.
+	HighWater, LowWater float64
+	PurgeEvery          time.Duration
+	// Rules decide when a recall is worth a mount.
+	Rules sched.Rules
+}
+
+func (h *HSMConfig) defaults() {
+	if h.Clock == nil {
+		h.Clock = clock.Wall{}
+	}
+	if h.MigrateEvery == 0 {
+		h.MigrateEvery = 10 * time.Second
+	}
+	if h.MigrateDrives <= 0 {
+		h.MigrateDrives = 1
+	}
+	if h.Aggregate <= 0 {
+		h.Aggregate = 1 << 30
+	}
+	if h.HighWater <= 0 {
+		h.HighWater = 0.9
+	}
+	if h.LowWater <= 0 || h.LowWater >= h.HighWater {
+		h.LowWater = h.HighWater * 0.8
+	}
+	if h.PurgeEvery == 0 {
+		h.PurgeEvery = 30 * time.Second
+	}
+}
+
+// hsm is the engine that moves files between disk and tape: migration
+// (copy to tape), purge (drop disk copies), and recall (bring them back),
+// sharing the library's drives. Migration and purge state is the catalog
+// itself (files short of tape copies, pools over their mark), so they
+// resume after a crash by looking again; recalls are user requests, kept
+// in the catalog and reloaded at start.
+type hsm struct {
+	c   *Core
+	cfg HSMConfig
+	lib tape.Library
+	clk clock.Clock
+
+	mu      sync.Mutex
+	sched   *sched.Scheduler
+	busy    map[string]string // drive → "recall" or "migrate"
+	failed  map[string]bool
+	recalls map[int64]*recall // queued or running, by bitfile
+	// failedRecalls keeps why recent recalls failed, for status queries.
+	failedRecalls map[int64]error
+	nextID        int64
+	wake          chan struct{}
+
+	migrateMu sync.Mutex // one migration pass at a time
+}
+
+// recall is one file's recall as users see it.
+type recall struct {
+	bitfile int64
+	path    string
+	pool    string          // disk pool to recall into
+	volume  string          // the cartridge it is queued on
+	tried   map[string]bool // cartridges that failed it
+	active  bool
+	done    chan struct{}
+	err     error
+}
+
+func newHSM(c *Core, cfg HSMConfig) *hsm {
+	if cfg.Library == nil {
+		return nil
+	}
+	cfg.defaults()
+	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sched.New(cfg.Rules),
+		busy: map[string]string{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
+}
+
+func (h *hsm) staging(bitfile int64) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.recalls[bitfile] != nil
+}
+
+func (h *hsm) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// tapeCOS lists the classes of service that keep tape copies, and the most
+// copies any of them wants.
+func (c *Core) tapeCOS() ([]string, int) {
+	var names []string
+	most := 0
+	for _, k := range c.cfg.COS {
+		if k.TapeCopies > 0 {
+			names = append(names, k.Name)
+			most = max(most, k.TapeCopies)
+		}
+	}
+	return names, most
+}
+
+// run is the engine's background work until ctx ends.
+func (h *hsm) run(ctx context.Context) {
+	if err := h.loadRecalls(ctx); err != nil {
+		h.c.log.Warn("hsm: cannot reload queued recalls", "err", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); h.recaller(ctx) }()
+	go func() {
+		defer wg.Done()
+		mt := time.NewTicker(h.cfg.MigrateEvery)
+		pt := time.NewTicker(h.cfg.PurgeEvery)
+		defer mt.Stop()
+		defer pt.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-mt.C:
+				if _, err := h.migrate(ctx, nil, h.cfg.MigrateAfter); err != nil && ctx.Err() == nil {
+					h.c.log.Warn("hsm: migration", "err", err)
+				}
+			case <-pt.C:
+				if _, err := h.purgePolicy(ctx); err != nil && ctx.Err() == nil {
+					h.c.log.Warn("hsm: purge", "err", err)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+}
+
+// Library reports the tape library's state.
+func (c *Core) Library(ctx context.Context) (api.Library, error) {
+	h := c.hsm
+	if h == nil {
+		return api.Library{}, api.Errorf(api.ErrNotFound, "no tape library configured")
+	}
+	out := api.Library{Generation: h.lib.Generation().Name, TimeScale: h.cfg.TimeScale}
+	for _, ci := range h.lib.Cartridges() {
+		out.Cartridges = append(out.Cartridges, api.Cartridge{Volume: ci.Volume, Capacity: ci.Capacity, Used: ci.Used, TapeFiles: ci.Files, Drive: ci.Drive, Unreadable: ci.Unreadable})
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, di := range h.lib.Drives() {
+		state := "idle"
+		if b := h.busy[di.ID]; b != "" {
+			state = b
+		}
+		if di.Failed || h.failed[di.ID] {
+			state = "failed"
+		}
+		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates,
+			Positioning: di.Stats.Positioning.Seconds(), BytesRead: di.Stats.BytesRead, BytesWrite: di.Stats.BytesWritten})
+	}
+	for _, v := range h.sched.Summary(h.clk.Now()) {
+		out.Queue = append(out.Queue, api.QueueEntry{Volume: v.Volume, Files: v.Files, Bytes: v.Bytes, Oldest: v.Oldest, Priority: v.Priority, Drive: v.Drive})
+	}
+	return out, nil
+}
+
+// takeDrive claims an idle drive for owner, preferring one holding a
+// cartridge accepted by prefer.
+func (h *hsm) takeDrive(owner string, prefer func(drive, volume string) bool) (string, string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var pick, vol string
+	for _, d := range h.lib.Drives() {
+		if h.busy[d.ID] != "" || h.failed[d.ID] || d.Failed {
+			continue
+		}
+		if pick == "" || (d.Volume != "" && prefer(d.ID, d.Volume) && (vol == "" || !prefer(pick, vol))) {
+			pick, vol = d.ID, d.Volume
+		}
+	}
+	if pick == "" {
+		return "", "", false
+	}
+	h.busy[pick] = owner
+	return pick, vol, true
+}
+
+func (h *hsm) releaseDrive(id string) {
+	h.mu.Lock()
+	delete(h.busy, id)
+	h.mu.Unlock()
+	h.poke()
+}
+
+// driveFailed takes a drive out of service until the server restarts.
+func (h *hsm) driveFailed(id string, err error) {
+	h.c.log.Warn("hsm: drive out of service", "drive", id, "err", err)
+	h.mu.Lock()
+	h.failed[id] = true
+	h.mu.Unlock()
+}
+
+// mountOn makes sure volume is in drive, dismounting whatever is there.
+func (h *hsm) mountOn(ctx context.Context, drive, have, volume string) error {
+	if have == volume {
+		return nil
+	}
+	if have != "" {
+		if err := h.lib.Dismount(ctx, drive); err != nil {
+			return err
+		}
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = h.lib.Mount(ctx, drive, volume); !errors.Is(err, tape.ErrRobot) {
+			return err
+		}
+		h.c.log.Warn("hsm: robot failed a move, retrying", "drive", drive, "volume", volume, "err", err)
+	}
+	return err
+}
+
+// pathOf names a file for messages and tape headers.
+func (h *hsm) pathOf(ctx context.Context, in catalog.Inode) string {
+	p, err := h.c.store.Path(ctx, in.ID)
+	if err != nil {
+		return fmt.Sprintf("<inode %d>", in.ID)
+	}
+	return p
+}
+
+func uniq(vs []string) []string {
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}

@@ -1,0 +1,123 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// Purge drops disk copies now (see api.PurgeRequest).
+func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, error) {
+	if c.hsm == nil {
+		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "purge: no tape library configured")
+	}
+	if len(r.Paths) == 0 {
+		return c.hsm.purgePolicy(ctx)
+	}
+	var res api.HSMResult
+	for _, p := range r.Paths {
+		comps, in, err := c.statPath(ctx, p)
+		if err != nil {
+			return res, fmt.Errorf("purge: %w", err)
+		}
+		if in.Kind == catalog.KindDir {
+			return res, api.Errorf(api.ErrIsDir, "purge %s", joinPath(comps))
+		}
+		if in.Bitfile == 0 {
+			continue
+		}
+		b, err := c.store.Bitfile(ctx, in.Bitfile)
+		if err != nil {
+			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
+		}
+		if !b.OnDisk {
+			continue
+		}
+		if err := c.store.DropDiskCopy(ctx, b.ID); err != nil {
+			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
+		}
+		res.Files++
+		res.Bytes += b.Size
+	}
+	return res, nil
+}
+
+// purgePolicy evicts files from every disk pool above its high-water mark,
+// least recently accessed first and only those with a verified tape copy,
+// until the pool is below its low-water mark. Space counts as used until
+// the reclaimer has deleted the objects, so a pass never over-purges by
+// counting the same space twice.
+func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
+	var res api.HSMResult
+	c := h.c
+	devs, err := c.store.Devices(ctx)
+	if err != nil {
+		return res, err
+	}
+	garbage, err := c.store.Garbage(ctx, 1<<20)
+	if err != nil {
+		return res, err
+	}
+	type use struct{ capacity, used int64 }
+	pools := map[string]*use{}
+	poolOf := map[string]string{}
+	for _, d := range devs {
+		u := pools[d.Pool]
+		if u == nil {
+			u = &use{}
+			pools[d.Pool] = u
+		}
+		u.capacity += d.Capacity
+		u.used += d.Used
+		poolOf[d.ID] = d.Pool
+	}
+	for _, g := range garbage {
+		if u := pools[poolOf[g.Device]]; u != nil {
+			u.used -= g.Length // being deleted already
+		}
+	}
+	over := func(pool string) bool {
+		u := pools[pool]
+		return u != nil && float64(u.used) > h.cfg.LowWater*float64(u.capacity)
+	}
+	active := map[string]bool{}
+	for p, u := range pools {
+		if float64(u.used) > h.cfg.HighWater*float64(u.capacity) {
+			active[p] = true
+		}
+	}
+	if len(active) == 0 {
+		return res, nil
+	}
+	cands, err := c.store.PurgeCandidates(ctx, 100000)
+	if err != nil {
+		return res, err
+	}
+	for _, cd := range cands {
+		if len(cd.Bitfile.Segments) == 0 {
+			continue
+		}
+		pool := poolOf[cd.Bitfile.Segments[0].Device]
+		if !active[pool] || !over(pool) {
+			continue
+		}
+		if err := c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil {
+			if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalid) {
+				continue // removed, or purged by someone else meanwhile
+			}
+			return res, err
+		}
+		for _, s := range cd.Bitfile.Segments {
+			pools[poolOf[s.Device]].used -= s.Length
+		}
+		res.Files++
+		res.Bytes += cd.Bitfile.Size
+	}
+	if res.Files > 0 {
+		c.log.Info("hsm: purged", "files", res.Files, "bytes", res.Bytes)
+	}
+	return res, nil
+}

@@ -1,0 +1,448 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/clock"
+	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/sched"
+	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// Stage queues recalls of the named files (see api.StageRequest) and
+// reports where each stands.
+func (c *Core) Stage(ctx context.Context, r api.StageRequest) (api.StageResponse, error) {
+	var out api.StageResponse
+	for _, p := range r.Paths {
+		st, err := c.stageOne(ctx, p, r.Priority, true)
+		if err != nil {
+			return out, err
+		}
+		out.Files = append(out.Files, st)
+	}
+	return out, nil
+}
+
+// StageStatus reports one file's recall without queueing one.
+func (c *Core) StageStatus(ctx context.Context, p string) (api.StageStatus, error) {
+	return c.stageOne(ctx, p, 0, false)
+}
+
+func (c *Core) stageOne(ctx context.Context, p string, prio int, queue bool) (api.StageStatus, error) {
+	comps, in, err := c.statPath(ctx, p)
+	if err != nil {
+		return api.StageStatus{}, fmt.Errorf("stage: %w", err)
+	}
+	path := joinPath(comps)
+	if in.Kind == catalog.KindDir {
+		return api.StageStatus{}, api.Errorf(api.ErrIsDir, "stage %s", path)
+	}
+	st := api.StageStatus{Path: path, State: api.StageResident}
+	if in.Bitfile == 0 {
+		return st, nil
+	}
+	b, err := c.store.Bitfile(ctx, in.Bitfile)
+	if err != nil {
+		return st, fmt.Errorf("stage %s: %w", path, err)
+	}
+	if b.OnDisk {
+		return st, nil
+	}
+	h := c.hsm
+	if h == nil {
+		return st, api.Errorf(api.ErrOffline, "stage %s: on tape, and no tape library is configured", path)
+	}
+	if queue {
+		had, err := c.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: h.clk.Now().UnixNano(), Priority: prio})
+		if err != nil {
+			return st, fmt.Errorf("stage %s: %w", path, err)
+		}
+		if err := h.enqueue(b, h.clk.Now(), prio, path, c.poolOf(in.COS)); err != nil {
+			if !had {
+				c.store.DoneRecall(ctx, b.ID)
+			}
+			return st, fmt.Errorf("stage %s: %w", path, err)
+		}
+	}
+	st = h.status(b.ID, path)
+	if st.State == api.StageResident { // not on disk, and no recall known
+		st.State = api.StageOffline
+	}
+	return st, nil
+}
+
+// poolOf is the disk pool a class of service writes to.
+func (c *Core) poolOf(cos string) string {
+	if k, ok := c.cos[cos]; ok {
+		return k.Pool
+	}
+	return c.cos[c.cfg.DefaultCOS].Pool
+}
+
+// enqueue adds a recall of b to the scheduler (coalescing with one already
+// queued), reading the first tape copy on a readable cartridge.
+func (h *hsm) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.recalls[b.ID]; r != nil {
+		if prio > 0 {
+			h.sched.Add(sched.Request{Key: strconv.FormatInt(b.ID, 10), Volume: r.volume, Priority: prio})
+		}
+		return nil
+	}
+	r := &recall{bitfile: b.ID, path: path, pool: pool, tried: map[string]bool{}, done: make(chan struct{})}
+	if err := h.queueLocked(r, b, queued, prio); err != nil {
+		return err
+	}
+	h.recalls[b.ID] = r
+	delete(h.failedRecalls, b.ID)
+	h.poke()
+	return nil
+}
+
+// queueLocked queues r on the first tape copy not yet tried.
+func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio int) error {
+	bad := map[string]bool{}
+	for _, ci := range h.lib.Cartridges() {
+		bad[ci.Volume] = ci.Unreadable
+	}
+	for _, tc := range b.Tapes {
+		if r.tried[tc.Volume] || bad[tc.Volume] {
+			continue
+		}
+		h.nextID++
+		r.volume = tc.Volume
+		h.sched.Add(sched.Request{ID: h.nextID, Key: strconv.FormatInt(b.ID, 10), Volume: tc.Volume, Seq: tc.Seq, Offset: tc.Position + tc.Offset,
+			Size: tc.Length, Priority: prio, Queued: queued})
+		return nil
+	}
+	if len(b.Tapes) == 0 {
+		return api.Errorf(api.ErrNotFound, "no tape copy")
+	}
+	return fmt.Errorf("%w: every tape copy is on an unreadable cartridge", tape.ErrUnreadable)
+}
+
+// loadRecalls queues the recalls a previous run left.
+func (h *hsm) loadRecalls(ctx context.Context) error {
+	rs, err := h.c.store.Recalls(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		b, err := h.c.store.Bitfile(ctx, r.Bitfile)
+		if err != nil || b.OnDisk || b.State != catalog.Committed {
+			h.c.store.DoneRecall(ctx, r.Bitfile)
+			continue
+		}
+		if err := h.enqueue(b, time.Unix(0, r.Queued), r.Priority, fmt.Sprintf("<bitfile %d>", b.ID), h.c.cos[h.c.cfg.DefaultCOS].Pool); err != nil {
+			h.c.log.Warn("hsm: a queued recall cannot be served", "bitfile", b.ID, "err", err)
+			h.c.store.DoneRecall(ctx, r.Bitfile)
+		}
+	}
+	if len(rs) > 0 {
+		h.c.log.Info("hsm: recalls resumed", "files", len(rs))
+	}
+	return nil
+}
+
+// status reports bitfile's recall.
+func (h *hsm) status(bitfile int64, path string) api.StageStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := api.StageStatus{Path: path, State: api.StageResident}
+	if err, ok := h.failedRecalls[bitfile]; ok {
+		st.State, st.Error = api.StageFailed, err.Error()
+		return st
+	}
+	r := h.recalls[bitfile]
+	if r == nil {
+		return st
+	}
+	st.Volume = r.volume
+	if r.active {
+		st.State = api.StageActive
+		return st
+	}
+	st.State = api.StageQueued
+	g := h.lib.Generation()
+	var ahead int
+	var bytes int64
+	for _, v := range h.sched.Summary(h.clk.Now()) {
+		if v.Volume != r.volume {
+			ahead += v.Files
+			bytes += v.Bytes
+			continue
+		}
+		for _, q := range h.sched.Queued(v.Volume) {
+			if q.Key == strconv.FormatInt(bitfile, 10) {
+				break
+			}
+			ahead++
+			bytes += q.Size
+		}
+		break
+	}
+	st.Position = ahead
+	drives := max(1, len(h.lib.Drives()))
+	eta := g.MountTime() + g.AvgLocate + g.TransferTime(bytes/int64(drives))
+	switch clk := h.clk.(type) {
+	case *clock.Scaled:
+		eta = time.Duration(float64(eta) / clk.Factor())
+	case *clock.Instant:
+		eta = 0
+	}
+	st.ETA = eta.Seconds()
+	return st
+}
+
+// recaller hands batches to drives as the scheduler decides.
+func (h *hsm) recaller(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		free := h.bufferFree(ctx)
+		h.mu.Lock()
+		var drives []sched.Drive
+		for _, d := range h.lib.Drives() {
+			drives = append(drives, sched.Drive{ID: d.ID, Volume: d.Volume, Busy: h.busy[d.ID] != "", Failed: d.Failed || h.failed[d.ID]})
+		}
+		ds := h.sched.Next(h.clk.Now(), drives, free)
+		for _, d := range ds {
+			h.busy[d.Drive] = "recall"
+			for _, q := range d.Requests {
+				if r := h.recalls[keyID(q.Key)]; r != nil {
+					r.active = true
+				}
+			}
+		}
+		h.mu.Unlock()
+		for _, d := range ds {
+			go h.serve(ctx, d)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		case <-t.C:
+		}
+	}
+}
+
+func keyID(k string) int64 {
+	id, _ := strconv.ParseInt(k, 10, 64)
+	return id
+}
+
+// bufferFree is the free space of the disk pools recalls land in.
+func (h *hsm) bufferFree(ctx context.Context) int64 {
+	devs, err := h.c.store.Devices(ctx)
+	if err != nil {
+		return 0
+	}
+	pools := map[string]bool{}
+	for _, k := range h.c.cfg.COS {
+		if k.TapeCopies > 0 {
+			pools[k.Pool] = true
+		}
+	}
+	var free int64
+	h.c.mu.Lock()
+	for _, d := range devs {
+		if pools[d.Pool] {
+			free += h.c.freeLocked(d)
+		}
+	}
+	h.c.mu.Unlock()
+	return free
+}
+
+// serve runs one decision: mount, then recall each file in order.
+func (h *hsm) serve(ctx context.Context, d sched.Decision) {
+	var retry []sched.Request
+	defer func() {
+		h.mu.Lock()
+		delete(h.busy, d.Drive)
+		for _, q := range retry {
+			if r := h.recalls[keyID(q.Key)]; r != nil {
+				r.active = false
+			}
+		}
+		h.sched.Done(d.Volume, retry)
+		h.mu.Unlock()
+		h.poke()
+	}()
+	have := ""
+	for _, di := range h.lib.Drives() {
+		if di.ID == d.Drive {
+			have = di.Volume
+		}
+	}
+	if err := h.mountOn(ctx, d.Drive, have, d.Volume); err != nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, tape.ErrDriveFailed):
+			h.driveFailed(d.Drive, err)
+			retry = d.Requests
+		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, tape.ErrNoSuchVolume):
+			h.fallback(ctx, d.Requests, err)
+		default:
+			h.c.log.Warn("hsm: mount failed; recalls wait for the next try", "drive", d.Drive, "volume", d.Volume, "err", err)
+			retry = d.Requests
+		}
+		return
+	}
+	for i, q := range d.Requests {
+		err := h.recallOne(ctx, d.Drive, q)
+		switch {
+		case err == nil:
+			h.finish(ctx, keyID(q.Key), nil)
+		case ctx.Err() != nil:
+			return // stopping: the requests stay in the catalog for the next run
+		case errors.Is(err, tape.ErrDriveFailed):
+			h.driveFailed(d.Drive, err)
+			retry = d.Requests[i:]
+			return
+		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, api.ErrCorrupt):
+			h.fallback(ctx, d.Requests[i:], err)
+			return
+		default:
+			h.finish(ctx, keyID(q.Key), err)
+		}
+	}
+}
+
+// fallback re-queues recalls on another copy, or fails them when none is
+// left.
+func (h *hsm) fallback(ctx context.Context, reqs []sched.Request, cause error) {
+	for _, q := range reqs {
+		id := keyID(q.Key)
+		b, err := h.c.store.Bitfile(ctx, id)
+		h.mu.Lock()
+		r := h.recalls[id]
+		if r != nil && err == nil {
+			r.tried[q.Volume] = true
+			r.active = false
+			err = h.queueLocked(r, b, q.Queued, q.Priority)
+		}
+		h.mu.Unlock()
+		if err != nil {
+			h.finish(ctx, id, fmt.Errorf("%s: %w", q.Volume, cause))
+		}
+	}
+}
+
+// finish ends a recall, successfully or not, and wakes its waiters.
+func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
+	h.c.store.DoneRecall(ctx, bitfile)
+	h.mu.Lock()
+	r := h.recalls[bitfile]
+	delete(h.recalls, bitfile)
+	if err != nil {
+		if len(h.failedRecalls) > 10000 {
+			h.failedRecalls = map[int64]error{}
+		}
+		h.failedRecalls[bitfile] = err
+	}
+	h.mu.Unlock()
+	if r != nil {
+		if err != nil {
+			h.c.log.Warn("hsm: recall failed", "path", r.path, "err", err)
+		}
+		r.err = err
+		close(r.done)
+	}
+}
+
+// recallOne copies one file from the mounted cartridge to a new disk copy.
+func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) error {
+	c := h.c
+	id := keyID(q.Key)
+	b, err := c.store.Bitfile(ctx, id)
+	if err != nil {
+		return err
+	}
+	if b.OnDisk {
+		return nil
+	}
+	var tc catalog.TapeCopy
+	for _, t := range b.Tapes {
+		if t.Volume == q.Volume {
+			tc = t
+		}
+	}
+	if tc.Volume == "" {
+		return api.Errorf(api.ErrNotFound, "bitfile %d has no copy on %s", id, q.Volume)
+	}
+	h.mu.Lock()
+	pool := c.cos[c.cfg.DefaultCOS].Pool
+	if r := h.recalls[id]; r != nil && r.pool != "" {
+		pool = r.pool
+	}
+	h.mu.Unlock()
+	picked, err := c.place(ctx, pool, 1, tc.Length)
+	if err != nil {
+		return err
+	}
+	dev, ep := picked[0].dev.ID, picked[0].ep
+	defer c.unload(dev)
+	obj := catalog.ObjectName(b.ID, b.DiskGen+1, 0)
+	// An attempt cut short by a crash may have left the object.
+	if err := c.deleteObject(ctx, dev, obj); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return err
+	}
+	rd, err := h.lib.ReadData(ctx, drive, tc.Seq, tc.Offset, tc.Length)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	st, err := c.writeObject(ctx, ep, dev, obj, tc.Length, rd)
+	if err != nil {
+		return err
+	}
+	if st.Length != tc.Length || st.CRC32C != tc.CRC32C {
+		c.deleteObject(ctx, dev, obj)
+		return api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)
+	}
+	seg := catalog.Segment{Stripe: 0, Device: dev, Object: obj, Length: st.Length, CRC32C: st.CRC32C}
+	if err := c.store.RestoreDiskCopy(ctx, b.ID, 1, b.StripeUnit, []catalog.Segment{seg}); err != nil {
+		c.deleteObject(ctx, dev, obj)
+		return err
+	}
+	return nil
+}
+
+// writeObject streams n bytes of src into a new object through its mover
+// and checks the mover's receipt.
+func (c *Core) writeObject(ctx context.Context, ep mover.Endpoint, dev, obj string, n int64, src interface{ Read([]byte) (int, error) }) (wire.Status, error) {
+	conn, err := c.pool.Get(ctx, ep)
+	if err != nil {
+		return wire.Status{}, err
+	}
+	req := wire.Request{Op: token.OpWrite, Token: c.sign(token.OpWrite, dev, obj, n), Device: dev, Object: obj}
+	st, err := conn.Write(ctx, req, src, make([]byte, mover.FrameSize), nil)
+	c.pool.Put(conn)
+	if err != nil {
+		return st, err
+	}
+	if !c.signer.CheckReceipt(st.Receipt, dev, obj, st.Length, st.CRC32C) {
+		return st, api.Errorf(api.ErrDenied, "mover for %s: bad receipt for %s", dev, obj)
+	}
+	return st, nil
+}
+
+// unload ends a placement's claim on a device's load.
+func (c *Core) unload(dev string) {
+	c.mu.Lock()
+	if c.load[dev]--; c.load[dev] <= 0 {
+		delete(c.load, dev)
+	}
+	c.mu.Unlock()
+}
