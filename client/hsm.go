@@ -13,6 +13,7 @@ type (
 	StageStatus = api.StageStatus
 	HSMResult   = api.HSMResult
 	Library     = api.Library
+	COS         = api.COS
 )
 
 // ErrOffline: the file is on tape only and was not recalled.
@@ -94,4 +95,10 @@ func (c *Client) awaitRecall(ctx context.Context, path string, o GetOptions) err
 			return err
 		}
 	}
+}
+
+// ClassesOfService lists the server's classes of service.
+func (c *Client) ClassesOfService(ctx context.Context) ([]COS, error) {
+	var out []COS
+	return out, c.do(ctx, "GET", "/v1/cos", nil, nil, &out)
 }

@@ -397,3 +397,14 @@ type MoverRegistration struct {
 type MoverRegistered struct {
 	Epoch int64 `json:"epoch"`
 }
+
+// COS is a class of service as admin commands show it.
+type COS struct {
+	Name        string `json:"name"`
+	Pool        string `json:"pool"`
+	StripeWidth int    `json:"stripe_width"`
+	StripeUnit  int64  `json:"stripe_unit"`
+	TapeCopies  int    `json:"tape_copies"`
+	TapeOnly    bool   `json:"tape_only,omitempty"`
+	Default     bool   `json:"default,omitempty"`
+}

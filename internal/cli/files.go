@@ -146,13 +146,17 @@ func (e *env) putOne(ctx context.Context, c *client.Client, local, target string
 }
 
 func (e *env) getCmd() *cobra.Command {
-	var force, verify bool
+	var force, verify, noWait bool
 	cmd := &cobra.Command{
 		Use:   "get [-f] REMOTE [LOCAL]",
 		Short: "Fetch a file (LOCAL defaults to its name here; - for stdout)",
 		Long: `Fetch a file from Strata. The local file appears only when all of it has
 arrived and verified: it is written to a temporary name and renamed. An
-existing local file is replaced only with -f.`,
+existing local file is replaced only with -f.
+
+A file that is on tape only is recalled first: get queues the recall and
+waits, reporting the queue position on stderr; with --no-wait it queues the
+recall and exits non-zero at once.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return fmt.Errorf("usage: strata get [-f] REMOTE [LOCAL]")
@@ -162,6 +166,7 @@ existing local file is replaced only with -f.`,
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace an existing local file")
 	cmd.Flags().BoolVar(&verify, "verify", false, "also recompute the whole-file SHA-256 and compare it with the recorded fixity")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "for a file on tape: queue its recall and exit instead of waiting")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		src, err := remote(args[0])
 		if err != nil {
@@ -171,7 +176,7 @@ existing local file is replaced only with -f.`,
 		if len(args) == 2 {
 			local = args[1]
 		}
-		o := client.GetOptions{VerifyFixity: verify}
+		o := client.GetOptions{VerifyFixity: verify, NoWait: noWait, Staging: e.stagingReport(src)}
 		if local == "-" {
 			_, err := c.Get(ctx, src, e.stdout, o)
 			return err
@@ -254,7 +259,7 @@ func (e *env) lsCmd() *cobra.Command {
 		Use:   "ls [-l] [-d] [PATH...]",
 		Short: "List directories",
 	}
-	cmd.Flags().BoolVarP(&long, "long", "l", false, "long listing: mode, owner, size, time, class of service")
+	cmd.Flags().BoolVarP(&long, "long", "l", false, "long listing: mode, owner, size, time, class of service, residency (disk, tape, disk+tape, staging)")
 	cmd.Flags().BoolVarP(&dirOnly, "directory", "d", false, "list directories themselves, not their contents")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
@@ -301,11 +306,14 @@ func (e *env) lsCmd() *cobra.Command {
 					fmt.Fprintln(tw, name)
 					continue
 				}
-				cos := fi.COS
+				cos, res := fi.COS, fi.Residency
 				if cos == "" {
 					cos = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%12d\t%s\t%s\t%s\n", modeString(&fi), fi.UID, fi.GID, fi.Size, lsTime(fi.Mtime), cos, name)
+				if res == "" {
+					res = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%12d\t%s\t%s\t%s\t%s\n", modeString(&fi), fi.UID, fi.GID, fi.Size, lsTime(fi.Mtime), cos, res, name)
 			}
 		}
 		if asJSON {
@@ -376,13 +384,27 @@ func printStat(w io.Writer, fi *client.FileInfo) {
 		fmt.Fprintf(w, "Layout: none (empty file)\n")
 		return
 	}
-	fmt.Fprintf(w, "Layout: %d stripe(s), stripe unit %s\n", fi.Layout.StripeWidth, human(fi.Layout.StripeUnit))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  copy\tstripe\tdevice\tobject\tlength\tcrc32c")
-	for _, s := range fi.Layout.Segments {
-		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%08x\n", s.Copy, s.Stripe, s.Device, s.Object, s.Length, s.CRC32C)
+	if fi.Residency != "" {
+		fmt.Fprintf(w, "Where: %s\n", fi.Residency)
 	}
-	tw.Flush()
+	if len(fi.Layout.Segments) > 0 {
+		fmt.Fprintf(w, "Layout: %d stripe(s), stripe unit %s\n", fi.Layout.StripeWidth, human(fi.Layout.StripeUnit))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  copy\tstripe\tdevice\tobject\tlength\tcrc32c")
+		for _, s := range fi.Layout.Segments {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%08x\n", s.Copy, s.Stripe, s.Device, s.Object, s.Length, s.CRC32C)
+		}
+		tw.Flush()
+	}
+	if len(fi.Layout.Tapes) > 0 {
+		fmt.Fprintf(w, "  Tape: %d copy(ies)\n", len(fi.Layout.Tapes))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  copy\tvolume\ttape file\toffset\tlength\tcrc32c")
+		for _, t := range fi.Layout.Tapes {
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%d\t%08x\n", t.Copy, t.Volume, t.Seq, t.Offset, t.Length, t.CRC32C)
+		}
+		tw.Flush()
+	}
 }
 
 func human(n int64) string {

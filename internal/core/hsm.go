@@ -171,6 +171,15 @@ func (h *hsm) run(ctx context.Context) {
 	wg.Wait()
 }
 
+// ClassesOfService lists the classes of service in configuration order.
+func (c *Core) ClassesOfService() []api.COS {
+	var out []api.COS
+	for _, k := range c.cfg.COS {
+		out = append(out, api.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: k.StripeUnit, TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly, Default: k.Name == c.cfg.DefaultCOS})
+	}
+	return out
+}
+
 // Library reports the tape library's state.
 func (c *Core) Library(ctx context.Context) (api.Library, error) {
 	h := c.hsm

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// stagingReport tells a waiting user where a recall stands, once per
+// change, on stderr when it is a terminal.
+func (e *env) stagingReport(path string) func(client.StageStatus) {
+	f, ok := e.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	last := ""
+	return func(st client.StageStatus) {
+		msg := stageLine(st)
+		if msg != last && st.State != api.StageResident {
+			fmt.Fprintf(f, "%s: %s\n", path, msg)
+			last = msg
+		}
+	}
+}
+
+func stageLine(st client.StageStatus) string {
+	switch st.State {
+	case api.StageQueued:
+		return fmt.Sprintf("on tape %s, recall queued (%d ahead, about %.0f s)", st.Volume, st.Position, st.ETA)
+	case api.StageActive:
+		return fmt.Sprintf("recalling from tape %s", st.Volume)
+	case api.StageFailed:
+		return "recall failed: " + st.Error
+	case api.StageOffline:
+		return "on tape, no recall queued"
+	}
+	return st.State
+}
+
+func (e *env) stageCmd() *cobra.Command {
+	var prio int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stage PATH...",
+		Short: "Queue recalls of files that are on tape (bulk prestage)",
+		Long: `Queue recalls of files that are on tape only, and report each file's state:
+resident (on disk already), queued (with the requests ahead of it and an
+estimated time), or staging. Recalls are batched per cartridge and read in
+tape order; a higher --priority is served first and mounts at once.`,
+		Args: minArgs(1, "stage PATH..."),
+	}
+	cmd.Flags().IntVar(&prio, "priority", 0, "priority (higher first; > 0 mounts at once)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		paths := make([]string, len(args))
+		for i, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			paths[i] = p
+		}
+		sts, err := c.Stage(ctx, paths, prio)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(e.stdout, sts)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "PATH\tSTATE\tVOLUME\tAHEAD\tETA")
+		for _, st := range sts {
+			eta := "-"
+			if st.State == api.StageQueued {
+				eta = fmt.Sprintf("%.0fs", st.ETA)
+			}
+			vol := st.Volume
+			if vol == "" {
+				vol = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Path, st.State, vol, st.Position, eta)
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func (e *env) migrateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate [PATH...]",
+		Short: "Copy files to tape now (all files of tape classes when none are named)",
+		Long: `Copy files to tape now and wait until the copies are written, verified and
+flushed. Named files get the tape copies their class of service asks for
+(at least one); with no names, every file of a class of service with tape
+copies is migrated, however recently it was written. The policy does the
+same on its own for files older than [hsm] migrate_after.`,
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		paths, err := remotes(args)
+		if err != nil {
+			return err
+		}
+		res, err := c.Migrate(ctx, paths...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "migrated %d files, %s, in %d tape files\n", res.Files, human(res.Bytes), res.TapeFiles)
+		return nil
+	})
+	return cmd
+}
+
+func (e *env) purgeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "purge [PATH...]",
+		Short: "Drop disk copies of files that are safe on tape (admin)",
+		Long: `Drop the disk copies of the named files, each of which must have a
+verified tape copy (the last copy is never dropped). With no names, purge
+what the disk pools' high- and low-water marks ask for, least recently
+used first.`,
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		paths, err := remotes(args)
+		if err != nil {
+			return err
+		}
+		res, err := c.Purge(ctx, paths...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "purged %d files, %s\n", res.Files, human(res.Bytes))
+		return nil
+	})
+	return cmd
+}
+
+func remotes(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		p, err := remote(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (e *env) adminCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "admin tapes|drives|queue|pools|cos",
+		Short: "Show the tape library, its recall queue, disk pools and classes of service",
+		Args:  exactArgs(1, "admin tapes|drives|queue|pools|cos"),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		switch args[0] {
+		case "pools":
+			df, err := c.DF(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(e.stdout, df.Pools)
+			}
+			fmt.Fprintln(tw, "POOL\tDEVICES\tSIZE\tUSED\tFREE")
+			for _, p := range df.Pools {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Name, p.Devices, human(p.Capacity), human(p.Used), human(p.Free))
+			}
+			return tw.Flush()
+		case "cos":
+			ks, err := c.ClassesOfService(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(e.stdout, ks)
+			}
+			fmt.Fprintln(tw, "COS\tLEVELS\tSTRIPES\tUNIT\tDEFAULT")
+			for _, k := range ks {
+				levels := "disk:" + k.Pool
+				switch {
+				case k.TapeOnly:
+					levels = fmt.Sprintf("tape x%d (disk:%s as buffer)", k.TapeCopies, k.Pool)
+				case k.TapeCopies > 0:
+					levels += fmt.Sprintf(" -> tape x%d", k.TapeCopies)
+				}
+				def := ""
+				if k.Default {
+					def = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", k.Name, levels, k.StripeWidth, human(k.StripeUnit), def)
+			}
+			return tw.Flush()
+		case "tapes", "drives", "queue":
+		default:
+			return fmt.Errorf("admin: unknown view %q (want tapes, drives, queue, pools or cos)", args[0])
+		}
+		lib, err := c.Library(ctx)
+		if err != nil {
+			return err
+		}
+		switch args[0] {
+		case "tapes":
+			if asJSON {
+				return writeJSON(e.stdout, lib.Cartridges)
+			}
+			fmt.Fprintf(e.stdout, "%s library, time scale %s\n", lib.Generation, lib.TimeScale)
+			fmt.Fprintln(tw, "VOLUME\tCAPACITY\tUSED\tTAPE FILES\tDRIVE\tSTATE")
+			for _, t := range lib.Cartridges {
+				state := "ok"
+				if t.Unreadable {
+					state = "unreadable"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.Volume, human(t.Capacity), human(t.Used), t.TapeFiles, dash(t.Drive), state)
+			}
+		case "drives":
+			if asJSON {
+				return writeJSON(e.stdout, lib.Drives)
+			}
+			fmt.Fprintln(tw, "DRIVE\tSTATE\tVOLUME\tMOUNTS\tLOCATES\tPOSITIONING\tREAD\tWRITTEN")
+			for _, d := range lib.Drives {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0fs\t%s\t%s\n", d.ID, d.State, dash(d.Volume), d.Mounts, d.Locates, d.Positioning, human(d.BytesRead), human(d.BytesWrite))
+			}
+		case "queue":
+			if asJSON {
+				return writeJSON(e.stdout, lib.Queue)
+			}
+			fmt.Fprintln(tw, "VOLUME\tFILES\tBYTES\tOLDEST\tPRIORITY\tDRIVE")
+			for _, q := range lib.Queue {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", q.Volume, q.Files, human(q.Bytes), lsTime(q.Oldest), q.Priority, dash(q.Drive))
+			}
+		}
+		return tw.Flush()
+	})
+	return cmd
+}
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
