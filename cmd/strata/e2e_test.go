@@ -171,6 +171,29 @@ func TestTour(t *testing.T) {
 	if cat := s.ok("cat", "/proj/cfd/run42.dat"); cat != string(data) {
 		t.Fatal("cat: data differs")
 	}
+	// To tape and back: migrate, purge, and a get that recalls.
+	if out := s.ok("migrate", "/proj/cfd/run42.dat"); !strings.HasPrefix(out, "migrated 1 files") {
+		t.Fatalf("migrate: %q", out)
+	}
+	if ls := s.ok("ls", "-l", "/proj/cfd"); !strings.Contains(ls, " disk+tape run42.dat") {
+		t.Fatalf("ls -l after migrate:\n%s", ls)
+	}
+	s.ok("purge", "/proj/cfd/run42.dat")
+	if ls := s.ok("ls", "-l", "/proj/cfd"); !strings.Contains(ls, " tape run42.dat") {
+		t.Fatalf("ls -l after purge:\n%s", ls)
+	}
+	if _, stderr, code := s.run("get", "-f", "--no-wait", "/proj/cfd/run42.dat", out); code == 0 || !strings.Contains(stderr, "recall queued") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("get --no-wait of a file on tape: exit %d, %q", code, stderr)
+	}
+	s.ok("get", "-f", "/proj/cfd/run42.dat", out)
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+		t.Fatal("get after recall: data differs")
+	}
+	for view, want := range map[string]string{"tapes": "T00000", "drives": "drive0", "queue": "VOLUME", "cos": "tape x1", "pools": "disk"} {
+		if out := s.ok("admin", view); !strings.Contains(out, want) {
+			t.Errorf("admin %s lacks %q:\n%s", view, want, out)
+		}
+	}
 	s.ok("mv", "/proj/cfd/run42.dat", "/proj/run43.dat")
 	if ls := s.ok("ls", "/proj"); ls != "cfd/\nrun43.dat\n" {
 		t.Fatalf("ls after mv: %q", ls)
