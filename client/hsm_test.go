@@ -3,11 +3,14 @@ package client_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/server"
+	"github.com/strata-storage/strata/internal/testutil"
 )
 
 func residency(t *testing.T, c *client.Client, path string) *client.FileInfo {
@@ -110,5 +113,92 @@ func TestTapeOnlyClass(t *testing.T) {
 	var out bytes.Buffer
 	if _, err := c.Get(ctx, "/a", &out, client.GetOptions{}); err != nil || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("recall of an archive file: %v", err)
+	}
+}
+
+// tapeServer starts a server and returns it with a client.
+func tapeServer(t *testing.T, edit func(*config.Config)) (*server.Server, *client.Client) {
+	s := testutil.Start(t, edit)
+	c, err := client.New(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return s, c
+}
+
+// onTape puts a file, migrates and purges it.
+func onTape(t *testing.T, c *client.Client, path string, data []byte, cos string) {
+	t.Helper()
+	if _, err := c.Put(ctx, path, bytes.NewReader(data), int64(len(data)), client.PutOptions{COS: cos}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Migrate(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Purge(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getBytes(c *client.Client, path string) ([]byte, error) {
+	var out bytes.Buffer
+	_, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true})
+	return out.Bytes(), err
+}
+
+// A drive that fails during a recall is taken out of service and the
+// recall is served by another drive.
+func TestRecallSurvivesDriveFailure(t *testing.T) {
+	s, c := tapeServer(t, nil)
+	data := randBytes(41, 300000)
+	onTape(t, c, "/f", data, "")
+	lib, _ := c.Library(ctx)
+	var mounted string
+	for _, d := range lib.Drives {
+		if d.Volume != "" {
+			mounted = d.ID
+		}
+	}
+	if mounted == "" {
+		t.Fatal("no drive holds the cartridge after migration")
+	}
+	s.Library.FailDrive(mounted, true) // the drive that would serve it at once
+	got, err := getBytes(c, "/f")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("recall with a failed drive: %v", err)
+	}
+	lib, _ = c.Library(ctx)
+	for _, d := range lib.Drives {
+		if d.ID == mounted && d.State != "failed" {
+			t.Fatalf("drive %s shows %q", d.ID, d.State)
+		}
+	}
+}
+
+// A file with copies on two cartridges is served from the second when the
+// first is unreadable; a file with one copy on an unreadable cartridge
+// fails with a clear error.
+func TestUnreadableCartridge(t *testing.T) {
+	s, c := tapeServer(t, nil)
+	two := randBytes(42, 200000)
+	onTape(t, c, "/two", two, "dual")
+	fi, _ := c.Stat(ctx, "/two")
+	if len(fi.Layout.Tapes) != 2 || fi.Layout.Tapes[0].Volume == fi.Layout.Tapes[1].Volume {
+		t.Fatalf("dual class: tape copies %+v", fi.Layout.Tapes)
+	}
+	s.Library.SetUnreadable(fi.Layout.Tapes[0].Volume, true)
+	got, err := getBytes(c, "/two")
+	if err != nil || !bytes.Equal(got, two) {
+		t.Fatalf("recall from the second copy: %v", err)
+	}
+
+	one := randBytes(43, 100000)
+	onTape(t, c, "/one", one, "")
+	fi, _ = c.Stat(ctx, "/one")
+	s.Library.SetUnreadable(fi.Layout.Tapes[0].Volume, true)
+	_, err = getBytes(c, "/one")
+	if !errors.Is(err, client.ErrOffline) || !strings.Contains(err.Error(), "unreadable") || !strings.Contains(err.Error(), "/one") {
+		t.Fatalf("recall from the only, unreadable copy: %v", err)
 	}
 }

@@ -75,28 +75,31 @@ func (s *Scaled) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Instant never waits: Sleep adds the duration to the clock and returns at
-// once. Now is the moment the clock was made plus everything slept, so
-// timestamps stay ordered and ages can be modelled in tests (Advance).
+// once, so modelled waits cost no real time, while time still passes as it
+// does on the wall (a queue's age grows in a test as it would in life).
 // Concurrent sleepers all add to the one clock; per-device modelled time is
 // counted by the devices themselves.
 type Instant struct {
-	mu  sync.Mutex
-	now time.Time
+	mu    sync.Mutex
+	start time.Time // wall time when made
+	base  time.Time // the clock's time then
+	slept time.Duration
 }
 
 // NewInstant returns an instant clock starting at start (the zero time
 // means the current wall time).
 func NewInstant(start time.Time) *Instant {
+	now := time.Now()
 	if start.IsZero() {
-		start = time.Now()
+		start = now
 	}
-	return &Instant{now: start}
+	return &Instant{start: now, base: start}
 }
 
 func (c *Instant) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.now
+	return c.base.Add(time.Since(c.start) + c.slept)
 }
 
 func (c *Instant) Sleep(ctx context.Context, d time.Duration) error {
@@ -110,7 +113,7 @@ func (c *Instant) Advance(d time.Duration) {
 		return
 	}
 	c.mu.Lock()
-	c.now = c.now.Add(d)
+	c.slept += d
 	c.mu.Unlock()
 }
 

@@ -237,12 +237,25 @@ func (h *hsm) releaseDrive(id string) {
 	h.poke()
 }
 
-// driveFailed takes a drive out of service until the server restarts.
-func (h *hsm) driveFailed(id string, err error) {
-	h.c.log.Warn("hsm: drive out of service", "drive", id, "err", err)
+// driveFailed takes a drive out of service until the server restarts and
+// has its cartridge pulled out, so other drives can serve it.
+func (h *hsm) driveFailed(ctx context.Context, id string, err error) {
 	h.mu.Lock()
+	already := h.failed[id]
 	h.failed[id] = true
 	h.mu.Unlock()
+	if already {
+		return
+	}
+	h.c.log.Warn("hsm: drive out of service", "drive", id, "err", err)
+	for _, d := range h.lib.Drives() {
+		if d.ID == id && d.Volume != "" {
+			if err := h.lib.Dismount(ctx, id); err != nil {
+				h.c.log.Warn("hsm: cannot empty failed drive", "drive", id, "volume", d.Volume, "err", err)
+			}
+		}
+	}
+	h.poke()
 }
 
 // mountOn makes sure volume is in drive, dismounting whatever is there.

@@ -207,7 +207,7 @@ func (h *hsm) writeBatch(ctx context.Context, b batch) (int, error) {
 	}
 	if err := h.mountOn(ctx, drive, have, vol); err != nil {
 		if errors.Is(err, tape.ErrDriveFailed) {
-			h.driveFailed(drive, err)
+			h.driveFailed(ctx, drive, err)
 		}
 		return 0, fmt.Errorf("migrate: mount %s: %w", vol, err)
 	}
@@ -222,7 +222,7 @@ func (h *hsm) writeBatch(ctx context.Context, b batch) (int, error) {
 	w, err := h.lib.Append(ctx, drive, hdr)
 	if err != nil {
 		if errors.Is(err, tape.ErrDriveFailed) {
-			h.driveFailed(drive, err)
+			h.driveFailed(ctx, drive, err)
 		}
 		return 0, fmt.Errorf("migrate to %s: %w", vol, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
@@ -125,9 +126,13 @@ func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio i
 		return nil
 	}
 	if len(b.Tapes) == 0 {
-		return api.Errorf(api.ErrNotFound, "no tape copy")
+		return api.Errorf(api.ErrOffline, "no disk copy and no tape copy")
 	}
-	return fmt.Errorf("%w: every tape copy is on an unreadable cartridge", tape.ErrUnreadable)
+	var vols []string
+	for _, tc := range b.Tapes {
+		vols = append(vols, tc.Volume)
+	}
+	return api.Errorf(api.ErrOffline, "every tape copy is on a cartridge that failed or is unreadable (%s)", strings.Join(vols, ", "))
 }
 
 // loadRecalls queues the recalls a previous run left.
@@ -209,6 +214,14 @@ func (h *hsm) recaller(ctx context.Context) {
 	defer t.Stop()
 	for {
 		free := h.bufferFree(ctx)
+		lds := h.lib.Drives()
+		for _, d := range lds {
+			// A drive the library reports failed, with a cartridge in it:
+			// take it out of service and free the cartridge.
+			if d.Failed && d.Volume != "" && h.busy[d.ID] == "" {
+				h.driveFailed(ctx, d.ID, tape.ErrDriveFailed)
+			}
+		}
 		h.mu.Lock()
 		var drives []sched.Drive
 		for _, d := range h.lib.Drives() {
@@ -289,7 +302,7 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, tape.ErrDriveFailed):
-			h.driveFailed(d.Drive, err)
+			h.driveFailed(ctx, d.Drive, err)
 			retry = d.Requests
 		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, tape.ErrNoSuchVolume):
 			h.fallback(ctx, d.Requests, err)
@@ -307,7 +320,7 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		case ctx.Err() != nil:
 			return // stopping: the requests stay in the catalog for the next run
 		case errors.Is(err, tape.ErrDriveFailed):
-			h.driveFailed(d.Drive, err)
+			h.driveFailed(ctx, d.Drive, err)
 			retry = d.Requests[i:]
 			return
 		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, api.ErrCorrupt):

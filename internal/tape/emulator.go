@@ -56,7 +56,8 @@ type cartridge struct {
 	files      []tapeFile // complete tape files, seq = index+1
 	end        int64      // end of data, bytes from BOT
 	drive      *drive
-	unreadable bool
+	unreadable bool // injected fault
+	known      bool // a read has failed on it since: the library reports it
 }
 
 type tapeFile struct {
@@ -256,7 +257,7 @@ func (e *Emulator) Cartridges() []CartridgeInfo {
 	out := make([]CartridgeInfo, 0, len(e.order))
 	for _, v := range e.order {
 		c := e.carts[v]
-		ci := CartridgeInfo{Volume: v, Capacity: e.capacity, Used: c.end, Files: len(c.files), Unreadable: c.unreadable}
+		ci := CartridgeInfo{Volume: v, Capacity: e.capacity, Used: c.end, Files: len(c.files), Unreadable: c.known}
 		if c.drive != nil {
 			ci.Drive = c.drive.id
 		}
@@ -303,7 +304,9 @@ func (e *Emulator) FailDrive(id string, failed bool) error {
 	return nil
 }
 
-// SetUnreadable makes every read of volume fail (or work again).
+// SetUnreadable makes every read of volume fail (or work again). The
+// library reports the cartridge unreadable once a read has failed on it,
+// as a real one would; clearing the fault clears that too.
 func (e *Emulator) SetUnreadable(volume string, bad bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -312,6 +315,9 @@ func (e *Emulator) SetUnreadable(volume string, bad bool) error {
 		return fmt.Errorf("%w: %s", ErrNoSuchVolume, volume)
 	}
 	c.unreadable = bad
+	if !bad {
+		c.known = false
+	}
 	return nil
 }
 
@@ -333,13 +339,17 @@ func (e *Emulator) driveLocked(id string) *drive {
 
 // acquire claims drive id for one operation.
 func (e *Emulator) acquire(id string, needMounted bool) (*drive, error) {
+	return e.acquireDrive(id, needMounted, false)
+}
+
+func (e *Emulator) acquireDrive(id string, needMounted, evenFailed bool) (*drive, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d := e.driveLocked(id)
 	switch {
 	case d == nil:
 		return nil, fmt.Errorf("%w: %s", ErrNoSuchDrive, id)
-	case d.failed:
+	case d.failed && !evenFailed:
 		return nil, fmt.Errorf("%w: %s", ErrDriveFailed, id)
 	case d.busy:
 		return nil, fmt.Errorf("%w: drive %s", ErrBusy, id)
@@ -456,13 +466,17 @@ func (e *Emulator) robotMove(ctx context.Context, d *drive) error {
 }
 
 // Dismount rewinds and unloads drive and returns its cartridge to its slot.
+// A failed drive can still be emptied (the robot pulls the cartridge, as
+// operators do after a drive error): what it had not flushed is lost.
 func (e *Emulator) Dismount(ctx context.Context, driveID string) error {
-	d, err := e.acquire(driveID, true)
+	d, err := e.acquireDrive(driveID, true, true)
 	if err != nil {
 		return err
 	}
 	defer e.release(d)
-	if err := e.flush(ctx, d); err != nil {
+	if d.failed {
+		d.pending = d.pending[:0]
+	} else if err := e.flush(ctx, d); err != nil {
 		return err
 	}
 	if err := e.spend(ctx, d, &d.stats.Positioning, e.gen.RewindTime(e.posOf(d.off))); err != nil {
@@ -705,6 +719,7 @@ func (e *Emulator) fileAt(d *drive, seq int) (tapeFile, error) {
 	defer e.mu.Unlock()
 	c := d.cart
 	if c.unreadable {
+		c.known = true
 		return tapeFile{}, fmt.Errorf("%w: %s", ErrUnreadable, c.volume)
 	}
 	if seq < 1 || seq > len(c.files) {
@@ -777,6 +792,9 @@ type dataReader struct {
 func (r *dataReader) Read(p []byte) (int, error) {
 	r.e.mu.Lock()
 	failed, bad := r.d.failed, r.d.cart.unreadable
+	if bad {
+		r.d.cart.known = true
+	}
 	r.e.mu.Unlock()
 	switch {
 	case failed:

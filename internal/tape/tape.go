@@ -42,7 +42,8 @@ type Library interface {
 	Drives() []DriveInfo
 	// Mount moves volume from its slot into drive and loads it.
 	Mount(ctx context.Context, drive, volume string) error
-	// Dismount rewinds, unloads and returns the drive's cartridge.
+	// Dismount rewinds, unloads and returns the drive's cartridge; it also
+	// empties a failed drive.
 	Dismount(ctx context.Context, drive string) error
 	// Append positions at the end of data and starts a tape file with
 	// header h (h.Seq and h.Volume are filled in). Its data follows through

@@ -29,6 +29,7 @@ func Config(dir string) config.Config {
 	c.Library.Drives, c.Library.Cartridges = 2, 4
 	c.Library.Path = ""
 	c.HSM.MigrateEvery, c.HSM.PurgeEvery = "1h", "1h"
+	c.HSM.RecallMinFiles = 1 // a recall mounts at once
 	for i := range c.COS {
 		c.COS[i].StripeUnit = 64 << 10
 	}
