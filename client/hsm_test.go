@@ -3,12 +3,17 @@ package client_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/catalog/sqlite"
 	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/server"
 	"github.com/strata-storage/strata/internal/testutil"
 )
@@ -200,5 +205,94 @@ func TestUnreadableCartridge(t *testing.T) {
 	_, err = getBytes(c, "/one")
 	if !errors.Is(err, client.ErrOffline) || !strings.Contains(err.Error(), "unreadable") || !strings.Contains(err.Error(), "/one") {
 		t.Fatalf("recall from the only, unreadable copy: %v", err)
+	}
+}
+
+// The catalog rebuilt from the cartridges alone matches the namespace of
+// the files on tape: paths, attributes, fixity and every tape copy.
+func TestRebuildCatalogFromTapes(t *testing.T) {
+	s, c := tapeServer(t, func(cfg *config.Config) { cfg.HSM.Aggregate = 150 << 10 }) // a few files per tape file
+	want := map[string]*client.FileInfo{}
+	for i, p := range []string{"/a", "/d1/b", "/d1/c", "/d1/d2/e", "/d3/f", "/d3/g", "/d3/h"} {
+		if _, err := c.Mkdir(ctx, p[:strings.LastIndex(p, "/")+1], true, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data := randBytes(uint64(50+i), 40000+i*9000)
+		if _, err := c.Put(ctx, p, bytes.NewReader(data), int64(len(data)), client.PutOptions{COS: []string{"default", "dual"}[i%2]}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			mode := uint32(0o600)
+			if _, err := c.SetAttr(ctx, client.SetAttr{Path: p, Mode: &mode}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/a", "/d1/b", "/d1/c", "/d1/d2/e", "/d3/f", "/d3/g", "/d3/h"} {
+		fi, err := c.Stat(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = fi
+	}
+
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "rebuilt.db"), sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res, err := core.Rebuild(ctx, s.Library, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != len(want) {
+		t.Fatalf("rebuild found %+v, want %d files", res, len(want))
+	}
+	got := map[string]bool{}
+	var walk func(dir int64, path string)
+	walk = func(dir int64, path string) {
+		ents, err := store.List(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ents {
+			p := path + "/" + in.Name
+			if in.Kind == catalog.KindDir {
+				walk(in.ID, p)
+				continue
+			}
+			got[p] = true
+			w := want[p]
+			if w == nil {
+				t.Errorf("rebuilt catalog has %s, not on tape", p)
+				continue
+			}
+			b, err := store.Bitfile(ctx, in.Bitfile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Size != w.Size || in.Mode != w.Mode || in.UID != w.UID || in.GID != w.GID || in.Mtime != w.Mtime.UnixNano() || in.COS != w.COS || b.Fixity != w.Fixity || b.OnDisk {
+				t.Errorf("%s: rebuilt %+v fixity %s, original %+v", p, in, b.Fixity, w)
+			}
+			if len(b.Tapes) != len(w.Layout.Tapes) {
+				t.Fatalf("%s: %d tape copies rebuilt, %d recorded", p, len(b.Tapes), len(w.Layout.Tapes))
+			}
+			for _, tc := range b.Tapes {
+				found := false
+				for _, o := range w.Layout.Tapes {
+					found = found || (tc.Volume == o.Volume && tc.Seq == o.Seq && tc.Offset == o.Offset && tc.Length == o.Length && tc.CRC32C == o.CRC32C)
+				}
+				if !found {
+					t.Errorf("%s: rebuilt copy %+v not among the recorded %+v", p, tc, w.Layout.Tapes)
+				}
+			}
+		}
+	}
+	walk(catalog.RootID, "")
+	if len(got) != len(want) {
+		t.Fatalf("rebuilt %d files, want %d", len(got), len(want))
 	}
 }

@@ -102,3 +102,37 @@ core) every 5 seconds. It needs the core's secret file (secret_file).`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
 }
+
+func (e *env) rebuildCmd() *cobra.Command {
+	var cfgPath, dataDir string
+	cmd := &cobra.Command{
+		Use:   "rebuild-catalog NEW.db",
+		Short: "Rebuild a catalog of every file on tape from the cartridges alone (server stopped)",
+		Long: `Read the self-describing tape files on every cartridge of the configured
+library and write a new catalog with the namespace they hold: directories,
+files with their attributes and fixity, and their tape copies (the files are
+on tape only). The server must be stopped; NEW.db must not exist. To use it,
+point [catalog] path at it. Files deleted since they were migrated come back:
+tape does not record deletions.`,
+		Args: exactArgs(1, "rebuild-catalog [--config FILE] NEW.db"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
+				if dataDir != "" {
+					c.DataDir = dataDir
+				}
+			})
+			if err != nil {
+				return err
+			}
+			res, err := server.RebuildCatalog(cmd.Context(), cfg, args[0], e.logger(false))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "rebuilt %s: %d files (%d tape copies) from %d tape files on %d cartridges\n", args[0], res.Files, res.Copies, res.TapeFiles, res.Cartridges)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file (default ./strata.toml if present)")
+	cmd.Flags().StringVar(&dataDir, "data", "", "data directory (overrides data_dir)")
+	return cmd
+}

@@ -489,3 +489,31 @@ func register(ctx context.Context, hc *http.Client, coreURL string, reg api.Move
 	}
 	return r.Epoch, nil
 }
+
+// RebuildCatalog writes a new catalog at out from the tape library alone
+// (see core.Rebuild). It takes the data directory's lock: the server must
+// not be running.
+func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slog.Logger) (core.RebuildResult, error) {
+	var res core.RebuildResult
+	if _, err := os.Stat(out); err == nil {
+		return res, fmt.Errorf("rebuild: %s exists", out)
+	}
+	lock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return res, err
+	}
+	defer lock.Close()
+	hc, _, err := hsmConfig(cfg, log)
+	if err != nil {
+		return res, err
+	}
+	if hc.Library == nil {
+		return res, errors.New("rebuild: no tape library configured")
+	}
+	store, err := sqlite.Open(out, sqlite.Options{Sync: cfg.Catalog.Sync})
+	if err != nil {
+		return res, err
+	}
+	defer store.Close()
+	return core.Rebuild(ctx, hc.Library, store, log)
+}

@@ -539,7 +539,7 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		return nil, err
 	}
 	c := d.cart
-	h.Volume, h.Seq = c.volume, len(c.files)+1
+	h.Volume, h.Seq, h.Start = c.volume, len(c.files)+1, c.end
 	if h.Written.IsZero() {
 		h.Written = e.clk.Now().UTC()
 	}
@@ -753,6 +753,38 @@ func (e *Emulator) ReadHeader(ctx context.Context, driveID string, seq int) (*He
 	}
 	e.setOff(d, tf.start+n)
 	return h, newPacer(e, d, &d.stats.Transfer).moved(ctx, n)
+}
+
+// ReadTrailer reads the trailer of tape file seq.
+func (e *Emulator) ReadTrailer(ctx context.Context, driveID string, seq int) (*Trailer, error) {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(d)
+	tf, err := e.fileAt(d, seq)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(tf.name)
+	if err != nil {
+		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
+	}
+	defer f.Close()
+	var tl [8]byte
+	if _, err := f.ReadAt(tl[:], tf.size-8); err != nil {
+		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
+	}
+	n := int64(binary.BigEndian.Uint64(tl[:]))
+	if err := e.locate(ctx, d, tf.start+tf.size-8-n); err != nil {
+		return nil, err
+	}
+	var tr Trailer
+	if _, err := decodeLabel(io.NewSectionReader(f, tf.size-8-n, n), trailerMagic, &tr); err != nil {
+		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
+	}
+	e.setOff(d, tf.start+tf.size)
+	return &tr, newPacer(e, d, &d.stats.Transfer).moved(ctx, n+8)
 }
 
 // ReadData returns a reader of n bytes at off in tape file seq's data.

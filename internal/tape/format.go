@@ -48,7 +48,8 @@ type Entry struct {
 // Header is the label written before a tape file's data.
 type Header struct {
 	Volume  string    `json:"volume"`
-	Seq     int       `json:"seq"` // tape file number on the volume, from 1
+	Seq     int       `json:"seq"`   // tape file number on the volume, from 1
+	Start   int64     `json:"start"` // where it begins: bytes from the beginning of tape
 	Written time.Time `json:"written"`
 	Entries []Entry   `json:"entries"`
 }

@@ -46,7 +46,7 @@ type Library interface {
 	// empties a failed drive.
 	Dismount(ctx context.Context, drive string) error
 	// Append positions at the end of data and starts a tape file with
-	// header h (h.Seq and h.Volume are filled in). Its data follows through
+	// header h (h.Volume, h.Seq and h.Start are filled in). Its data follows through
 	// the writer; Close writes the trailer and a (buffered) file mark.
 	Append(ctx context.Context, drive string, h *Header) (FileWriter, error)
 	// Flush forces everything appended on drive to the medium; tape files
@@ -54,6 +54,9 @@ type Library interface {
 	Flush(ctx context.Context, drive string) error
 	// ReadHeader locates to tape file seq and reads its header.
 	ReadHeader(ctx context.Context, drive string, seq int) (*Header, error)
+	// ReadTrailer locates to the end of tape file seq and reads its
+	// trailer (data length and CRCs).
+	ReadTrailer(ctx context.Context, drive string, seq int) (*Trailer, error)
 	// ReadData locates to byte off of tape file seq's data and returns a
 	// reader of n bytes.
 	ReadData(ctx context.Context, drive string, seq int, off, n int64) (io.ReadCloser, error)
