@@ -30,6 +30,9 @@ type HSMConfig struct {
 	// Aggregate is the size tape files are filled to: small files share
 	// one, so they stream at drive speed and cost one file mark.
 	Aggregate int64
+	// FlushBytes is how much a migration stream writes between
+	// synchronising flushes; its copies count only after the flush.
+	FlushBytes int64
 	// HighWater and LowWater are fractions of a disk pool's capacity:
 	// above the high mark, purge evicts files (least recently used first,
 	// only those with a tape copy) until use is below the low mark.
@@ -51,6 +54,9 @@ func (h *HSMConfig) defaults() {
 	}
 	if h.Aggregate <= 0 {
 		h.Aggregate = 1 << 30
+	}
+	if h.FlushBytes <= 0 {
+		h.FlushBytes = 16 << 30
 	}
 	if h.HighWater <= 0 {
 		h.HighWater = 0.9

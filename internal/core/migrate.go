@@ -148,19 +148,21 @@ func (h *hsm) migratePass(ctx context.Context, cands []catalog.Candidate) (api.H
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := range work {
-				n, err := h.writeBatch(ctx, b)
+			w := &writer{h: h}
+			add := func(r api.HSMResult, err error) {
 				mu.Lock()
-				res.Files += n
-				if n > 0 {
-					res.Bytes += b.bytes
-					res.TapeFiles++
-				}
+				res.Files += r.Files
+				res.Bytes += r.Bytes
+				res.TapeFiles += r.TapeFiles
 				if err != nil {
 					errs = append(errs, err)
 				}
 				mu.Unlock()
 			}
+			for b := range work {
+				add(w.write(ctx, b))
+			}
+			add(w.close(ctx))
 		}()
 	}
 	for _, b := range h.batches(cands) {
@@ -174,42 +176,73 @@ func (h *hsm) migratePass(ctx context.Context, cands []catalog.Candidate) (api.H
 	return res, errors.Join(errs...)
 }
 
-// errNoDrive: every drive is busy or failed.
-var errNoDrive = errors.New("no tape drive free")
+// writer is one migration stream: a drive it holds for a whole pass, the
+// cartridge in it, and the tape files written since the last flush. Copies
+// count only once flushed (a synchronising file mark costs seconds, so it
+// is paid per FlushBytes, not per tape file, as CTA does).
+type writer struct {
+	h       *hsm
+	drive   string
+	volume  string
+	pending []written
+	bytes   int64 // pending data
+}
 
-// writeBatch writes one tape file holding b's files, verifies it, flushes
-// it, and only then records the copies. It returns how many were recorded.
-func (h *hsm) writeBatch(ctx context.Context, b batch) (int, error) {
-	exclude := map[string]bool{} // a second copy goes to another cartridge
+// written is a tape file closed but not yet flushed.
+type written struct {
+	b     batch
+	hdr   *tape.Header
+	crcs  []uint32
+	tapes []uint32 // the entries' CRCs as the drive wrote them
+	seq   int
+	start int64
+}
+
+// write appends one tape file holding b's files, flushing first when the
+// cartridge must change and after when enough is pending.
+func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
+	h := w.h
+	exclude := map[string]bool{} // a further copy goes to another cartridge
 	for _, cd := range b.files {
 		for _, t := range cd.Bitfile.Tapes {
 			exclude[t.Volume] = true
 		}
 	}
 	need := b.bytes + int64(len(b.files))*512 + 1<<20
-	var drive, have string
-	for {
-		var ok bool
-		drive, have, ok = h.takeDrive("migrate", func(d, v string) bool { return h.writable(v, d, need, exclude) })
-		if ok {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+	var res api.HSMResult
+	if w.drive == "" {
+		for {
+			var ok bool
+			var have string
+			w.drive, have, ok = h.takeDrive("migrate", func(d, v string) bool { return h.writable(v, d, need, exclude) })
+			if ok {
+				w.volume = have
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}
-	defer h.releaseDrive(drive)
-	vol, err := h.pickVolume(drive, have, need, exclude)
-	if err != nil {
-		return 0, err
-	}
-	if err := h.mountOn(ctx, drive, have, vol); err != nil {
-		if errors.Is(err, tape.ErrDriveFailed) {
-			h.driveFailed(ctx, drive, err)
+	if w.volume == "" || !h.writable(w.volume, w.drive, need, exclude) {
+		r, err := w.flush(ctx)
+		res = r
+		if err != nil {
+			return res, err
 		}
-		return 0, fmt.Errorf("migrate: mount %s: %w", vol, err)
+		vol, err := h.pickVolume(w.drive, w.volume, need, exclude)
+		if err != nil {
+			return res, err
+		}
+		if err := h.mountOn(ctx, w.drive, w.volume, vol); err != nil {
+			if errors.Is(err, tape.ErrDriveFailed) {
+				h.driveFailed(ctx, w.drive, err)
+			}
+			return res, fmt.Errorf("migrate: mount %s: %w", vol, err)
+		}
+		w.volume = vol
 	}
 	hdr := &tape.Header{}
 	var off int64
@@ -219,52 +252,87 @@ func (h *hsm) writeBatch(ctx context.Context, b batch) (int, error) {
 			SHA256: cd.Bitfile.Fixity, Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS})
 		off += cd.Bitfile.Size
 	}
-	w, err := h.lib.Append(ctx, drive, hdr)
+	fw, err := h.lib.Append(ctx, w.drive, hdr)
 	if err != nil {
 		if errors.Is(err, tape.ErrDriveFailed) {
-			h.driveFailed(ctx, drive, err)
+			h.driveFailed(ctx, w.drive, err)
 		}
-		return 0, fmt.Errorf("migrate to %s: %w", vol, err)
+		return res, fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
 	crcs := make([]uint32, len(b.files))
 	for i, cd := range b.files {
-		cw := &crcWriter{w: w}
+		cw := &crcWriter{w: fw}
 		if err := h.c.readDisk(ctx, cd.Bitfile, cw); err != nil {
-			w.Abort()
-			return 0, fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
+			fw.Abort()
+			return res, fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
 		}
 		crcs[i] = cw.crc
 	}
-	if err := w.Close(); err != nil {
-		return 0, fmt.Errorf("migrate to %s: %w", vol, err)
+	if err := fw.Close(); err != nil {
+		return res, fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
-	if err := h.lib.Flush(ctx, drive); err != nil {
-		return 0, fmt.Errorf("migrate to %s: flush: %w", vol, err)
+	w.pending = append(w.pending, written{b: b, hdr: hdr, crcs: crcs, tapes: fw.EntryCRCs(), seq: fw.Seq(), start: fw.Start()})
+	w.bytes += b.bytes
+	if w.bytes >= h.cfg.FlushBytes {
+		r, err := w.flush(ctx)
+		res.Files += r.Files
+		res.Bytes += r.Bytes
+		res.TapeFiles += r.TapeFiles
+		return res, err
 	}
-	written := w.EntryCRCs()
-	n := 0
-	for i, cd := range b.files {
-		e := hdr.Entries[i]
-		if written[i] != crcs[i] {
-			h.c.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", vol, "seq", w.Seq(), "disk_crc", crcs[i], "tape_crc", written[i])
-			continue
-		}
-		tc := catalog.TapeCopy{Volume: vol, Seq: w.Seq(), Position: w.Start(), Offset: e.Offset, Length: e.Size, CRC32C: crcs[i]}
-		if err := h.c.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
-			if errors.Is(err, api.ErrNotFound) {
-				continue // removed or replaced meanwhile; repack reclaims the space
+	return res, nil
+}
+
+// flush forces the pending tape files to tape and records their copies.
+func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
+	var res api.HSMResult
+	if len(w.pending) == 0 {
+		return res, nil
+	}
+	h := w.h
+	pending := w.pending
+	w.pending, w.bytes = nil, 0
+	if err := h.lib.Flush(ctx, w.drive); err != nil {
+		return res, fmt.Errorf("migrate to %s: flush: %w", w.volume, err)
+	}
+	for _, p := range pending {
+		n := 0
+		for i, cd := range p.b.files {
+			e := p.hdr.Entries[i]
+			if p.tapes[i] != p.crcs[i] {
+				h.c.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", w.volume, "seq", p.seq, "disk_crc", p.crcs[i], "tape_crc", p.tapes[i])
+				continue
 			}
-			return n, err
-		}
-		n++
-		if k, ok := h.c.cos[cd.Inode.COS]; ok && k.TapeOnly {
-			if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
-				h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
+			tc := catalog.TapeCopy{Volume: w.volume, Seq: p.seq, Position: p.start, Offset: e.Offset, Length: e.Size, CRC32C: p.crcs[i]}
+			if err := h.c.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
+				if errors.Is(err, api.ErrNotFound) {
+					continue // removed or replaced meanwhile; repack reclaims the space
+				}
+				return res, err
+			}
+			n++
+			if k, ok := h.c.cos[cd.Inode.COS]; ok && k.TapeOnly {
+				if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+					h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
+				}
 			}
 		}
+		res.Files += n
+		res.Bytes += p.b.bytes
+		res.TapeFiles++
+		h.c.log.Info("hsm: migrated", "files", n, "bytes", p.b.bytes, "volume", w.volume, "seq", p.seq, "drive", w.drive)
 	}
-	h.c.log.Info("hsm: migrated", "files", n, "bytes", b.bytes, "volume", vol, "seq", w.Seq(), "drive", drive)
-	return n, nil
+	return res, nil
+}
+
+// close flushes what is pending and lets the drive go (with its cartridge
+// mounted: the next pass or a recall may want it).
+func (w *writer) close(ctx context.Context) (api.HSMResult, error) {
+	if w.drive == "" {
+		return api.HSMResult{}, nil
+	}
+	defer w.h.releaseDrive(w.drive)
+	return w.flush(ctx)
 }
 
 // writable reports whether a tape file of need bytes may go to volume from
