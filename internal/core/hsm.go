@@ -84,6 +84,9 @@ type hsm struct {
 	mu      sync.Mutex
 	sched   *sched.Scheduler
 	busy    map[string]string // drive → "recall" or "migrate"
+	// reserved are cartridges a migration stream chose for its drive,
+	// before the mount makes that visible in the library.
+	reserved map[string]string // volume → drive
 	failed  map[string]bool
 	recalls map[int64]*recall // queued or running, by bitfile
 	// failedRecalls keeps why recent recalls failed, for status queries.
@@ -112,7 +115,7 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 	}
 	cfg.defaults()
 	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sched.New(cfg.Rules),
-		busy: map[string]string{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
+		busy: map[string]string{}, reserved: map[string]string{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
 }
 
 func (h *hsm) staging(bitfile int64) bool {
@@ -216,29 +219,44 @@ func (c *Core) Library(ctx context.Context) (api.Library, error) {
 }
 
 // takeDrive claims an idle drive for owner, preferring one holding a
-// cartridge accepted by prefer.
+// cartridge accepted by prefer (called without h.mu held).
 func (h *hsm) takeDrive(owner string, prefer func(drive, volume string) bool) (string, string, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var pick, vol string
-	for _, d := range h.lib.Drives() {
-		if h.busy[d.ID] != "" || h.failed[d.ID] || d.Failed {
-			continue
+	for {
+		var pick, vol string
+		good := false
+		for _, d := range h.lib.Drives() {
+			h.mu.Lock()
+			free := h.busy[d.ID] == "" && !h.failed[d.ID] && !d.Failed
+			h.mu.Unlock()
+			if !free {
+				continue
+			}
+			p := d.Volume != "" && prefer(d.ID, d.Volume)
+			if pick == "" || (p && !good) {
+				pick, vol, good = d.ID, d.Volume, p
+			}
 		}
-		if pick == "" || (d.Volume != "" && prefer(d.ID, d.Volume) && (vol == "" || !prefer(pick, vol))) {
-			pick, vol = d.ID, d.Volume
+		if pick == "" {
+			return "", "", false
 		}
+		h.mu.Lock()
+		if h.busy[pick] == "" { // still free: claim it
+			h.busy[pick] = owner
+			h.mu.Unlock()
+			return pick, vol, true
+		}
+		h.mu.Unlock()
 	}
-	if pick == "" {
-		return "", "", false
-	}
-	h.busy[pick] = owner
-	return pick, vol, true
 }
 
 func (h *hsm) releaseDrive(id string) {
 	h.mu.Lock()
 	delete(h.busy, id)
+	for v, d := range h.reserved {
+		if d == id {
+			delete(h.reserved, v)
+		}
+	}
 	h.mu.Unlock()
 	h.poke()
 }

@@ -338,6 +338,12 @@ func (w *writer) close(ctx context.Context) (api.HSMResult, error) {
 // writable reports whether a tape file of need bytes may go to volume from
 // drive.
 func (h *hsm) writable(volume, drive string, need int64, exclude map[string]bool) bool {
+	h.mu.Lock()
+	other := h.reserved[volume]
+	h.mu.Unlock()
+	if other != "" && other != drive {
+		return false
+	}
 	for _, ci := range h.lib.Cartridges() {
 		if ci.Volume == volume {
 			return !ci.Unreadable && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need
@@ -366,6 +372,12 @@ func (h *hsm) pickVolume(drive, have string, need int64, exclude map[string]bool
 	if best == nil {
 		return "", api.Errorf(api.ErrNoSpace, "migrate: no cartridge has %d bytes free", need)
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if d := h.reserved[best.Volume]; d != "" && d != drive {
+		return "", fmt.Errorf("migrate: %s was just taken by %s: %w", best.Volume, d, tape.ErrBusy)
+	}
+	h.reserved[best.Volume] = drive
 	return best.Volume, nil
 }
 

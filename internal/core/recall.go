@@ -218,7 +218,10 @@ func (h *hsm) recaller(ctx context.Context) {
 		for _, d := range lds {
 			// A drive the library reports failed, with a cartridge in it:
 			// take it out of service and free the cartridge.
-			if d.Failed && d.Volume != "" && h.busy[d.ID] == "" {
+			h.mu.Lock()
+			idle := h.busy[d.ID] == ""
+			h.mu.Unlock()
+			if d.Failed && d.Volume != "" && idle {
 				h.driveFailed(ctx, d.ID, tape.ErrDriveFailed)
 			}
 		}
