@@ -81,14 +81,14 @@ type hsm struct {
 	lib tape.Library
 	clk clock.Clock
 
-	mu      sync.Mutex
-	sched   *sched.Scheduler
-	busy    map[string]string // drive → "recall" or "migrate"
+	mu    sync.Mutex
+	sched *sched.Scheduler
+	busy  map[string]string // drive → "recall" or "migrate"
 	// reserved are cartridges a migration stream chose for its drive,
 	// before the mount makes that visible in the library.
 	reserved map[string]string // volume → drive
-	failed  map[string]bool
-	recalls map[int64]*recall // queued or running, by bitfile
+	failed   map[string]bool
+	recalls  map[int64]*recall // queued or running, by bitfile
 	// failedRecalls keeps why recent recalls failed, for status queries.
 	failedRecalls map[int64]error
 	nextID        int64
