@@ -269,3 +269,40 @@ func readCheck(t *testing.T, lib tape.Library, drive string, seq int, want []byt
 func stats(after, before tape.Stats) tape.Stats {
 	return tape.Stats{Mounts: after.Mounts - before.Mounts, Positioning: after.Positioning - before.Positioning}
 }
+
+// BenchmarkQueue100k: a queue of 100,000 recalls over 200 cartridges; each
+// iteration adds them all and hands out the first decisions for 8 drives,
+// then serves everything to the end. Reported: ns per decision round.
+func BenchmarkQueue100k(b *testing.B) {
+	const n, vols = 100000, 200
+	r := rand.New(rand.NewPCG(3, 3))
+	reqs := make([]sched.Request, n)
+	for i := range reqs {
+		reqs[i] = req(int64(i), fmt.Sprintf("V%03d", r.IntN(vols)), r.Int64N(18e12), 1+r.Int64N(4<<30), time.Duration(r.IntN(3600))*time.Second)
+	}
+	drives := make([]sched.Drive, 8)
+	for i := range drives {
+		drives[i].ID = fmt.Sprintf("d%d", i)
+	}
+	b.ResetTimer()
+	var rounds, worst int64
+	for i := 0; i < b.N; i++ {
+		s := sched.New(sched.Rules{MinFiles: 100, MaxAge: time.Minute})
+		for _, q := range reqs {
+			s.Add(q)
+		}
+		for s.Len() > 0 {
+			t := time.Now()
+			ds := s.Next(t0, drives, 1<<50)
+			if d := time.Since(t).Nanoseconds(); d > worst {
+				worst = d
+			}
+			rounds++
+			for _, d := range ds {
+				s.Done(d.Volume, nil)
+			}
+		}
+	}
+	b.ReportMetric(float64(worst)/1e6, "worst-ms/decision")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rounds)/1e6, "ms/round")
+}

@@ -1,0 +1,212 @@
+// Command hsmbench measures the tape tier for docs/PERFORMANCE.md: how close
+// migration comes to the emulated drives' native rate, for large files, for
+// small files (aggregated into large tape files), and on several drives at
+// once. Every figure is a ratio against the rate the library's own timing
+// model allows in the same run (N drives × the generation's native rate).
+//
+//	go run ./bench/hsmbench --data /scratch/dir --tapes /dev/shm/tapes
+//
+// The disk tier lives under --data (the file system under test); cartridges
+// live under --tapes (tmpfs, so the host's disk is not the drives' limit).
+// Drives run in real time: a migration of G bytes on N drives cannot take
+// less than G / (N × rate) plus one flush per drive.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/server"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+var (
+	dataDir = flag.String("data", "", "directory for the disk tier (required)")
+	tapeDir = flag.String("tapes", "/dev/shm/strata-hsmbench", "directory for the cartridges")
+	genName = flag.String("gen", "LTO-5", "tape generation")
+	scale   = flag.String("scale", "real", "time scale")
+	parts   = flag.String("parts", "large,small,scaling", "what to run")
+	gib     = flag.Int("gib", 4, "GiB of large files per drive in the large and scaling parts")
+)
+
+func main() {
+	flag.Parse()
+	if *dataDir == "" {
+		fmt.Fprintln(os.Stderr, "hsmbench: --data is required")
+		os.Exit(2)
+	}
+	g, err := tape.LookupGeneration(*genName)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("# hsmbench %s, %s drives, time scale %s, native rate %.0f MB/s per drive, flush %v\n\n", time.Now().UTC().Format(time.RFC3339), g.Name, *scale, g.Rate/1e6, g.Flush)
+	fmt.Println("| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without the final flush |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	want := func(p string) bool {
+		for _, q := range splitComma(*parts) {
+			if q == p {
+				return true
+			}
+		}
+		return false
+	}
+	if want("large") {
+		run("1 GiB files", g, 1, *gib, 1<<30)
+	}
+	if want("small") {
+		run("1 MiB files (aggregated)", g, 1, 2048, 1<<20)
+	}
+	if want("scaling") {
+		for _, n := range []int{1, 2, 4} {
+			run(fmt.Sprintf("1 GiB files, %d drives", n), g, n, n**gib, 1<<30)
+		}
+	}
+}
+
+// run migrates files×size bytes on drives drives and prints a table row.
+func run(name string, g tape.Generation, drives, files int, size int64) {
+	ctx := context.Background()
+	data := filepath.Join(*dataDir, "hsmbench")
+	os.RemoveAll(data)
+	os.RemoveAll(*tapeDir)
+	defer os.RemoveAll(data)
+	defer os.RemoveAll(*tapeDir)
+	cfg := config.Default()
+	cfg.DataDir = data
+	cfg.Listen, cfg.Mover.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Library = config.Library{Generation: g.Name, Drives: drives, Cartridges: drives + 2, TimeScale: *scale, Path: *tapeDir}
+	cfg.HSM.MigrateDrives = drives
+	cfg.HSM.MigrateEvery, cfg.HSM.PurgeEvery, cfg.HSM.MigrateAfter = "1h", "1h", "1h"
+	cfg.Devices = nil
+	for i := 0; i < 4; i++ {
+		cfg.Devices = append(cfg.Devices, config.Device{ID: fmt.Sprintf("disk%d", i)})
+	}
+	if err := cfg.Complete(); err != nil {
+		fail(err)
+	}
+	s, err := server.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fail(err)
+	}
+	defer s.Close()
+	c, err := client.New(s.URL())
+	if err != nil {
+		fail(err)
+	}
+	defer c.Close()
+
+	// Warm-up: one small file per drive, so every drive has a cartridge
+	// mounted and positioned (mounts are not what is measured).
+	putN(ctx, c, "warm", drives, 1<<20)
+	if _, err := c.Migrate(ctx); err != nil {
+		fail(err)
+	}
+	used := map[string]bool{}
+	for _, ci := range s.Library.Cartridges() {
+		used[ci.Volume] = ci.Drive != "" || ci.Used > 0
+	}
+	for _, d := range s.Library.Drives() {
+		for _, ci := range s.Library.Cartridges() {
+			if d.Volume != "" || used[ci.Volume] {
+				continue
+			}
+			if err := s.Library.Mount(ctx, d.ID, ci.Volume); err != nil {
+				fail(err)
+			}
+			used[ci.Volume] = true
+			break
+		}
+	}
+	putN(ctx, c, "f", files, size)
+	before := s.Library.Stats()
+	t0 := time.Now()
+	res, err := c.Migrate(ctx)
+	if err != nil {
+		fail(err)
+	}
+	wall := time.Since(t0).Seconds()
+	st := s.Library.Stats()
+	if want := int64(files) * size; res.Bytes != want {
+		fail(fmt.Errorf("%s: migrated %d bytes, want %d", name, res.Bytes, want))
+	}
+	k := 1.0
+	if f, ok := scaleFactor(*scale); ok {
+		k = f
+	}
+	bound := float64(drives) * g.Rate * k
+	rate := float64(res.Bytes) / wall
+	flush := (g.Flush.Seconds() / k) * float64(st.Flushes-before.Flushes) / float64(drives)
+	fmt.Printf("| %s | %d | %d | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, drives, files, res.Bytes, wall, rate/1e6, bound/1e6, rate/bound,
+		float64(res.Bytes)/(wall-flush)/bound)
+}
+
+// putN writes n files of size bytes of pseudo-random data, 4 at a time.
+func putN(ctx context.Context, c *client.Client, prefix string, n int, size int64) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := c.Put(ctx, fmt.Sprintf("/%s%06d", prefix, i), gen(uint64(i)), size, client.PutOptions{COS: "single", NoFixity: true}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		fail(err)
+	}
+}
+
+// gen is a file's content: pseudo-random bytes that are a function of the
+// seed and the offset, so any range can be read in any order.
+type gen uint64
+
+func (g gen) ReadAt(p []byte, off int64) (int, error) {
+	for i := range p {
+		x := uint64(g)*0x9e3779b97f4a7c15 + uint64(off+int64(i))/8*0xbf58476d1ce4e5b9
+		x ^= x >> 31
+		p[i] = byte(x >> (8 * ((off + int64(i)) % 8)))
+	}
+	return len(p), nil
+}
+
+func scaleFactor(s string) (float64, bool) {
+	var k float64
+	if _, err := fmt.Sscanf(s, "x%g", &k); err == nil && k >= 1 {
+		return k, true
+	}
+	return 1, s == "real"
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "hsmbench:", err)
+	os.Exit(1)
+}
