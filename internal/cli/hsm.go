@@ -82,11 +82,7 @@ tape order; a higher --priority is served first and mounts at once.`,
 			if st.State == api.StageQueued {
 				eta = fmt.Sprintf("%.0fs", st.ETA)
 			}
-			vol := st.Volume
-			if vol == "" {
-				vol = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Path, st.State, vol, st.Position, eta)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Path, st.State, dash(st.Volume), st.Position, eta)
 		}
 		return tw.Flush()
 	})

@@ -728,25 +728,34 @@ func (e *Emulator) fileAt(d *drive, seq int) (tapeFile, error) {
 	return c.files[seq-1], nil
 }
 
+// openLabels claims drive for reading a label of tape file seq; done
+// releases it.
+func (e *Emulator) openLabels(driveID string, seq int) (d *drive, tf tapeFile, f *os.File, done func(), err error) {
+	if d, err = e.acquire(driveID, true); err != nil {
+		return
+	}
+	if tf, err = e.fileAt(d, seq); err == nil {
+		if f, err = os.Open(tf.name); err != nil {
+			err = fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
+		}
+	}
+	if err != nil {
+		e.release(d)
+		return
+	}
+	return d, tf, f, func() { f.Close(); e.release(d) }, nil
+}
+
 // ReadHeader reads the header of tape file seq.
 func (e *Emulator) ReadHeader(ctx context.Context, driveID string, seq int) (*Header, error) {
-	d, err := e.acquire(driveID, true)
+	d, tf, f, done, err := e.openLabels(driveID, seq)
 	if err != nil {
 		return nil, err
 	}
-	defer e.release(d)
-	tf, err := e.fileAt(d, seq)
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	if err := e.locate(ctx, d, tf.start); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(tf.name)
-	if err != nil {
-		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
-	}
-	defer f.Close()
 	h, n, err := DecodeHeader(f)
 	if err != nil {
 		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
@@ -757,20 +766,11 @@ func (e *Emulator) ReadHeader(ctx context.Context, driveID string, seq int) (*He
 
 // ReadTrailer reads the trailer of tape file seq.
 func (e *Emulator) ReadTrailer(ctx context.Context, driveID string, seq int) (*Trailer, error) {
-	d, err := e.acquire(driveID, true)
+	d, tf, f, done, err := e.openLabels(driveID, seq)
 	if err != nil {
 		return nil, err
 	}
-	defer e.release(d)
-	tf, err := e.fileAt(d, seq)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(tf.name)
-	if err != nil {
-		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
-	}
-	defer f.Close()
+	defer done()
 	var tl [8]byte
 	if _, err := f.ReadAt(tl[:], tf.size-8); err != nil {
 		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
