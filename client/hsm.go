@@ -102,3 +102,9 @@ func (c *Client) ClassesOfService(ctx context.Context) ([]COS, error) {
 	var out []COS
 	return out, c.do(ctx, "GET", "/v1/cos", nil, nil, &out)
 }
+
+// Repack moves every live copy off a cartridge to others and erases it.
+func (c *Client) Repack(ctx context.Context, volume string) (*HSMResult, error) {
+	var r HSMResult
+	return &r, c.do(ctx, "POST", "/v1/repack", nil, api.RepackRequest{Volume: volume}, &r)
+}

@@ -296,3 +296,57 @@ func TestRebuildCatalogFromTapes(t *testing.T) {
 		t.Fatalf("rebuilt %d files, want %d", len(got), len(want))
 	}
 }
+
+// Repack moves the live files off a cartridge (recalling those on tape
+// only), drops the dead ones' space, and leaves the cartridge empty.
+func TestRepack(t *testing.T) {
+	_, c := tapeServer(t, nil)
+	keep := randBytes(61, 90000)
+	cold := randBytes(62, 120000)
+	for p, d := range map[string][]byte{"/keep": keep, "/cold": cold, "/dead": randBytes(63, 50000)} {
+		if _, err := c.Put(ctx, p, bytes.NewReader(d), int64(len(d)), client.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := c.Stat(ctx, "/keep")
+	vol := fi.Layout.Tapes[0].Volume
+	if err := c.Remove(ctx, "/dead", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Purge(ctx, "/cold"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Repack(ctx, vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 2 {
+		t.Fatalf("repack moved %+v, want the 2 live files", res)
+	}
+	lib, _ := c.Library(ctx)
+	for _, ct := range lib.Cartridges {
+		if ct.Volume == vol && (ct.TapeFiles != 0 || ct.Used != 0) {
+			t.Fatalf("%s after repack: %+v", vol, ct)
+		}
+	}
+	for p, d := range map[string][]byte{"/keep": keep, "/cold": cold} {
+		fi, _ := c.Stat(ctx, p)
+		if len(fi.Layout.Tapes) != 1 || fi.Layout.Tapes[0].Volume == vol {
+			t.Fatalf("%s tape copies after repack: %+v", p, fi.Layout.Tapes)
+		}
+		if p == "/cold" && fi.Residency != api.ResidencyTape {
+			t.Fatalf("/cold came back to disk for the repack and stayed: %q", fi.Residency)
+		}
+		c.Purge(ctx, p)
+		got, err := getBytes(c, p)
+		if err != nil || !bytes.Equal(got, d) {
+			t.Fatalf("%s from its new cartridge: %v", p, err)
+		}
+	}
+	if _, err := c.Repack(ctx, "NOPE"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("repack of an unknown cartridge: %v", err)
+	}
+}

@@ -202,7 +202,12 @@ type PurgeRequest struct {
 	Paths []string `json:"paths,omitempty"`
 }
 
-// HSMResult counts what a migration or purge did.
+// RepackRequest moves every live copy off a cartridge, then erases it.
+type RepackRequest struct {
+	Volume string `json:"volume"`
+}
+
+// HSMResult counts what a migration, purge or repack did.
 type HSMResult struct {
 	Files     int   `json:"files"`
 	Bytes     int64 `json:"bytes"`

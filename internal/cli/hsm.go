@@ -248,3 +248,25 @@ func dash(s string) string {
 	}
 	return s
 }
+
+func (e *env) repackCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "repack VOLUME",
+		Short: "Move the live files off a cartridge to others, then erase it (admin)",
+		Long: `Tape is append-only: files deleted or replaced since they were migrated
+still take space on their cartridge. Repack rewrites every live file on
+VOLUME to other cartridges (recalling those that are on tape only), forgets
+the old copies once the new ones are verified and flushed, and erases
+VOLUME for reuse.`,
+		Args: exactArgs(1, "repack VOLUME"),
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		res, err := c.Repack(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "repacked %s: moved %d files, %s; the cartridge is empty\n", args[0], res.Files, human(res.Bytes))
+		return nil
+	})
+	return cmd
+}

@@ -87,6 +87,7 @@ type hsm struct {
 	// reserved are cartridges a migration stream chose for its drive,
 	// before the mount makes that visible in the library.
 	reserved map[string]string // volume → drive
+	draining map[string]bool   // cartridges being repacked: not written
 	failed   map[string]bool
 	recalls  map[int64]*recall // queued or running, by bitfile
 	// failedRecalls keeps why recent recalls failed, for status queries.
@@ -115,7 +116,7 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 	}
 	cfg.defaults()
 	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sched.New(cfg.Rules),
-		busy: map[string]string{}, reserved: map[string]string{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
+		busy: map[string]string{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
 }
 
 func (h *hsm) staging(bitfile int64) bool {

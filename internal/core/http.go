@@ -38,6 +38,7 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/stage", query(c, c.StageStatus))
 	mux.HandleFunc("POST /v1/migrate", body(c, c.Migrate))
 	mux.HandleFunc("POST /v1/purge", body(c, c.Purge))
+	mux.HandleFunc("POST /v1/repack", body(c, c.Repack))
 	mux.HandleFunc("GET /v1/cos", func(w http.ResponseWriter, r *http.Request) { c.reply(w, c.ClassesOfService(), nil) })
 	mux.HandleFunc("GET /v1/library", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := c.Library(r.Context())

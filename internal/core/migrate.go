@@ -339,9 +339,9 @@ func (w *writer) close(ctx context.Context) (api.HSMResult, error) {
 // drive.
 func (h *hsm) writable(volume, drive string, need int64, exclude map[string]bool) bool {
 	h.mu.Lock()
-	other := h.reserved[volume]
+	other, draining := h.reserved[volume], h.draining[volume]
 	h.mu.Unlock()
-	if other != "" && other != drive {
+	if draining || (other != "" && other != drive) {
 		return false
 	}
 	for _, ci := range h.lib.Cartridges() {

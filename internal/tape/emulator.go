@@ -496,6 +496,33 @@ func (e *Emulator) Dismount(ctx context.Context, driveID string) error {
 	return nil
 }
 
+// Erase empties the drive's cartridge.
+func (e *Emulator) Erase(ctx context.Context, driveID string) error {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return err
+	}
+	defer e.release(d)
+	if err := e.locate(ctx, d, 0); err != nil {
+		return err
+	}
+	c := d.cart
+	for _, tf := range c.files {
+		if err := os.Remove(tf.name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("tape: erase %s: %w", c.volume, err)
+		}
+	}
+	if dir, err := os.Open(c.dir); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	e.mu.Lock()
+	c.files, c.end, c.known = nil, 0, false
+	d.pending = d.pending[:0]
+	e.mu.Unlock()
+	return nil
+}
+
 // Flush forces the drive's closed tape files to the medium.
 func (e *Emulator) Flush(ctx context.Context, driveID string) error {
 	d, err := e.acquire(driveID, true)

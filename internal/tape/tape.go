@@ -60,6 +60,10 @@ type Library interface {
 	// ReadData locates to byte off of tape file seq's data and returns a
 	// reader of n bytes.
 	ReadData(ctx context.Context, drive string, seq int, off, n int64) (io.ReadCloser, error)
+	// Erase rewinds the mounted cartridge and makes it empty (relabels
+	// it): everything on it is gone. Repack uses it once nothing on the
+	// cartridge is referenced.
+	Erase(ctx context.Context, drive string) error
 	// Stats returns the counters since the library was opened.
 	Stats() Stats
 }

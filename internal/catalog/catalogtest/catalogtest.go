@@ -525,6 +525,31 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 		t.Fatalf("use after recall: %v", u)
 	}
 
+	// Repack's part: the copies on a volume, and dropping one (never the
+	// last); copy numbers are not reused.
+	on := must(s.CopiesOn(ctx, "T00001", 10))
+	if len(on) != 1 || on[0].Bitfile.ID != old.ID || on[0].Inode.Name != "old" {
+		t.Fatalf("copies on T00001: %+v", on)
+	}
+	if err := s.DropDiskCopy(ctx, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.DropTapeCopy(ctx, old.ID, 1), api.ErrInvalid)
+	if err := s.AddTapeCopy(ctx, old.ID, catalog.TapeCopy{Volume: "T00002", Seq: 1, Length: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropTapeCopy(ctx, old.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.DropTapeCopy(ctx, old.ID, 1), api.ErrNotFound)
+	if err := s.AddTapeCopy(ctx, old.ID, catalog.TapeCopy{Volume: "T00003", Seq: 1, Length: 100}); err != nil {
+		t.Fatal(err)
+	}
+	b = must(s.Bitfile(ctx, old.ID))
+	if len(b.Tapes) != 2 || b.Tapes[0].Copy != 2 || b.Tapes[1].Copy != 3 || len(must(s.CopiesOn(ctx, "T00001", 10))) != 0 {
+		t.Fatalf("tape copies after drop and add: %+v", b.Tapes)
+	}
+
 	// Removing the file: its tape copies go with the bitfile.
 	must(s.Remove(ctx, d.ID, "old", false))
 	wantErr(t, s.AddTapeCopy(ctx, old.ID, tc), api.ErrNotFound)

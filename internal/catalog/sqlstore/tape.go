@@ -39,7 +39,10 @@ func (s *Store) AddTapeCopy(ctx context.Context, bitfile int64, tc catalog.TapeC
 		if err := t.QueryRow("SELECT tapes FROM bitfiles WHERE id = ? AND state = ?", bitfile, catalog.Committed).Scan(&n); err != nil {
 			return notFound(err, "committed bitfile %d", bitfile)
 		}
-		tc.Copy = n + 1
+		// Copy numbers are never reused (repack drops copies).
+		if err := t.QueryRow("SELECT COALESCE(MAX(copy), 0) + 1 FROM tape_copies WHERE bitfile = ?", bitfile).Scan(&tc.Copy); err != nil {
+			return err
+		}
 		if _, err := t.Exec("INSERT INTO tape_copies (bitfile, "+tapeCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 			bitfile, tc.Copy, tc.Volume, tc.Seq, tc.Position, tc.Offset, tc.Length, int64(tc.CRC32C)); err != nil {
 			return fmt.Errorf("catalog: tape copy of %d: %w", bitfile, err)
@@ -253,4 +256,37 @@ func (s *Store) Path(ctx context.Context, id int64) (string, error) {
 		path = "/"
 	}
 	return path, nil
+}
+
+// CopiesOn implements catalog.Store.
+func (s *Store) CopiesOn(ctx context.Context, volume string, limit int) ([]catalog.Candidate, error) {
+	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM tape_copies t JOIN bitfiles b ON b.id = t.bitfile JOIN inodes i ON i.bitfile = b.id WHERE t.volume = ? AND b.state = ? ORDER BY t.seq, t.offset LIMIT ?",
+		volume, catalog.Committed, limit)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: copies on %s: %w", volume, err)
+	}
+	return out, nil
+}
+
+// DropTapeCopy implements catalog.Store.
+func (s *Store) DropTapeCopy(ctx context.Context, bitfile int64, copy int) error {
+	return s.write(ctx, func(t *Tx) error {
+		var onDisk bool
+		var tapes int
+		if err := t.QueryRow("SELECT on_disk, tapes FROM bitfiles WHERE id = ?", bitfile).Scan(&onDisk, &tapes); err != nil {
+			return notFound(err, "bitfile %d", bitfile)
+		}
+		var one int
+		if err := t.QueryRow("SELECT 1 FROM tape_copies WHERE bitfile = ? AND copy = ?", bitfile, copy).Scan(&one); err != nil {
+			return notFound(err, "bitfile %d tape copy %d", bitfile, copy)
+		}
+		if !onDisk && tapes <= 1 {
+			return api.Errorf(api.ErrInvalid, "bitfile %d: tape copy %d is the only copy", bitfile, copy)
+		}
+		if _, err := t.Exec("DELETE FROM tape_copies WHERE bitfile = ? AND copy = ?", bitfile, copy); err != nil {
+			return err
+		}
+		_, err := t.Exec("UPDATE bitfiles SET tapes = tapes - 1 WHERE id = ?", bitfile)
+		return err
+	})
 }
