@@ -350,3 +350,44 @@ func TestRepack(t *testing.T) {
 		t.Fatalf("repack of an unknown cartridge: %v", err)
 	}
 }
+
+// A file's class of service: asked for at put, else its nearest
+// directory's default, else the first size rule it fits, else the default.
+func TestClassOfServiceChoice(t *testing.T) {
+	_, c := tapeServer(t, func(cfg *config.Config) {
+		cfg.SizeRules = []config.SizeRule{{MaxSize: 1000, COS: "disk"}, {MaxSize: 100000, COS: "single"}}
+	})
+	archive := "archive"
+	if _, err := c.Mkdir(ctx, "/arch/sub", true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetAttr(ctx, client.SetAttr{Path: "/arch", COS: &archive}); err != nil {
+		t.Fatal(err)
+	}
+	bogus := "bogus"
+	if _, err := c.SetAttr(ctx, client.SetAttr{Path: "/arch", COS: &bogus}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("setting an unknown class: %v", err)
+	}
+	cases := []struct {
+		path, asked string
+		size        int
+		want        string
+	}{
+		{"/arch/sub/f", "", 5000, "archive"}, // inherited from /arch
+		{"/arch/g", "wide", 5000, "wide"},    // asked for wins
+		{"/tiny", "", 10, "disk"},            // first size rule
+		{"/small", "", 5000, "single"},       // second size rule
+		{"/big", "", 200000, "default"},      // no rule fits
+		{"/empty", "", 0, "disk"},            // empty files too
+	}
+	for _, tc := range cases {
+		d := randBytes(70, tc.size)
+		fi, err := c.Put(ctx, tc.path, bytes.NewReader(d), int64(len(d)), client.PutOptions{COS: tc.asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := c.Stat(ctx, tc.path); fi.COS != tc.want || st.COS != tc.want {
+			t.Errorf("%s: class %q (stat %q), want %q", tc.path, fi.COS, st.COS, tc.want)
+		}
+	}
+}

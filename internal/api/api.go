@@ -262,6 +262,7 @@ func (fi *FileInfo) IsDir() bool { return fi.Type == TypeDir }
 type MkdirRequest struct {
 	Path    string `json:"path"`
 	Parents bool   `json:"parents,omitempty"`
+	COS     string `json:"cos,omitempty"` // default class of service below it
 	Mode    uint32 `json:"mode,omitempty"`
 	UID     uint32 `json:"uid"`
 	GID     uint32 `json:"gid"`
@@ -358,6 +359,9 @@ type SetAttrRequest struct {
 	GID   *uint32    `json:"gid,omitempty"`
 	Mtime *time.Time `json:"mtime,omitempty"`
 	Atime *time.Time `json:"atime,omitempty"`
+	// COS sets a directory's default class of service ("" clears it), or
+	// changes a file's (which decides its tape copies from then on).
+	COS *string `json:"cos,omitempty"`
 }
 
 // DeviceInfo is one device's capacity and use.

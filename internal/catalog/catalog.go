@@ -130,7 +130,8 @@ type Attr struct {
 	Mode         *uint32
 	UID, GID     *uint32
 	Mtime, Atime *int64
-	Ctime        int64 // always set by the caller
+	COS          *string // a directory's: the default for files below it
+	Ctime        int64   // always set by the caller
 }
 
 // ObjectName is the device object that holds one segment. Bitfile IDs are

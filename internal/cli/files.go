@@ -45,21 +45,28 @@ func eachRemote(args []string, fn func(p string) error) error {
 
 func (e *env) mkdirCmd() *cobra.Command {
 	var parents bool
-	var mode string
+	var mode, cos string
 	cmd := &cobra.Command{
-		Use:   "mkdir [-p] PATH...",
+		Use:   "mkdir [-p] [--cos NAME] PATH...",
 		Short: "Create directories",
 		Args:  minArgs(1, "mkdir [-p] PATH..."),
 	}
 	cmd.Flags().BoolVarP(&parents, "parents", "p", false, "create missing parents; no error if it exists")
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "permission bits in octal (default 0755)")
+	cmd.Flags().StringVar(&cos, "cos", "", "default class of service for files created below it")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		m, err := parseMode(mode)
 		if err != nil {
 			return err
 		}
 		return eachRemote(args, func(p string) error {
-			_, err := c.Mkdir(ctx, p, parents, m)
+			if _, err := c.Mkdir(ctx, p, parents, m); err != nil {
+				return err
+			}
+			if cos == "" {
+				return nil
+			}
+			_, err := c.SetAttr(ctx, client.SetAttr{Path: p, COS: &cos})
 			return err
 		})
 	})

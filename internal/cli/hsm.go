@@ -270,3 +270,23 @@ VOLUME for reuse.`,
 	})
 	return cmd
 }
+
+func (e *env) chcosCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chcos NAME PATH...",
+		Short: "Set a directory's default class of service (\"\" clears it), or change a file's",
+		Long: `A file's class of service is, in order: the one named at put (--cos), the
+nearest directory's default (set with mkdir --cos or chcos), the first
+[[cos_rule]] its size fits, the server's default_cos. Changing a file's class
+decides its tape copies from then on (migration adds what is missing).`,
+		Args: minArgs(2, "chcos NAME PATH..."),
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		cos := args[0]
+		return eachRemote(args[1:], func(p string) error {
+			_, err := c.SetAttr(ctx, client.SetAttr{Path: p, COS: &cos})
+			return err
+		})
+	})
+	return cmd
+}

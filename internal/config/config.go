@@ -78,6 +78,13 @@ type COS struct {
 	TapeOnly    bool   `toml:"tape_only"`   // drop the disk copy once on tape
 }
 
+// SizeRule sends files of at most MaxSize bytes to a class of service,
+// when neither the writer nor a directory chose one.
+type SizeRule struct {
+	MaxSize Size   `toml:"max_size"`
+	COS     string `toml:"cos"`
+}
+
 // Library configures the emulated tape library.
 type Library struct {
 	Enabled    *bool  `toml:"enabled"`    // default true
@@ -124,18 +131,19 @@ type Mover struct {
 
 // Config is the whole file.
 type Config struct {
-	Listen       string   `toml:"listen"`
-	DataDir      string   `toml:"data_dir"`
-	SecretFile   string   `toml:"secret_file"`
-	DefaultCOS   string   `toml:"default_cos"`
-	TokenTTL     string   `toml:"token_ttl"`
-	ReclaimEvery string   `toml:"reclaim_every"`
-	Catalog      Catalog  `toml:"catalog"`
-	Mover        Mover    `toml:"mover"`
-	Library      Library  `toml:"library"`
-	HSM          HSM      `toml:"hsm"`
-	Devices      []Device `toml:"device"`
-	COS          []COS    `toml:"cos"`
+	Listen       string     `toml:"listen"`
+	DataDir      string     `toml:"data_dir"`
+	SecretFile   string     `toml:"secret_file"`
+	DefaultCOS   string     `toml:"default_cos"`
+	TokenTTL     string     `toml:"token_ttl"`
+	ReclaimEvery string     `toml:"reclaim_every"`
+	Catalog      Catalog    `toml:"catalog"`
+	Mover        Mover      `toml:"mover"`
+	Library      Library    `toml:"library"`
+	HSM          HSM        `toml:"hsm"`
+	Devices      []Device   `toml:"device"`
+	COS          []COS      `toml:"cos"`
+	SizeRules    []SizeRule `toml:"cos_rule"`
 }
 
 // Default returns the built-in configuration: one node on 127.0.0.1, data
@@ -231,6 +239,9 @@ func merge(c *Config, f Config) {
 	}
 	if f.COS != nil {
 		c.COS = f.COS
+	}
+	if f.SizeRules != nil {
+		c.SizeRules = f.SizeRules
 	}
 }
 

@@ -60,6 +60,15 @@ type Config struct {
 	MoverTimeout time.Duration
 	// HSM is the tape tier; without a library there is none.
 	HSM HSMConfig
+	// SizeRules choose the class of service of a file that names none and
+	// whose directories set none: the first rule the size fits.
+	SizeRules []SizeRule
+}
+
+// SizeRule maps files of at most MaxSize bytes to a class of service.
+type SizeRule struct {
+	MaxSize int64
+	COS     string
 }
 
 // Core is the control plane.
@@ -120,6 +129,11 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 			return nil, fmt.Errorf("core: class of service %q: needs a pool, stripe width ≥ 1 and stripe unit ≥ 1", k.Name)
 		}
 		c.cos[k.Name] = k
+	}
+	for _, r := range cfg.SizeRules {
+		if _, ok := c.cos[r.COS]; !ok {
+			return nil, fmt.Errorf("core: size rule for files up to %d bytes: class of service %q is not defined", r.MaxSize, r.COS)
+		}
 	}
 	if _, ok := c.cos[cfg.DefaultCOS]; !ok {
 		return nil, fmt.Errorf("core: default class of service %q is not defined", cfg.DefaultCOS)

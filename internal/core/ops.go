@@ -118,9 +118,19 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 	if mode == 0 {
 		mode = 0o755
 	}
+	if r.COS != "" {
+		if _, err := c.cosFor(r.COS); err != nil {
+			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", r.Path, err)
+		}
+	}
 	now := c.now().UnixNano()
+	last := comps[len(comps)-1]
 	mk := func(parent int64, name string) (catalog.Inode, error) {
-		return c.store.Mkdir(ctx, catalog.Inode{Parent: parent, Name: name, Mode: mode, UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now})
+		in := catalog.Inode{Parent: parent, Name: name, Mode: mode, UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now}
+		if name == last {
+			in.COS = r.COS // the new directory's default for what is created below it
+		}
+		return c.store.Mkdir(ctx, in)
 	}
 	if !r.Parents {
 		parent, err := c.resolveDir(ctx, comps[:len(comps)-1])
@@ -154,6 +164,31 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 	return info(joinPath(comps), in), nil
 }
 
+// chooseCOS picks a new file's class of service: the one asked for, else
+// the nearest ancestor directory's default, else the first size rule the
+// file fits, else the server's default.
+func (c *Core) chooseCOS(ctx context.Context, asked string, parent, size int64) (COS, error) {
+	if asked != "" {
+		return c.cosFor(asked)
+	}
+	for id := parent; id != 0; {
+		in, err := c.store.Get(ctx, id)
+		if err != nil {
+			return COS{}, err
+		}
+		if in.COS != "" {
+			return c.cosFor(in.COS)
+		}
+		id = in.Parent
+	}
+	for _, r := range c.cfg.SizeRules {
+		if size <= r.MaxSize {
+			return c.cosFor(r.COS)
+		}
+	}
+	return c.cosFor("")
+}
+
 func (c *Core) cosFor(name string) (COS, error) {
 	if name == "" {
 		name = c.cfg.DefaultCOS
@@ -182,11 +217,11 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if r.Size < 0 {
 		return api.CreateResponse{}, api.Errorf(api.ErrInvalid, "create %s: negative size", r.Path)
 	}
-	k, err := c.cosFor(r.COS)
-	if err != nil {
-		return api.CreateResponse{}, err
-	}
 	parent, err := c.resolveDir(ctx, dirComps)
+	if err != nil {
+		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
+	}
+	k, err := c.chooseCOS(ctx, r.COS, parent, r.Size)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
@@ -280,9 +315,9 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
-	k, err := c.cosFor(r.COS)
+	k, err := c.chooseCOS(ctx, r.COS, parent, b.Size)
 	if err != nil {
-		return api.FileInfo{}, err
+		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	now := c.now().UnixNano()
 	in := catalog.Inode{Parent: parent, Name: name, Mode: fileMode(r.Mode), UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now, COS: k.Name}
@@ -410,7 +445,12 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("setattr: %w", err)
 	}
-	a := catalog.Attr{Mode: r.Mode, UID: r.UID, GID: r.GID, Ctime: c.now().UnixNano()}
+	a := catalog.Attr{Mode: r.Mode, UID: r.UID, GID: r.GID, Ctime: c.now().UnixNano(), COS: r.COS}
+	if r.COS != nil && *r.COS != "" {
+		if _, err := c.cosFor(*r.COS); err != nil {
+			return api.FileInfo{}, fmt.Errorf("setattr %s: %w", r.Path, err)
+		}
+	}
 	if r.Mode != nil {
 		m := *r.Mode & 0o7777
 		a.Mode = &m

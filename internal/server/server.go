@@ -323,6 +323,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	for _, k := range cfg.COS {
 		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit), TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly})
 	}
+	for _, r := range cfg.SizeRules {
+		cc.SizeRules = append(cc.SizeRules, core.SizeRule{MaxSize: int64(r.MaxSize), COS: r.COS})
+	}
 	if cc.HSM, s.Library, err = hsmConfig(cfg, log); err != nil {
 		return nil, err
 	}

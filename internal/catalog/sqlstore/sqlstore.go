@@ -664,10 +664,13 @@ func (s *Store) SetAttr(ctx context.Context, id int64, a catalog.Attr) (catalog.
 		if a.Atime != nil {
 			in.Atime = *a.Atime
 		}
-		if a.Mode != nil || a.UID != nil || a.GID != nil || a.Mtime != nil {
+		if a.COS != nil {
+			in.COS = *a.COS
+		}
+		if a.Mode != nil || a.UID != nil || a.GID != nil || a.Mtime != nil || a.COS != nil {
 			in.Ctime = a.Ctime
 		}
-		_, err = t.Exec("UPDATE inodes SET mode = ?, uid = ?, gid = ?, mtime = ?, atime = ?, ctime = ? WHERE id = ?", in.Mode, in.UID, in.GID, in.Mtime, in.Atime, in.Ctime, id)
+		_, err = t.Exec("UPDATE inodes SET mode = ?, uid = ?, gid = ?, mtime = ?, atime = ?, ctime = ?, cos = ? WHERE id = ?", in.Mode, in.UID, in.GID, in.Mtime, in.Atime, in.Ctime, in.COS, id)
 		t.set(in)
 		return err
 	})
