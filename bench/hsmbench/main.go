@@ -35,6 +35,7 @@ var (
 	scale   = flag.String("scale", "real", "time scale")
 	parts   = flag.String("parts", "large,small,scaling", "what to run")
 	gib     = flag.Int("gib", 4, "GiB of large files per drive in the large and scaling parts")
+	queueN  = flag.Int("queue", 100000, "files staged at once in the queue part")
 )
 
 func main() {
@@ -63,6 +64,9 @@ func main() {
 	}
 	if want("small") {
 		run("1 MiB files (aggregated)", g, 1, 2048, 1<<20)
+	}
+	if want("queue") {
+		queue(*queueN)
 	}
 	if want("scaling") {
 		for _, n := range []int{1, 2, 4} {
@@ -209,4 +213,81 @@ func splitComma(s string) []string {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "hsmbench:", err)
 	os.Exit(1)
+}
+
+// queue stages n files that are on tape only, 1,000 paths per request, with
+// mount rules that hold the queue (nothing is recalled meanwhile), and
+// reports the rate of staging and the time of one status query and one
+// library listing with all n queued.
+func queue(n int) {
+	ctx := context.Background()
+	data := filepath.Join(*dataDir, "hsmbench")
+	os.RemoveAll(data)
+	os.RemoveAll(*tapeDir)
+	defer os.RemoveAll(data)
+	defer os.RemoveAll(*tapeDir)
+	cfg := config.Default()
+	cfg.DataDir = data
+	cfg.Listen, cfg.Mover.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Library = config.Library{Generation: "LTO-9", Drives: 4, Cartridges: 8, TimeScale: "instant", Path: *tapeDir}
+	cfg.HSM.MigrateEvery, cfg.HSM.PurgeEvery, cfg.HSM.MigrateAfter = "1h", "1h", "1h"
+	cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1<<30, 1<<50, "1000h"
+	cfg.Catalog.Sync = "normal"
+	if err := cfg.Complete(); err != nil {
+		fail(err)
+	}
+	s, err := server.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fail(err)
+	}
+	defer s.Close()
+	c, err := client.New(s.URL())
+	if err != nil {
+		fail(err)
+	}
+	defer c.Close()
+	t0 := time.Now()
+	putN(ctx, c, "q", n, 4096)
+	if _, err := c.Migrate(ctx); err != nil {
+		fail(err)
+	}
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/q%06d", i)
+	}
+	for i := 0; i < n; i += 1000 {
+		if _, err := c.Purge(ctx, paths[i:min(i+1000, n)]...); err != nil {
+			fail(err)
+		}
+	}
+	setup := time.Since(t0)
+	t1 := time.Now()
+	for i := 0; i < n; i += 1000 {
+		if _, err := c.Stage(ctx, paths[i:min(i+1000, n)], 0); err != nil {
+			fail(err)
+		}
+	}
+	stage := time.Since(t1)
+	t2 := time.Now()
+	st, err := c.StageStatus(ctx, paths[n-1])
+	if err != nil || st.State != "queued" {
+		fail(fmt.Errorf("status of the last staged file: %+v, %v", st, err))
+	}
+	status := time.Since(t2)
+	t3 := time.Now()
+	lib, err := c.Library(ctx)
+	if err != nil {
+		fail(err)
+	}
+	list := time.Since(t3)
+	queued := 0
+	for _, q := range lib.Queue {
+		queued += q.Files
+	}
+	fmt.Printf("\n### Recall queue of %d files (4 KiB each, on tape only; setup %.0f s)\n\n", n, setup.Seconds())
+	fmt.Println("| step | time | rate |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| stage %d files, 1,000 paths per request | %.2f s | %.0f requests/s |\n", n, stage.Seconds(), float64(n)/stage.Seconds())
+	fmt.Printf("| status of the last one (position %d of %d queued) | %.1f ms | |\n", st.Position, queued, status.Seconds()*1e3)
+	fmt.Printf("| admin queue (library listing) | %.1f ms | |\n", list.Seconds()*1e3)
 }

@@ -22,62 +22,70 @@ import (
 // reports where each stands.
 func (c *Core) Stage(ctx context.Context, r api.StageRequest) (api.StageResponse, error) {
 	var out api.StageResponse
+	var ids []int64
 	for _, p := range r.Paths {
-		st, err := c.stageOne(ctx, p, r.Priority, true)
+		st, id, err := c.stageOne(ctx, p, r.Priority, true)
 		if err != nil {
 			return out, err
 		}
 		out.Files = append(out.Files, st)
+		ids = append(ids, id)
 	}
+	c.hsm.statuses(out.Files, ids) // one pass over the queue for all of them
 	return out, nil
 }
 
 // StageStatus reports one file's recall without queueing one.
 func (c *Core) StageStatus(ctx context.Context, p string) (api.StageStatus, error) {
-	return c.stageOne(ctx, p, 0, false)
+	st, id, err := c.stageOne(ctx, p, 0, false)
+	if err != nil {
+		return st, err
+	}
+	sts := []api.StageStatus{st}
+	c.hsm.statuses(sts, []int64{id})
+	return sts[0], nil
 }
 
-func (c *Core) stageOne(ctx context.Context, p string, prio int, queue bool) (api.StageStatus, error) {
+// stageOne resolves p and queues its recall if asked and needed. It
+// returns the file's state if it is settled (resident), else the bitfile
+// whose recall status statuses fills in.
+func (c *Core) stageOne(ctx context.Context, p string, prio int, queue bool) (api.StageStatus, int64, error) {
 	comps, in, err := c.statPath(ctx, p)
 	if err != nil {
-		return api.StageStatus{}, fmt.Errorf("stage: %w", err)
+		return api.StageStatus{}, 0, fmt.Errorf("stage: %w", err)
 	}
 	path := joinPath(comps)
 	if in.Kind == catalog.KindDir {
-		return api.StageStatus{}, api.Errorf(api.ErrIsDir, "stage %s", path)
+		return api.StageStatus{}, 0, api.Errorf(api.ErrIsDir, "stage %s", path)
 	}
 	st := api.StageStatus{Path: path, State: api.StageResident}
 	if in.Bitfile == 0 {
-		return st, nil
+		return st, 0, nil
 	}
 	b, err := c.store.Bitfile(ctx, in.Bitfile)
 	if err != nil {
-		return st, fmt.Errorf("stage %s: %w", path, err)
+		return st, 0, fmt.Errorf("stage %s: %w", path, err)
 	}
 	if b.OnDisk {
-		return st, nil
+		return st, 0, nil
 	}
 	h := c.hsm
 	if h == nil {
-		return st, api.Errorf(api.ErrOffline, "stage %s: on tape, and no tape library is configured", path)
+		return st, 0, api.Errorf(api.ErrOffline, "stage %s: on tape, and no tape library is configured", path)
 	}
 	if queue {
 		had, err := c.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: h.clk.Now().UnixNano(), Priority: prio})
 		if err != nil {
-			return st, fmt.Errorf("stage %s: %w", path, err)
+			return st, 0, fmt.Errorf("stage %s: %w", path, err)
 		}
 		if err := h.enqueue(b, h.clk.Now(), prio, path, c.poolOf(in.COS)); err != nil {
 			if !had {
 				c.store.DoneRecall(ctx, b.ID)
 			}
-			return st, fmt.Errorf("stage %s: %w", path, err)
+			return st, 0, fmt.Errorf("stage %s: %w", path, err)
 		}
 	}
-	st = h.status(b.ID, path)
-	if st.State == api.StageResident { // not on disk, and no recall known
-		st.State = api.StageOffline
-	}
-	return st, nil
+	return st, b.ID, nil
 }
 
 // poolOf is the disk pool a class of service writes to.
@@ -158,54 +166,63 @@ func (h *hsm) loadRecalls(ctx context.Context) error {
 	return nil
 }
 
-// status reports bitfile's recall.
-func (h *hsm) status(bitfile int64, path string) api.StageStatus {
+// statuses fills in the recall state of sts[i] for each ids[i] != 0 (a
+// file not on disk), walking the queue once for all of them: a bulk stage
+// of many files costs one sort per cartridge queue, not one per file.
+func (h *hsm) statuses(sts []api.StageStatus, ids []int64) {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := api.StageStatus{Path: path, State: api.StageResident}
-	if err, ok := h.failedRecalls[bitfile]; ok {
-		st.State, st.Error = api.StageFailed, err.Error()
-		return st
+	type place struct {
+		ahead int
+		bytes int64
 	}
-	r := h.recalls[bitfile]
-	if r == nil {
-		return st
-	}
-	st.Volume = r.volume
-	if r.active {
-		st.State = api.StageActive
-		return st
-	}
-	st.State = api.StageQueued
+	var view map[int64]place
 	g := h.lib.Generation()
-	var ahead int
-	var bytes int64
-	for _, v := range h.sched.Summary(h.clk.Now()) {
-		if v.Volume != r.volume {
-			ahead += v.Files
-			bytes += v.Bytes
+	drives := int64(max(1, len(h.lib.Drives())))
+	for i, id := range ids {
+		if id == 0 {
 			continue
 		}
-		for _, q := range h.sched.Queued(v.Volume) {
-			if q.Key == strconv.FormatInt(bitfile, 10) {
-				break
-			}
-			ahead++
-			bytes += q.Size
+		st := &sts[i]
+		if err, ok := h.failedRecalls[id]; ok {
+			st.State, st.Error = api.StageFailed, err.Error()
+			continue
 		}
-		break
+		r := h.recalls[id]
+		if r == nil {
+			st.State = api.StageOffline // on tape, and no recall known
+			continue
+		}
+		st.Volume = r.volume
+		if r.active {
+			st.State = api.StageActive
+			continue
+		}
+		if view == nil {
+			view = map[int64]place{}
+			var p place
+			for _, v := range h.sched.Summary(h.clk.Now()) {
+				for _, q := range h.sched.Queued(v.Volume) {
+					view[keyID(q.Key)] = p
+					p.ahead++
+					p.bytes += q.Size
+				}
+			}
+		}
+		p := view[id]
+		st.State, st.Position = api.StageQueued, p.ahead
+		eta := g.MountTime() + g.AvgLocate + g.TransferTime(p.bytes/drives)
+		switch clk := h.clk.(type) {
+		case *clock.Scaled:
+			eta = time.Duration(float64(eta) / clk.Factor())
+		case *clock.Instant:
+			eta = 0
+		}
+		st.ETA = eta.Seconds()
 	}
-	st.Position = ahead
-	drives := max(1, len(h.lib.Drives()))
-	eta := g.MountTime() + g.AvgLocate + g.TransferTime(bytes/int64(drives))
-	switch clk := h.clk.(type) {
-	case *clock.Scaled:
-		eta = time.Duration(float64(eta) / clk.Factor())
-	case *clock.Instant:
-		eta = 0
-	}
-	st.ETA = eta.Seconds()
-	return st
 }
 
 // recaller hands batches to drives as the scheduler decides.
