@@ -108,3 +108,10 @@ func (c *Client) Repack(ctx context.Context, volume string) (*HSMResult, error) 
 	var r HSMResult
 	return &r, c.do(ctx, "POST", "/v1/repack", nil, api.RepackRequest{Volume: volume}, &r)
 }
+
+// SetCOS defines or changes a class of service on the server (stored in
+// its catalog; it overrides the configuration's class of that name).
+func (c *Client) SetCOS(ctx context.Context, k COS) (*COS, error) {
+	var out COS
+	return &out, c.do(ctx, "POST", "/v1/cos", nil, k, &out)
+}

@@ -391,3 +391,32 @@ func TestClassOfServiceChoice(t *testing.T) {
 		}
 	}
 }
+
+// Classes of service edited at run time apply to new files at once and to
+// existing files' migration (TestCOSEditSurvivesRestart: and persist).
+func TestEditClassOfService(t *testing.T) {
+	_, c := tapeServer(t, nil)
+	d := randBytes(80, 100000)
+	if _, err := c.Put(ctx, "/d", bytes.NewReader(d), int64(len(d)), client.PutOptions{COS: "disk"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := c.Migrate(ctx); res.Files != 0 {
+		t.Fatalf("a disk-only file was migrated: %+v", res)
+	}
+	if _, err := c.SetCOS(ctx, client.COS{Name: "disk", Pool: "disk", StripeWidth: 2, StripeUnit: 64 << 10, TapeCopies: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Migrate(ctx); err != nil || res.Files != 1 {
+		t.Fatalf("after the class gained a tape copy: %+v, %v", res, err)
+	}
+	if _, err := c.SetCOS(ctx, client.COS{Name: "new", Pool: "disk", StripeWidth: 3, StripeUnit: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := c.Put(ctx, "/n", bytes.NewReader(d), int64(len(d)), client.PutOptions{COS: "new"})
+	if err != nil || fi.COS != "new" || len(fi.Layout.Segments) != 2 { // 100000 bytes = 2 units of 64 KiB
+		t.Fatalf("put in a new class: %+v, %v", fi, err)
+	}
+	if _, err := c.SetCOS(ctx, client.COS{Name: "broken", Pool: "disk"}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("a class without stripes: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -575,5 +576,24 @@ func TestProgressBar(t *testing.T) {
 	}
 	if _, errs, code := s.run("put", src, "/quiet"); code != 0 || errs != "" {
 		t.Fatalf("without a terminal, put wrote %q to stderr (exit %d)", errs, code)
+	}
+}
+
+// A class of service edited with the CLI is kept in the catalog: it is
+// still there after a restart, over the configuration's.
+func TestCOSEditSurvivesRestart(t *testing.T) {
+	s := newServer(t, "")
+	if out := s.ok("admin", "cos", "set", "default", "--tape-copies", "2", "--stripes", "2"); !strings.Contains(out, "2 stripes") || !strings.Contains(out, "2 tape copies") {
+		t.Fatalf("cos set: %q", out)
+	}
+	s.ok("admin", "cos", "set", "scratch", "--pool", "disk", "--tape-copies", "0")
+	s.stop()
+	s.start()
+	out := s.ok("admin", "cos")
+	if !strings.Contains(out, "scratch") || !regexp.MustCompile(`default\s+disk:disk -> tape x2\s+2\s`).MatchString(out) {
+		t.Fatalf("classes after restart:\n%s", out)
+	}
+	if _, stderr, code := s.run("admin", "cos", "set", "bad", "--stripes", "0"); code == 0 || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("a bad class: exit %d, %q", code, stderr)
 	}
 }

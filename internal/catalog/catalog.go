@@ -98,6 +98,17 @@ type Candidate struct {
 	Bitfile Bitfile
 }
 
+// COS is a class of service stored in the catalog (defined or edited at
+// run time).
+type COS struct {
+	Name        string
+	Pool        string
+	StripeWidth int
+	StripeUnit  int64
+	TapeCopies  int
+	TapeOnly    bool
+}
+
 // Recall is a queued request to bring a file back to disk.
 type Recall struct {
 	Bitfile  int64
@@ -221,6 +232,10 @@ type Store interface {
 	// DropTapeCopy forgets one tape copy; never the last copy of a file
 	// (ErrInvalid).
 	DropTapeCopy(ctx context.Context, bitfile int64, copy int) error
+	// PutCOS records a class of service (replacing one of that name).
+	PutCOS(ctx context.Context, k COS) error
+	// ClassesOfService lists the stored classes by name.
+	ClassesOfService(ctx context.Context) ([]COS, error)
 	// Path returns the absolute path of inode id.
 	Path(ctx context.Context, id int64) (string, error)
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/config"
 )
 
 // stagingReport tells a waiting user where a recall stands, once per
@@ -152,14 +153,34 @@ func remotes(args []string) ([]string, error) {
 
 func (e *env) adminCmd() *cobra.Command {
 	var asJSON bool
+	var set client.COS
+	var unit string
 	cmd := &cobra.Command{
-		Use:   "admin tapes|drives|queue|pools|cos",
-		Short: "Show the tape library, its recall queue, disk pools and classes of service",
-		Args:  exactArgs(1, "admin tapes|drives|queue|pools|cos"),
+		Use:   "admin tapes|drives|queue|pools|cos | admin cos set NAME [flags]",
+		Short: "Show the tape library, its recall queue, disk pools and classes of service; edit classes",
+		Long: `Show the tape library (tapes, drives), the recall queue, the disk pools and
+the classes of service. "admin cos set NAME" defines a class or changes the
+flags given (--pool, --stripes, --unit, --tape-copies, --tape-only); it is
+stored in the catalog, overrides the configuration's class of that name, and
+applies to new files at once and to existing files' migration from then on.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 || (len(args) == 3 && args[0] == "cos" && args[1] == "set") {
+				return nil
+			}
+			return fmt.Errorf("usage: strata admin tapes|drives|queue|pools|cos, or strata admin cos set NAME [flags]")
+		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.Flags().StringVar(&set.Pool, "pool", "", "cos set: disk pool")
+	cmd.Flags().IntVar(&set.StripeWidth, "stripes", 0, "cos set: stripe width")
+	cmd.Flags().StringVar(&unit, "unit", "", "cos set: stripe unit (e.g. 4MiB)")
+	cmd.Flags().IntVar(&set.TapeCopies, "tape-copies", 0, "cos set: tape copies (0: disk only)")
+	cmd.Flags().BoolVar(&set.TapeOnly, "tape-only", false, "cos set: drop the disk copy once on tape")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		if len(args) == 3 {
+			return e.setCOS(ctx, cmd, c, args[2], set, unit)
+		}
 		switch args[0] {
 		case "pools":
 			df, err := c.DF(ctx)
@@ -289,4 +310,44 @@ decides its tape copies from then on (migration adds what is missing).`,
 		})
 	})
 	return cmd
+}
+
+// setCOS applies the flags given to class name (new or existing).
+func (e *env) setCOS(ctx context.Context, cmd *cobra.Command, c *client.Client, name string, set client.COS, unit string) error {
+	ks, err := c.ClassesOfService(ctx)
+	if err != nil {
+		return err
+	}
+	k := client.COS{Name: name, StripeWidth: 1, StripeUnit: 4 << 20}
+	for _, o := range ks {
+		if o.Name == name {
+			k = o
+		}
+	}
+	f := cmd.Flags()
+	if f.Changed("pool") {
+		k.Pool = set.Pool
+	}
+	if f.Changed("stripes") {
+		k.StripeWidth = set.StripeWidth
+	}
+	if f.Changed("unit") {
+		n, err := config.ParseSize(unit)
+		if err != nil {
+			return err
+		}
+		k.StripeUnit = n
+	}
+	if f.Changed("tape-copies") {
+		k.TapeCopies = set.TapeCopies
+	}
+	if f.Changed("tape-only") {
+		k.TapeOnly = set.TapeOnly
+	}
+	if _, err := c.SetCOS(ctx, k); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "cos %s: pool %s, %d stripes of %s, %d tape copies%s\n", k.Name, k.Pool, k.StripeWidth, human(k.StripeUnit), k.TapeCopies,
+		map[bool]string{true: ", tape only"}[k.TapeOnly])
+	return nil
 }

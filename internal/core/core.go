@@ -78,7 +78,7 @@ type Core struct {
 	secret []byte
 	epoch  int64
 	cfg    Config
-	cos    map[string]COS
+	cos    classStore
 	log    *slog.Logger
 	pool   *mover.Pool
 	now    func() time.Time
@@ -119,23 +119,20 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	if cfg.MoverTimeout == 0 {
 		cfg.MoverTimeout = 30 * time.Second
 	}
-	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, cos: map[string]COS{}, log: log,
+	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, log: log,
 		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{},
 		inflight: map[int64][]string{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
 	c.hsm = newHSM(c, cfg.HSM)
-	for _, k := range cfg.COS {
-		if k.StripeWidth < 1 || k.StripeUnit < 1 || k.Pool == "" {
-			return nil, fmt.Errorf("core: class of service %q: needs a pool, stripe width ≥ 1 and stripe unit ≥ 1", k.Name)
-		}
-		c.cos[k.Name] = k
+	if err := c.loadClasses(ctx, cfg.COS); err != nil {
+		return nil, err
 	}
 	for _, r := range cfg.SizeRules {
-		if _, ok := c.cos[r.COS]; !ok {
+		if _, ok := c.class(r.COS); !ok {
 			return nil, fmt.Errorf("core: size rule for files up to %d bytes: class of service %q is not defined", r.MaxSize, r.COS)
 		}
 	}
-	if _, ok := c.cos[cfg.DefaultCOS]; !ok {
+	if _, ok := c.class(cfg.DefaultCOS); !ok {
 		return nil, fmt.Errorf("core: default class of service %q is not defined", cfg.DefaultCOS)
 	}
 	e, err := store.NextEpoch(ctx)

@@ -140,7 +140,7 @@ func (h *hsm) poke() {
 func (c *Core) tapeCOS() ([]string, int) {
 	var names []string
 	most := 0
-	for _, k := range c.cfg.COS {
+	for _, k := range c.classList() {
 		if k.TapeCopies > 0 {
 			names = append(names, k.Name)
 			most = max(most, k.TapeCopies)
@@ -184,7 +184,7 @@ func (h *hsm) run(ctx context.Context) {
 // ClassesOfService lists the classes of service in configuration order.
 func (c *Core) ClassesOfService() []api.COS {
 	var out []api.COS
-	for _, k := range c.cfg.COS {
+	for _, k := range c.classList() {
 		out = append(out, api.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: k.StripeUnit, TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly, Default: k.Name == c.cfg.DefaultCOS})
 	}
 	return out

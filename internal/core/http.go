@@ -40,6 +40,7 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/purge", body(c, c.Purge))
 	mux.HandleFunc("POST /v1/repack", body(c, c.Repack))
 	mux.HandleFunc("GET /v1/cos", func(w http.ResponseWriter, r *http.Request) { c.reply(w, c.ClassesOfService(), nil) })
+	mux.HandleFunc("POST /v1/cos", body(c, c.SetCOS))
 	mux.HandleFunc("GET /v1/library", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := c.Library(r.Context())
 		c.reply(w, resp, err)

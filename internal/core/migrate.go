@@ -27,7 +27,7 @@ func (c *Core) Migrate(ctx context.Context, r api.MigrateRequest) (api.HSMResult
 
 // copiesWanted is how many tape copies a file of class cos should have.
 func (c *Core) copiesWanted(cos string, explicit bool) int {
-	if k, ok := c.cos[cos]; ok && k.TapeCopies > 0 {
+	if k, ok := c.class(cos); ok && k.TapeCopies > 0 {
 		return k.TapeCopies
 	}
 	if explicit {
@@ -311,7 +311,7 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 				return res, err
 			}
 			n++
-			if k, ok := h.c.cos[cd.Inode.COS]; ok && k.TapeOnly {
+			if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
 				if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
 					h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
 				}

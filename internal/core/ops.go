@@ -193,7 +193,7 @@ func (c *Core) cosFor(name string) (COS, error) {
 	if name == "" {
 		name = c.cfg.DefaultCOS
 	}
-	k, ok := c.cos[name]
+	k, ok := c.class(name)
 	if !ok {
 		return k, api.Errorf(api.ErrInvalid, "no class of service %q", name)
 	}

@@ -90,10 +90,10 @@ func (c *Core) stageOne(ctx context.Context, p string, prio int, queue bool) (ap
 
 // poolOf is the disk pool a class of service writes to.
 func (c *Core) poolOf(cos string) string {
-	if k, ok := c.cos[cos]; ok {
+	if k, ok := c.class(cos); ok {
 		return k.Pool
 	}
-	return c.cos[c.cfg.DefaultCOS].Pool
+	return c.defaultPool()
 }
 
 // enqueue adds a recall of b to the scheduler (coalescing with one already
@@ -155,7 +155,7 @@ func (h *hsm) loadRecalls(ctx context.Context) error {
 			h.c.store.DoneRecall(ctx, r.Bitfile)
 			continue
 		}
-		if err := h.enqueue(b, time.Unix(0, r.Queued), r.Priority, fmt.Sprintf("<bitfile %d>", b.ID), h.c.cos[h.c.cfg.DefaultCOS].Pool); err != nil {
+		if err := h.enqueue(b, time.Unix(0, r.Queued), r.Priority, fmt.Sprintf("<bitfile %d>", b.ID), h.c.defaultPool()); err != nil {
 			h.c.log.Warn("hsm: a queued recall cannot be served", "bitfile", b.ID, "err", err)
 			h.c.store.DoneRecall(ctx, r.Bitfile)
 		}
@@ -281,7 +281,7 @@ func (h *hsm) bufferFree(ctx context.Context) int64 {
 		return 0
 	}
 	pools := map[string]bool{}
-	for _, k := range h.c.cfg.COS {
+	for _, k := range h.c.classList() {
 		if k.TapeCopies > 0 {
 			pools[k.Pool] = true
 		}
@@ -415,7 +415,7 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) erro
 		return api.Errorf(api.ErrNotFound, "bitfile %d has no copy on %s", id, q.Volume)
 	}
 	h.mu.Lock()
-	pool := c.cos[c.cfg.DefaultCOS].Pool
+	pool := c.defaultPool()
 	if r := h.recalls[id]; r != nil && r.pool != "" {
 		pool = r.pool
 	}

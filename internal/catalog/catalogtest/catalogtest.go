@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Resolve", testResolve},
 		{"TapeCopies", testTapeCopies},
 		{"Recalls", testRecalls},
+		{"ClassesOfService", testCOS},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -580,5 +581,25 @@ func testRecalls(t *testing.T, s catalog.Store) {
 	}
 	if got := must(s.Recalls(ctx)); len(got) != 1 || got[0].Bitfile != 3 {
 		t.Fatalf("after done: %+v", got)
+	}
+}
+
+func testCOS(t *testing.T, s catalog.Store) {
+	if l := must(s.ClassesOfService(ctx)); len(l) != 0 {
+		t.Fatalf("new catalog has classes %+v", l)
+	}
+	a := catalog.COS{Name: "b", Pool: "disk", StripeWidth: 2, StripeUnit: 1 << 20, TapeCopies: 1}
+	z := catalog.COS{Name: "a", Pool: "fast", StripeWidth: 8, StripeUnit: 4 << 20, TapeOnly: true, TapeCopies: 2}
+	for _, k := range []catalog.COS{a, z} {
+		if err := s.PutCOS(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.TapeCopies = 3
+	if err := s.PutCOS(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.ClassesOfService(ctx)); !reflect.DeepEqual(got, []catalog.COS{z, a}) {
+		t.Fatalf("classes %+v", got)
 	}
 }

@@ -290,3 +290,35 @@ func (s *Store) DropTapeCopy(ctx context.Context, bitfile int64, copy int) error
 		return err
 	})
 }
+
+// PutCOS implements catalog.Store.
+func (s *Store) PutCOS(ctx context.Context, k catalog.COS) error {
+	return s.write(ctx, func(t *Tx) error {
+		n, err := t.Exec("UPDATE cos SET pool = ?, stripe_width = ?, stripe_unit = ?, tape_copies = ?, tape_only = ? WHERE name = ?",
+			k.Pool, k.StripeWidth, k.StripeUnit, k.TapeCopies, k.TapeOnly, k.Name)
+		if err != nil || n > 0 {
+			return err
+		}
+		_, err = t.Exec("INSERT INTO cos (name, pool, stripe_width, stripe_unit, tape_copies, tape_only) VALUES (?, ?, ?, ?, ?, ?)",
+			k.Name, k.Pool, k.StripeWidth, k.StripeUnit, k.TapeCopies, k.TapeOnly)
+		return err
+	})
+}
+
+// ClassesOfService implements catalog.Store.
+func (s *Store) ClassesOfService(ctx context.Context) ([]catalog.COS, error) {
+	rows, err := s.readRows(ctx, "SELECT name, pool, stripe_width, stripe_unit, tape_copies, tape_only FROM cos ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: classes of service: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.COS
+	for rows.Next() {
+		var k catalog.COS
+		if err := rows.Scan(&k.Name, &k.Pool, &k.StripeWidth, &k.StripeUnit, &k.TapeCopies, &k.TapeOnly); err != nil {
+			return nil, fmt.Errorf("catalog: classes of service: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
