@@ -70,14 +70,17 @@ type Bitfile struct {
 	Segments []Segment
 	OnDisk   bool
 	DiskGen  int
-	// Tapes are the verified tape copies.
+	// Tapes are the verified tape copies' stripes, by copy and stripe.
 	Tapes []TapeCopy
 }
 
-// TapeCopy is one copy of a file's data on tape: a run of bytes in the data
-// of one tape file (shared with other files when they were aggregated).
+// TapeCopy is one stripe of one copy of a file's data on tape: a run of
+// bytes in the data of one tape file (shared with other files when they
+// were aggregated). An unstriped copy is one stripe, 0, holding the whole
+// file; a striped copy holds stripe i of the disk layout in stripe i.
 type TapeCopy struct {
 	Copy     int
+	Stripe   int
 	Volume   string
 	Seq      int   // tape file
 	Position int64 // the tape file's start, bytes from the beginning of tape
@@ -197,10 +200,11 @@ type Store interface {
 	// space to the devices.
 	Purge(ctx context.Context, id int64) error
 
-	// AddTapeCopy records a verified tape copy of a committed bitfile.
-	// ErrNotFound if the bitfile is gone or no longer committed (the file
-	// was removed or replaced while it was copied).
-	AddTapeCopy(ctx context.Context, bitfile int64, tc TapeCopy) error
+	// AddTapeCopy records a verified tape copy of a committed bitfile: its
+	// stripes (one for an unstriped copy), given a new copy number
+	// together. ErrNotFound if the bitfile is gone or no longer committed
+	// (the file was removed or replaced while it was copied).
+	AddTapeCopy(ctx context.Context, bitfile int64, stripes ...TapeCopy) error
 	// MigrationCandidates returns committed files of the given classes of
 	// service with fewer than copies tape copies, modified before before
 	// (Unix ns), with bitfile ID above after, in bitfile order.

@@ -551,6 +551,26 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 		t.Fatalf("tape copies after drop and add: %+v", b.Tapes)
 	}
 
+	// A striped copy: several stripes under one copy number, counted and
+	// dropped as one copy.
+	if err := s.AddTapeCopy(ctx, old.ID, catalog.TapeCopy{Stripe: 0, Volume: "T00004", Seq: 1, Length: 60}, catalog.TapeCopy{Stripe: 1, Volume: "T00005", Seq: 1, Length: 40}); err != nil {
+		t.Fatal(err)
+	}
+	b = must(s.Bitfile(ctx, old.ID))
+	if len(b.Tapes) != 4 || b.Tapes[2].Copy != 4 || b.Tapes[3].Copy != 4 || b.Tapes[3].Stripe != 1 || b.Tapes[3].Volume != "T00005" {
+		t.Fatalf("striped copy: %+v", b.Tapes)
+	}
+	if on := must(s.CopiesOn(ctx, "T00005", 10)); len(on) != 1 {
+		t.Fatalf("copies on T00005: %+v", on)
+	}
+	if err := s.DropTapeCopy(ctx, old.ID, 4); err != nil {
+		t.Fatal(err)
+	}
+	if b = must(s.Bitfile(ctx, old.ID)); len(b.Tapes) != 2 {
+		t.Fatalf("after dropping the striped copy: %+v", b.Tapes)
+	}
+	wantErr(t, s.AddTapeCopy(ctx, old.ID), api.ErrInvalid)
+
 	// Removing the file: its tape copies go with the bitfile.
 	must(s.Remove(ctx, d.ID, "old", false))
 	wantErr(t, s.AddTapeCopy(ctx, old.ID, tc), api.ErrNotFound)

@@ -11,10 +11,10 @@ import (
 // The tape tier's part of the catalog: tape copies, purged disk copies and
 // their garbage, recall requests.
 
-const tapeCols = "copy, volume, seq, position, offset, length, crc32c"
+const tapeCols = "copy, stripe, volume, seq, position, offset, length, crc32c"
 
 func (s *Store) tapeCopies(ctx context.Context, b *catalog.Bitfile) error {
-	rows, err := s.readRows(ctx, "SELECT "+tapeCols+" FROM tape_copies WHERE bitfile = ? ORDER BY copy", b.ID)
+	rows, err := s.readRows(ctx, "SELECT "+tapeCols+" FROM tape_copies WHERE bitfile = ? ORDER BY copy, stripe", b.ID)
 	if err != nil {
 		return fmt.Errorf("catalog: tape copies of %d: %w", b.ID, err)
 	}
@@ -23,7 +23,7 @@ func (s *Store) tapeCopies(ctx context.Context, b *catalog.Bitfile) error {
 	for rows.Next() {
 		var tc catalog.TapeCopy
 		var crc int64
-		if err := rows.Scan(&tc.Copy, &tc.Volume, &tc.Seq, &tc.Position, &tc.Offset, &tc.Length, &crc); err != nil {
+		if err := rows.Scan(&tc.Copy, &tc.Stripe, &tc.Volume, &tc.Seq, &tc.Position, &tc.Offset, &tc.Length, &crc); err != nil {
 			return fmt.Errorf("catalog: tape copies of %d: %w", b.ID, err)
 		}
 		tc.CRC32C = uint32(crc)
@@ -33,19 +33,25 @@ func (s *Store) tapeCopies(ctx context.Context, b *catalog.Bitfile) error {
 }
 
 // AddTapeCopy implements catalog.Store.
-func (s *Store) AddTapeCopy(ctx context.Context, bitfile int64, tc catalog.TapeCopy) error {
+func (s *Store) AddTapeCopy(ctx context.Context, bitfile int64, stripes ...catalog.TapeCopy) error {
+	if len(stripes) == 0 {
+		return api.Errorf(api.ErrInvalid, "bitfile %d: a tape copy without stripes", bitfile)
+	}
 	return s.write(ctx, func(t *Tx) error {
 		var n int
 		if err := t.QueryRow("SELECT tapes FROM bitfiles WHERE id = ? AND state = ?", bitfile, catalog.Committed).Scan(&n); err != nil {
 			return notFound(err, "committed bitfile %d", bitfile)
 		}
 		// Copy numbers are never reused (repack drops copies).
-		if err := t.QueryRow("SELECT COALESCE(MAX(copy), 0) + 1 FROM tape_copies WHERE bitfile = ?", bitfile).Scan(&tc.Copy); err != nil {
+		var copy int
+		if err := t.QueryRow("SELECT COALESCE(MAX(copy), 0) + 1 FROM tape_copies WHERE bitfile = ?", bitfile).Scan(&copy); err != nil {
 			return err
 		}
-		if _, err := t.Exec("INSERT INTO tape_copies (bitfile, "+tapeCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			bitfile, tc.Copy, tc.Volume, tc.Seq, tc.Position, tc.Offset, tc.Length, int64(tc.CRC32C)); err != nil {
-			return fmt.Errorf("catalog: tape copy of %d: %w", bitfile, err)
+		for _, tc := range stripes {
+			if _, err := t.Exec("INSERT INTO tape_copies (bitfile, "+tapeCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+				bitfile, copy, tc.Stripe, tc.Volume, tc.Seq, tc.Position, tc.Offset, tc.Length, int64(tc.CRC32C)); err != nil {
+				return fmt.Errorf("catalog: tape copy of %d: %w", bitfile, err)
+			}
 		}
 		_, err := t.Exec("UPDATE bitfiles SET tapes = tapes + 1 WHERE id = ?", bitfile)
 		return err
@@ -260,7 +266,7 @@ func (s *Store) Path(ctx context.Context, id int64) (string, error) {
 
 // CopiesOn implements catalog.Store.
 func (s *Store) CopiesOn(ctx context.Context, volume string, limit int) ([]catalog.Candidate, error) {
-	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM tape_copies t JOIN bitfiles b ON b.id = t.bitfile JOIN inodes i ON i.bitfile = b.id WHERE t.volume = ? AND b.state = ? ORDER BY t.seq, t.offset LIMIT ?",
+	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.id IN (SELECT bitfile FROM tape_copies WHERE volume = ?) AND b.state = ? ORDER BY b.id LIMIT ?",
 		volume, catalog.Committed, limit)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: copies on %s: %w", volume, err)
@@ -277,7 +283,7 @@ func (s *Store) DropTapeCopy(ctx context.Context, bitfile int64, copy int) error
 			return notFound(err, "bitfile %d", bitfile)
 		}
 		var one int
-		if err := t.QueryRow("SELECT 1 FROM tape_copies WHERE bitfile = ? AND copy = ?", bitfile, copy).Scan(&one); err != nil {
+		if err := t.QueryRow("SELECT 1 FROM tape_copies WHERE bitfile = ? AND copy = ? LIMIT 1", bitfile, copy).Scan(&one); err != nil {
 			return notFound(err, "bitfile %d tape copy %d", bitfile, copy)
 		}
 		if !onDisk && tapes <= 1 {
