@@ -420,3 +420,66 @@ func TestEditClassOfService(t *testing.T) {
 		t.Fatalf("a class without stripes: %v", err)
 	}
 }
+
+// A large file striped on disk is striped on tape too: each stripe in a
+// tape file of its own on another cartridge, written on several drives at
+// once; the recall reads the stripes back (on several drives) into a disk
+// copy with the same striping; the catalog rebuilt from tape has it too.
+func TestStripedTapeCopy(t *testing.T) {
+	s, c := tapeServer(t, func(cfg *config.Config) {
+		cfg.HSM.StripeMin = 100 << 10
+		cfg.HSM.MigrateDrives = 2
+	})
+	data := randBytes(90, 4*64<<10+5000) // 5 units over 4 stripes
+	if _, err := c.Put(ctx, "/big", bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	small := randBytes(91, 50000)
+	if _, err := c.Put(ctx, "/small", bytes.NewReader(small), int64(len(small)), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Migrate(ctx)
+	if err != nil || res.Files != 2 {
+		t.Fatalf("migrate: %+v, %v", res, err)
+	}
+	fi, _ := c.Stat(ctx, "/big")
+	vols := map[string]bool{}
+	for i, tc := range fi.Layout.Tapes {
+		if tc.Copy != 1 || tc.Stripe != i || tc.Length != fi.Layout.Segments[i].Length || tc.CRC32C != fi.Layout.Segments[i].CRC32C {
+			t.Fatalf("tape stripe %d: %+v, disk segment %+v", i, tc, fi.Layout.Segments[i])
+		}
+		vols[tc.Volume] = true
+	}
+	if len(fi.Layout.Tapes) != 4 || len(vols) != 2 {
+		t.Fatalf("striped copy: %d stripes on %d cartridges: %+v", len(fi.Layout.Tapes), len(vols), fi.Layout.Tapes)
+	}
+	if st := s.Library.Stats(); st.Mounts < 2 {
+		t.Fatalf("one drive did all the work: %+v", st)
+	}
+	c.Purge(ctx, "/big")
+	got, err := getBytes(c, "/big")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("recall of a striped copy: %v", err)
+	}
+	fi, _ = c.Stat(ctx, "/big")
+	if fi.Layout.StripeWidth != 4 || len(fi.Layout.Segments) != 4 || fi.Residency != api.ResidencyBoth {
+		t.Fatalf("recalled disk copy: %+v", fi.Layout)
+	}
+
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "rebuilt.db"), sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := core.Rebuild(ctx, s.Library, store, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	in, err := store.Lookup(ctx, catalog.RootID, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := store.Bitfile(ctx, in.Bitfile)
+	if in.Size != int64(len(data)) || b.StripeWidth != 4 || b.StripeUnit != 64<<10 || len(b.Tapes) != 4 || b.Tapes[3].Stripe != 3 {
+		t.Fatalf("rebuilt striped file: %+v %+v", in, b)
+	}
+}

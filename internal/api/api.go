@@ -153,6 +153,7 @@ const (
 // TapeCopy is one copy of a file on tape.
 type TapeCopy struct {
 	Copy   int    `json:"copy"`
+	Stripe int    `json:"stripe,omitempty"`
 	Volume string `json:"volume"`
 	Seq    int    `json:"seq"`    // tape file
 	Offset int64  `json:"offset"` // in the tape file's data

@@ -404,11 +404,11 @@ func printStat(w io.Writer, fi *client.FileInfo) {
 		tw.Flush()
 	}
 	if len(fi.Layout.Tapes) > 0 {
-		fmt.Fprintf(w, "  Tape: %d copy(ies)\n", len(fi.Layout.Tapes))
+		fmt.Fprintln(w, "  Tape:")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  copy\tvolume\ttape file\toffset\tlength\tcrc32c")
+		fmt.Fprintln(tw, "  copy\tstripe\tvolume\ttape file\toffset\tlength\tcrc32c")
 		for _, t := range fi.Layout.Tapes {
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%d\t%08x\n", t.Copy, t.Volume, t.Seq, t.Offset, t.Length, t.CRC32C)
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%d\t%d\t%d\t%08x\n", t.Copy, t.Stripe, t.Volume, t.Seq, t.Offset, t.Length, t.CRC32C)
 		}
 		tw.Flush()
 	}

@@ -101,7 +101,8 @@ type HSM struct {
 	MigrateAfter   string  `toml:"migrate_after"` // policy age
 	MigrateEvery   string  `toml:"migrate_every"`
 	MigrateDrives  int     `toml:"migrate_drives"`
-	Aggregate      Size    `toml:"aggregate"` // tape file size small files are packed into
+	Aggregate      Size    `toml:"aggregate"`       // tape file size small files are packed into
+	StripeMin      Size    `toml:"tape_stripe_min"` // from this size, striped files stay striped on tape
 	HighWater      float64 `toml:"high_water"`
 	LowWater       float64 `toml:"low_water"`
 	PurgeEvery     string  `toml:"purge_every"`
@@ -156,7 +157,7 @@ func Default() Config {
 		// An emulated LTO-9 library, 100 times faster than real time so a
 		// mount takes a quarter of a second.
 		Library: Library{Generation: "LTO-9", Drives: 4, Cartridges: 20, TimeScale: "x100"},
-		HSM: HSM{MigrateAfter: "15m", MigrateEvery: "30s", MigrateDrives: 2, Aggregate: 1 << 30, HighWater: 0.9, LowWater: 0.7,
+		HSM: HSM{MigrateAfter: "15m", MigrateEvery: "30s", MigrateDrives: 2, Aggregate: 1 << 30, StripeMin: 16 << 30, HighWater: 0.9, LowWater: 0.7,
 			PurgeEvery: "30s", RecallMinFiles: 100, RecallMinBytes: 8 << 30, RecallMaxAge: "2m"},
 		COS: []COS{
 			{Name: "default", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20, TapeCopies: 1},

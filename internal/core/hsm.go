@@ -30,6 +30,9 @@ type HSMConfig struct {
 	// Aggregate is the size tape files are filled to: small files share
 	// one, so they stream at drive speed and cost one file mark.
 	Aggregate int64
+	// StripeMin is the size from which a file striped on disk is striped
+	// on tape too, over MigrateDrives drives (0: never).
+	StripeMin int64
 	// FlushBytes is how much a migration stream writes between
 	// synchronising flushes; its copies count only after the flush.
 	FlushBytes int64
@@ -102,9 +105,13 @@ type hsm struct {
 type recall struct {
 	bitfile int64
 	path    string
-	pool    string          // disk pool to recall into
-	volume  string          // the cartridge it is queued on
-	tried   map[string]bool // cartridges that failed it
+	pool    string                  // disk pool to recall into
+	volume  string                  // the cartridge it is queued on (its first stripe's)
+	copy    int                     // the tape copy being read
+	stripes int                     // how many stripes that copy has
+	keys    []string                // its requests in the scheduler
+	segs    map[int]catalog.Segment // stripes on disk so far
+	tried   map[string]bool         // cartridges that failed it
 	active  bool
 	done    chan struct{}
 	err     error

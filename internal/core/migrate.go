@@ -50,7 +50,26 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 		if err != nil || len(cands) == 0 {
 			return total, err
 		}
-		res, err := h.migratePass(ctx, cands)
+		var whole []catalog.Candidate
+		var striped []catalog.Candidate
+		for _, cd := range cands {
+			if h.stripes(cd.Bitfile) > 1 {
+				striped = append(striped, cd)
+			} else {
+				whole = append(whole, cd)
+			}
+		}
+		res, err := h.migratePass(ctx, whole)
+		for _, cd := range striped {
+			if err != nil {
+				break
+			}
+			var r api.HSMResult
+			r, err = h.writeStriped(ctx, cd)
+			res.Files += r.Files
+			res.Bytes += r.Bytes
+			res.TapeFiles += r.TapeFiles
+		}
 		total.Files += res.Files
 		total.Bytes += res.Bytes
 		total.TapeFiles += res.TapeFiles
@@ -403,27 +422,175 @@ func (c *Core) readDisk(ctx context.Context, b catalog.Bitfile, w io.Writer) err
 	width, unit := int64(len(b.Segments)), b.StripeUnit
 	buf := make([]byte, 1<<20)
 	for i, off := int64(0), int64(0); off < b.Size; i++ {
-		s := b.Segments[i%width]
 		n := min(unit, b.Size-off)
-		ep, err := c.moverFor(s.Device)
-		if err != nil {
+		if err := c.readRange(ctx, b.Segments[i%width], (i/width)*unit, n, w, buf); err != nil {
 			return err
-		}
-		conn, err := c.pool.Get(ctx, ep)
-		if err != nil {
-			return err
-		}
-		req := wire.Request{Op: token.OpRead, Token: c.sign(token.OpRead, s.Device, s.Object, 0), Device: s.Device, Object: s.Object,
-			Offset: (i / width) * unit, Length: n, Verify: true}
-		st, err := conn.Read(ctx, req, w, buf)
-		c.pool.Put(conn)
-		if err != nil {
-			return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
-		}
-		if st.Length != n {
-			return fmt.Errorf("read %s/%s: %d bytes at %d, want %d", s.Device, s.Object, st.Length, req.Offset, n)
 		}
 		off += n
 	}
 	return nil
+}
+
+// readRange writes n bytes at off of one segment's object to w, the mover
+// verifying each chunk against its stored CRC32C.
+func (c *Core) readRange(ctx context.Context, s catalog.Segment, off, n int64, w io.Writer, buf []byte) error {
+	ep, err := c.moverFor(s.Device)
+	if err != nil {
+		return err
+	}
+	conn, err := c.pool.Get(ctx, ep)
+	if err != nil {
+		return err
+	}
+	req := wire.Request{Op: token.OpRead, Token: c.sign(token.OpRead, s.Device, s.Object, 0), Device: s.Device, Object: s.Object,
+		Offset: off, Length: n, Verify: true}
+	st, err := conn.Read(ctx, req, w, buf)
+	c.pool.Put(conn)
+	if err != nil {
+		return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
+	}
+	if st.Length != n {
+		return fmt.Errorf("read %s/%s: %d bytes at %d, want %d", s.Device, s.Object, st.Length, off, n)
+	}
+	return nil
+}
+
+// stripes is how many drives a tape copy of b is written on at once: a
+// large file striped on disk keeps its stripes on tape, one tape file per
+// stripe on its own cartridge, so it streams at the rate of several drives.
+func (h *hsm) stripes(b catalog.Bitfile) int {
+	if h.cfg.StripeMin <= 0 || b.Size < h.cfg.StripeMin || h.cfg.MigrateDrives < 2 {
+		return 1
+	}
+	return len(b.Segments)
+}
+
+// lane is one drive writing some stripes of a striped copy.
+type lane struct {
+	drive, volume string
+	stripes       []int
+	err           error
+}
+
+// writeStriped writes one tape copy of cd with stripe i of its disk copy in
+// a tape file of its own, on up to MigrateDrives drives at once, each on
+// another cartridge; the copy is recorded only once every stripe is
+// verified and flushed.
+func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMResult, error) {
+	b := cd.Bitfile
+	segs := b.Segments
+	exclude := map[string]bool{}
+	for _, t := range b.Tapes {
+		exclude[t.Volume] = true
+	}
+	lanes := make([]*lane, min(len(segs), h.cfg.MigrateDrives))
+	defer func() {
+		for _, l := range lanes {
+			if l != nil && l.drive != "" {
+				h.releaseDrive(l.drive)
+			}
+		}
+	}()
+	for i := range segs {
+		k := i % len(lanes)
+		if lanes[k] == nil {
+			lanes[k] = &lane{}
+		}
+		lanes[k].stripes = append(lanes[k].stripes, i)
+	}
+	for _, l := range lanes {
+		var need int64 = 1 << 20
+		for _, i := range l.stripes {
+			need += segs[i].Length + 4096
+		}
+		for l.drive == "" {
+			drive, have, ok := h.takeDrive("migrate", func(d, v string) bool { return h.writable(v, d, need, exclude) })
+			if ok {
+				l.drive, l.volume = drive, have
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return api.HSMResult{}, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		vol, err := h.pickVolume(l.drive, l.volume, need, exclude)
+		if err != nil {
+			return api.HSMResult{}, err
+		}
+		if err := h.mountOn(ctx, l.drive, l.volume, vol); err != nil {
+			return api.HSMResult{}, fmt.Errorf("migrate: mount %s: %w", vol, err)
+		}
+		l.volume = vol
+		exclude[vol] = true // the next lane takes another cartridge
+	}
+	path := h.pathOf(ctx, cd.Inode)
+	copyID := fmt.Sprintf("%d-%d", b.ID, time.Now().UnixNano())
+	written := make([]catalog.TapeCopy, len(segs))
+	var wg sync.WaitGroup
+	for _, l := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, i := range l.stripes {
+				tc, err := h.writeStripe(ctx, l, cd, path, copyID, i)
+				if err != nil {
+					l.err = err
+					return
+				}
+				written[i] = tc
+			}
+			if err := h.lib.Flush(ctx, l.drive); err != nil {
+				l.err = fmt.Errorf("migrate to %s: flush: %w", l.volume, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, l := range lanes {
+		if l.err != nil {
+			if errors.Is(l.err, tape.ErrDriveFailed) {
+				h.driveFailed(ctx, l.drive, l.err)
+			}
+			return api.HSMResult{}, fmt.Errorf("migrate %s: %w", path, l.err)
+		}
+	}
+	if err := h.c.store.AddTapeCopy(ctx, b.ID, written...); err != nil {
+		if errors.Is(err, api.ErrNotFound) {
+			return api.HSMResult{}, nil // removed meanwhile
+		}
+		return api.HSMResult{}, err
+	}
+	if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
+		if err := h.c.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+			h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", path, "err", err)
+		}
+	}
+	h.c.log.Info("hsm: migrated striped", "path", path, "stripes", len(segs), "drives", len(lanes), "bytes", b.Size)
+	return api.HSMResult{Files: 1, Bytes: b.Size, TapeFiles: len(segs)}, nil
+}
+
+// writeStripe writes stripe i of cd's disk copy as one tape file on l's
+// drive and checks it against the CRC32C the catalog has for that stripe.
+func (h *hsm) writeStripe(ctx context.Context, l *lane, cd catalog.Candidate, path, copyID string, i int) (catalog.TapeCopy, error) {
+	seg, in := cd.Bitfile.Segments[i], cd.Inode
+	hdr := &tape.Header{Entries: []tape.Entry{{Path: path, Bitfile: cd.Bitfile.ID, Size: seg.Length, SHA256: cd.Bitfile.Fixity,
+		Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS,
+		Stripe: i, Stripes: len(cd.Bitfile.Segments), StripeUnit: cd.Bitfile.StripeUnit, FileSize: cd.Bitfile.Size, CopyID: copyID}}}
+	fw, err := h.lib.Append(ctx, l.drive, hdr)
+	if err != nil {
+		return catalog.TapeCopy{}, err
+	}
+	cw := &crcWriter{w: fw}
+	if err := h.c.readRange(ctx, seg, 0, seg.Length, cw, make([]byte, 1<<20)); err != nil {
+		fw.Abort()
+		return catalog.TapeCopy{}, err
+	}
+	if err := fw.Close(); err != nil {
+		return catalog.TapeCopy{}, err
+	}
+	if got := fw.EntryCRCs()[0]; cw.crc != seg.CRC32C || got != seg.CRC32C {
+		return catalog.TapeCopy{}, api.Errorf(api.ErrCorrupt, "stripe %d: disk has crc32c %08x, read %08x, tape wrote %08x", i, seg.CRC32C, cw.crc, got)
+	}
+	return catalog.TapeCopy{Stripe: i, Volume: l.volume, Seq: fw.Seq(), Position: fw.Start(), Length: seg.Length, CRC32C: seg.CRC32C}, nil
 }

@@ -27,10 +27,15 @@ type RebuildResult struct {
 // would from HPSS or CTA tapes; repack removes them for good.
 func Rebuild(ctx context.Context, lib tape.Library, store catalog.Store, log *slog.Logger) (RebuildResult, error) {
 	var res RebuildResult
+	// A copy is one entry, or the entries of a striped copy (same CopyID).
+	type copyOf struct {
+		id      string
+		stripes []catalog.TapeCopy
+		written time.Time
+	}
 	type found struct {
-		e       tape.Entry
-		copies  []catalog.TapeCopy
-		written []time.Time
+		e      tape.Entry
+		copies []*copyOf
 	}
 	files := map[int64]*found{} // by original bitfile
 	var order []int64
@@ -63,14 +68,23 @@ func Rebuild(ctx context.Context, lib tape.Library, store catalog.Store, log *sl
 					files[e.Bitfile] = f
 					order = append(order, e.Bitfile)
 				}
-				// Copies are numbered in the order they were written.
-				tc := catalog.TapeCopy{Volume: ci.Volume, Seq: seq, Position: h.Start, Offset: e.Offset, Length: e.Size, CRC32C: tr.Entries[i]}
-				k := len(f.copies)
-				for k > 0 && f.written[k-1].After(h.Written) {
-					k--
+				tc := catalog.TapeCopy{Stripe: e.Stripe, Volume: ci.Volume, Seq: seq, Position: h.Start, Offset: e.Offset, Length: e.Size, CRC32C: tr.Entries[i]}
+				var cp *copyOf
+				for _, o := range f.copies {
+					if e.CopyID != "" && o.id == e.CopyID {
+						cp = o
+					}
 				}
-				f.copies = slices.Insert(f.copies, k, tc)
-				f.written = slices.Insert(f.written, k, h.Written)
+				if cp == nil {
+					// Copies are numbered in the order they were written.
+					cp = &copyOf{id: e.CopyID, written: h.Written}
+					k := len(f.copies)
+					for k > 0 && f.copies[k-1].written.After(h.Written) {
+						k--
+					}
+					f.copies = slices.Insert(f.copies, k, cp)
+				}
+				cp.stripes = append(cp.stripes, tc)
 			}
 		}
 	}
@@ -97,18 +111,27 @@ func Rebuild(ctx context.Context, lib tape.Library, store catalog.Store, log *sl
 		if err != nil {
 			return res, err
 		}
-		b, err := store.CreatePending(ctx, catalog.Bitfile{Size: f.e.Size, StripeWidth: 1, StripeUnit: 4 << 20, Lease: 1 << 62})
+		size, width, unit := f.e.Size, 1, int64(4<<20)
+		if f.e.Stripes > 1 {
+			size, width, unit = f.e.FileSize, f.e.Stripes, f.e.StripeUnit
+		}
+		b, err := store.CreatePending(ctx, catalog.Bitfile{Size: size, StripeWidth: width, StripeUnit: unit, Lease: 1 << 62})
 		if err != nil {
 			return res, err
 		}
 		b.Fixity = f.e.SHA256
-		in := catalog.Inode{Parent: parent, Name: comps[len(comps)-1], Mode: f.e.Mode, UID: f.e.UID, GID: f.e.GID, Size: f.e.Size,
+		in := catalog.Inode{Parent: parent, Name: comps[len(comps)-1], Mode: f.e.Mode, UID: f.e.UID, GID: f.e.GID, Size: size,
 			Mtime: f.e.Mtime, Ctime: f.e.Mtime, Atime: f.e.Mtime, COS: f.e.COS}
 		if _, err := store.Commit(ctx, in, &b, false); err != nil {
 			return res, fmt.Errorf("rebuild %s: %w", f.e.Path, err)
 		}
-		for _, tc := range f.copies {
-			if err := store.AddTapeCopy(ctx, b.ID, tc); err != nil {
+		for _, cp := range f.copies {
+			if f.e.Stripes > 1 && len(cp.stripes) != f.e.Stripes {
+				log.Warn("rebuild: striped copy incomplete on tape, skipped", "path", f.e.Path, "have", len(cp.stripes), "stripes", f.e.Stripes)
+				continue
+			}
+			slices.SortFunc(cp.stripes, func(a, b catalog.TapeCopy) int { return a.Stripe - b.Stripe })
+			if err := store.AddTapeCopy(ctx, b.ID, cp.stripes...); err != nil {
 				return res, fmt.Errorf("rebuild %s: %w", f.e.Path, err)
 			}
 			res.Copies++

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -103,7 +102,9 @@ func (h *hsm) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool 
 	defer h.mu.Unlock()
 	if r := h.recalls[b.ID]; r != nil {
 		if prio > 0 {
-			h.sched.Add(sched.Request{Key: strconv.FormatInt(b.ID, 10), Volume: r.volume, Priority: prio})
+			for _, k := range r.keys {
+				h.sched.Add(sched.Request{Key: k, Priority: prio})
+			}
 		}
 		return nil
 	}
@@ -117,20 +118,31 @@ func (h *hsm) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool 
 	return nil
 }
 
-// queueLocked queues r on the first tape copy not yet tried.
+// queueLocked queues r on the first tape copy none of whose cartridges has
+// failed: one request per stripe (an unstriped copy is one stripe), so the
+// stripes of a striped copy are read on several drives at once.
 func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio int) error {
 	bad := map[string]bool{}
 	for _, ci := range h.lib.Cartridges() {
 		bad[ci.Volume] = ci.Unreadable
 	}
-	for _, tc := range b.Tapes {
-		if r.tried[tc.Volume] || bad[tc.Volume] {
+	for _, cp := range copiesOf(b.Tapes) {
+		usable := true
+		for _, tc := range cp {
+			usable = usable && !r.tried[tc.Volume] && !bad[tc.Volume]
+		}
+		if !usable {
 			continue
 		}
-		h.nextID++
-		r.volume = tc.Volume
-		h.sched.Add(sched.Request{ID: h.nextID, Key: strconv.FormatInt(b.ID, 10), Volume: tc.Volume, Seq: tc.Seq, Offset: tc.Position + tc.Offset,
-			Size: tc.Length, Priority: prio, Queued: queued})
+		r.copy, r.stripes, r.volume, r.keys = cp[0].Copy, len(cp), cp[0].Volume, nil
+		r.segs = map[int]catalog.Segment{}
+		for _, tc := range cp {
+			h.nextID++
+			k := stripeKey(b.ID, tc.Copy, tc.Stripe)
+			r.keys = append(r.keys, k)
+			h.sched.Add(sched.Request{ID: h.nextID, Key: k, Volume: tc.Volume, Seq: tc.Seq, Offset: tc.Position + tc.Offset,
+				Size: tc.Length, Priority: prio, Queued: queued})
+		}
 		return nil
 	}
 	if len(b.Tapes) == 0 {
@@ -269,9 +281,32 @@ func (h *hsm) recaller(ctx context.Context) {
 	}
 }
 
+// A recall request's key names the bitfile, the tape copy and the stripe
+// it reads: "bitfile/copy/stripe".
+func stripeKey(bitfile int64, copy, stripe int) string {
+	return fmt.Sprintf("%d/%d/%d", bitfile, copy, stripe)
+}
+
+func parseKey(k string) (bitfile int64, copy, stripe int) {
+	fmt.Sscanf(k, "%d/%d/%d", &bitfile, &copy, &stripe)
+	return
+}
+
 func keyID(k string) int64 {
-	id, _ := strconv.ParseInt(k, 10, 64)
+	id, _, _ := parseKey(k)
 	return id
+}
+
+// copiesOf groups tape copy rows (sorted by copy, then stripe) by copy.
+func copiesOf(rows []catalog.TapeCopy) [][]catalog.TapeCopy {
+	var out [][]catalog.TapeCopy
+	for i, tc := range rows {
+		if i == 0 || tc.Copy != rows[i-1].Copy {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], tc)
+	}
+	return out
 }
 
 // bufferFree is the free space of the disk pools recalls land in.
@@ -333,10 +368,12 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		return
 	}
 	for i, q := range d.Requests {
-		err := h.recallOne(ctx, d.Drive, q)
+		complete, err := h.recallOne(ctx, d.Drive, q)
 		switch {
 		case err == nil:
-			h.finish(ctx, keyID(q.Key), nil)
+			if complete {
+				h.finish(ctx, keyID(q.Key), nil)
+			}
 		case ctx.Err() != nil:
 			return // stopping: the requests stay in the catalog for the next run
 		case errors.Is(err, tape.ErrDriveFailed):
@@ -360,12 +397,22 @@ func (h *hsm) fallback(ctx context.Context, reqs []sched.Request, cause error) {
 		b, err := h.c.store.Bitfile(ctx, id)
 		h.mu.Lock()
 		r := h.recalls[id]
+		var orphans map[int]catalog.Segment
 		if r != nil && err == nil {
+			_, cp, _ := parseKey(q.Key)
+			if cp != r.copy {
+				h.mu.Unlock()
+				continue // already moved on to another copy
+			}
 			r.tried[q.Volume] = true
 			r.active = false
+			orphans = r.segs // stripes of the copy given up on
 			err = h.queueLocked(r, b, q.Queued, q.Priority)
 		}
 		h.mu.Unlock()
+		for _, sg := range orphans {
+			h.c.deleteObject(ctx, sg.Device, sg.Object)
+		}
 		if err != nil {
 			h.finish(ctx, id, fmt.Errorf("%s: %w", q.Volume, cause))
 		}
@@ -384,7 +431,14 @@ func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
 		}
 		h.failedRecalls[bitfile] = err
 	}
+	var orphans map[int]catalog.Segment
+	if r != nil && err != nil {
+		orphans = r.segs // stripes already on disk that no file will use
+	}
 	h.mu.Unlock()
+	for _, sg := range orphans {
+		h.c.deleteObject(ctx, sg.Device, sg.Object)
+	}
 	if r != nil {
 		if err != nil {
 			h.c.log.Warn("hsm: recall failed", "path", r.path, "err", err)
@@ -394,62 +448,87 @@ func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
 	}
 }
 
-// recallOne copies one file from the mounted cartridge to a new disk copy.
-func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) error {
+// recallOne copies one stripe of a file from the mounted cartridge into a
+// new disk object. When it was the file's last stripe to arrive, it records
+// the new disk copy (striped as the tape copy is) and reports complete.
+func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (complete bool, err error) {
 	c := h.c
-	id := keyID(q.Key)
+	id, cp, stripe := parseKey(q.Key)
+	h.mu.Lock()
+	r := h.recalls[id]
+	current := r != nil && r.copy == cp
+	pool := c.defaultPool()
+	if r != nil && r.pool != "" {
+		pool = r.pool
+	}
+	h.mu.Unlock()
+	if !current {
+		return false, nil // a request left from a copy given up on, or a finished recall
+	}
 	b, err := c.store.Bitfile(ctx, id)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if b.OnDisk {
-		return nil
+		return true, nil
 	}
 	var tc catalog.TapeCopy
 	for _, t := range b.Tapes {
-		if t.Volume == q.Volume {
+		if t.Copy == cp && t.Stripe == stripe {
 			tc = t
 		}
 	}
 	if tc.Volume == "" {
-		return api.Errorf(api.ErrNotFound, "bitfile %d has no copy on %s", id, q.Volume)
+		return false, api.Errorf(api.ErrNotFound, "bitfile %d has no tape copy %d stripe %d", id, cp, stripe)
 	}
-	h.mu.Lock()
-	pool := c.defaultPool()
-	if r := h.recalls[id]; r != nil && r.pool != "" {
-		pool = r.pool
-	}
-	h.mu.Unlock()
 	picked, err := c.place(ctx, pool, 1, tc.Length)
 	if err != nil {
-		return err
+		return false, err
 	}
 	dev, ep := picked[0].dev.ID, picked[0].ep
 	defer c.unload(dev)
-	obj := catalog.ObjectName(b.ID, b.DiskGen+1, 0)
+	obj := catalog.ObjectName(b.ID, b.DiskGen+1, stripe)
 	// An attempt cut short by a crash may have left the object.
 	if err := c.deleteObject(ctx, dev, obj); err != nil && !errors.Is(err, api.ErrNotFound) {
-		return err
+		return false, err
 	}
 	rd, err := h.lib.ReadData(ctx, drive, tc.Seq, tc.Offset, tc.Length)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer rd.Close()
 	st, err := c.writeObject(ctx, ep, dev, obj, tc.Length, rd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if st.Length != tc.Length || st.CRC32C != tc.CRC32C {
 		c.deleteObject(ctx, dev, obj)
-		return api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)
+		return false, api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)
 	}
-	seg := catalog.Segment{Stripe: 0, Device: dev, Object: obj, Length: st.Length, CRC32C: st.CRC32C}
-	if err := c.store.RestoreDiskCopy(ctx, b.ID, 1, b.StripeUnit, []catalog.Segment{seg}); err != nil {
+	h.mu.Lock()
+	if r.copy != cp { // given up on meanwhile
+		h.mu.Unlock()
 		c.deleteObject(ctx, dev, obj)
-		return err
+		return false, nil
 	}
-	return nil
+	r.segs[stripe] = catalog.Segment{Stripe: stripe, Device: dev, Object: obj, Length: st.Length, CRC32C: st.CRC32C}
+	var segs []catalog.Segment
+	if len(r.segs) == r.stripes {
+		for i := 0; i < r.stripes; i++ {
+			segs = append(segs, r.segs[i])
+		}
+	}
+	h.mu.Unlock()
+	if segs == nil {
+		return false, nil // other stripes still to come
+	}
+	if err := c.store.RestoreDiskCopy(ctx, b.ID, len(segs), b.StripeUnit, segs); err != nil {
+		return false, err // finish deletes the objects
+	}
+	h.mu.Lock()
+	r.segs = nil // the file owns them now
+	h.mu.Unlock()
+	return true, nil
 }
 
 // writeObject streams n bytes of src into a new object through its mover

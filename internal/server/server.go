@@ -208,7 +208,7 @@ func hsmConfig(cfg config.Config, log *slog.Logger) (core.HSMConfig, *tape.Emula
 	if err != nil {
 		return h, nil, err
 	}
-	h = core.HSMConfig{Library: lib, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate),
+	h = core.HSMConfig{Library: lib, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate), StripeMin: int64(hc.StripeMin),
 		HighWater: hc.HighWater, LowWater: hc.LowWater,
 		Rules: sched.Rules{MinFiles: hc.RecallMinFiles, MinBytes: int64(hc.RecallMinBytes), Drives: hc.RecallDrives}}
 	for _, d := range []struct {

@@ -43,6 +43,14 @@ type Entry struct {
 	GID     uint32 `json:"gid"`
 	Mtime   int64  `json:"mtime"` // unix nanoseconds
 	COS     string `json:"cos,omitempty"`
+	// A striped copy keeps stripe Stripe of Stripes (of the file's
+	// StripeUnit-wide round-robin layout, FileSize bytes in all) in this
+	// entry; its stripes share CopyID. Unstriped entries leave these zero.
+	Stripe     int    `json:"stripe,omitempty"`
+	Stripes    int    `json:"stripes,omitempty"`
+	StripeUnit int64  `json:"stripe_unit,omitempty"`
+	FileSize   int64  `json:"file_size,omitempty"`
+	CopyID     string `json:"copy_id,omitempty"`
 }
 
 // Header is the label written before a tape file's data.
