@@ -3,7 +3,9 @@ package client_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -481,5 +483,71 @@ func TestStripedTapeCopy(t *testing.T) {
 	b, _ := store.Bitfile(ctx, in.Bitfile)
 	if in.Size != int64(len(data)) || b.StripeWidth != 4 || b.StripeUnit != 64<<10 || len(b.Tapes) != 4 || b.Tapes[3].Stripe != 3 {
 		t.Fatalf("rebuilt striped file: %+v %+v", in, b)
+	}
+}
+
+// The scheduling test through the whole server: 1,000 files on 10
+// cartridges, purged, then all staged at once in random order; the
+// recaller mounts each cartridge once and every file comes back intact.
+// (internal/sched's TestThousandRecallsOnTenCartridges checks the tape
+// order and compares positioning with first come, first served.)
+func TestThousandRecallsThroughTheServer(t *testing.T) {
+	const files, size = 1000, 4096
+	s, c := tapeServer(t, func(cfg *config.Config) {
+		cfg.Library.Drives, cfg.Library.Cartridges = 4, 12
+		// A cartridge takes about 100 of these files (each tape file
+		// wants 1 MiB of slack), so they spread over 10 cartridges.
+		cfg.Library.Capacity = 1<<20 + 100*(size+400)
+		cfg.HSM.Aggregate = 1 // a tape file per file
+		cfg.HSM.MigrateDrives = 1
+		// Hold the queue until everything is staged: no cartridge reaches
+		// the file count, all become due together.
+		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMaxAge = 100000, "2s"
+	})
+	data := make([][]byte, files)
+	paths := make([]string, files)
+	for i := range data {
+		data[i], paths[i] = randBytes(uint64(1000+i), size), fmt.Sprintf("/f%04d", i)
+		if _, err := c.Put(ctx, paths[i], bytes.NewReader(data[i]), size, client.PutOptions{COS: "single", NoFixity: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := c.Migrate(ctx); err != nil || res.Files != files {
+		t.Fatalf("migrate: %+v, %v", res, err)
+	}
+	used := 0
+	for _, ct := range s.Library.Cartridges() {
+		if ct.Files > 0 {
+			used++
+		}
+	}
+	if used < 10 {
+		t.Fatalf("files on %d cartridges, want 10", used)
+	}
+	if _, err := c.Purge(ctx, paths...); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.Library.Drives() {
+		if d.Volume != "" {
+			s.Library.Dismount(ctx, d.ID)
+		}
+	}
+	before := s.Library.Stats()
+	order := rand.New(rand.NewPCG(5, 5)).Perm(files)
+	shuffled := make([]string, files)
+	for i, k := range order {
+		shuffled[i] = paths[k]
+	}
+	if _, err := c.Stage(ctx, shuffled, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		got, err := getBytes(c, p)
+		if err != nil || !bytes.Equal(got, data[i]) {
+			t.Fatalf("%s after the recall: %v", p, err)
+		}
+	}
+	if mounts := s.Library.Stats().Mounts - before.Mounts; mounts > int64(used) {
+		t.Fatalf("%d mounts to recall files from %d cartridges", mounts, used)
 	}
 }
