@@ -78,34 +78,15 @@ func main() {
 // run migrates files×size bytes on drives drives and prints a table row.
 func run(name string, g tape.Generation, drives, files int, size int64) {
 	ctx := context.Background()
-	data := filepath.Join(*dataDir, "hsmbench")
-	os.RemoveAll(data)
-	os.RemoveAll(*tapeDir)
-	defer os.RemoveAll(data)
-	defer os.RemoveAll(*tapeDir)
-	cfg := config.Default()
-	cfg.DataDir = data
-	cfg.Listen, cfg.Mover.Listen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Library = config.Library{Generation: g.Name, Drives: drives, Cartridges: drives + 2, TimeScale: *scale, Path: *tapeDir}
-	cfg.HSM.MigrateDrives = drives
-	cfg.HSM.MigrateEvery, cfg.HSM.PurgeEvery, cfg.HSM.MigrateAfter = "1h", "1h", "1h"
-	cfg.Devices = nil
-	for i := 0; i < 4; i++ {
-		cfg.Devices = append(cfg.Devices, config.Device{ID: fmt.Sprintf("disk%d", i)})
-	}
-	if err := cfg.Complete(); err != nil {
-		fail(err)
-	}
-	s, err := server.Start(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		fail(err)
-	}
-	defer s.Close()
-	c, err := client.New(s.URL())
-	if err != nil {
-		fail(err)
-	}
-	defer c.Close()
+	s, c, stop := start(func(cfg *config.Config) {
+		cfg.Library = config.Library{Generation: g.Name, Drives: drives, Cartridges: drives + 2, TimeScale: *scale, Path: *tapeDir}
+		cfg.HSM.MigrateDrives = drives
+		cfg.Devices = nil
+		for i := 0; i < 4; i++ {
+			cfg.Devices = append(cfg.Devices, config.Device{ID: fmt.Sprintf("disk%d", i)})
+		}
+	})
+	defer stop()
 
 	// Warm-up: one small file per drive, so every drive has a cartridge
 	// mounted and positioned (mounts are not what is measured).
@@ -221,31 +202,12 @@ func fail(err error) {
 // library listing with all n queued.
 func queue(n int) {
 	ctx := context.Background()
-	data := filepath.Join(*dataDir, "hsmbench")
-	os.RemoveAll(data)
-	os.RemoveAll(*tapeDir)
-	defer os.RemoveAll(data)
-	defer os.RemoveAll(*tapeDir)
-	cfg := config.Default()
-	cfg.DataDir = data
-	cfg.Listen, cfg.Mover.Listen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Library = config.Library{Generation: "LTO-9", Drives: 4, Cartridges: 8, TimeScale: "instant", Path: *tapeDir}
-	cfg.HSM.MigrateEvery, cfg.HSM.PurgeEvery, cfg.HSM.MigrateAfter = "1h", "1h", "1h"
-	cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1<<30, 1<<50, "1000h"
-	cfg.Catalog.Sync = "normal"
-	if err := cfg.Complete(); err != nil {
-		fail(err)
-	}
-	s, err := server.Start(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		fail(err)
-	}
-	defer s.Close()
-	c, err := client.New(s.URL())
-	if err != nil {
-		fail(err)
-	}
-	defer c.Close()
+	_, c, stop := start(func(cfg *config.Config) {
+		cfg.Library = config.Library{Generation: "LTO-9", Drives: 4, Cartridges: 8, TimeScale: "instant", Path: *tapeDir}
+		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1<<30, 1<<50, "1000h"
+		cfg.Catalog.Sync = "normal"
+	})
+	defer stop()
 	t0 := time.Now()
 	putN(ctx, c, "q", n, 4096)
 	if _, err := c.Migrate(ctx); err != nil {
@@ -290,4 +252,34 @@ func queue(n int) {
 	fmt.Printf("| stage %d files, 1,000 paths per request | %.2f s | %.0f requests/s |\n", n, stage.Seconds(), float64(n)/stage.Seconds())
 	fmt.Printf("| status of the last one (position %d of %d queued) | %.1f ms | |\n", st.Position, queued, status.Seconds()*1e3)
 	fmt.Printf("| admin queue (library listing) | %.1f ms | |\n", list.Seconds()*1e3)
+}
+
+// start runs a server in-process on fresh directories, configured by edit,
+// with the policies left to the benchmark, and a client for it.
+func start(edit func(*config.Config)) (*server.Server, *client.Client, func()) {
+	data := filepath.Join(*dataDir, "hsmbench")
+	os.RemoveAll(data)
+	os.RemoveAll(*tapeDir)
+	cfg := config.Default()
+	cfg.DataDir = data
+	cfg.Listen, cfg.Mover.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.HSM.MigrateEvery, cfg.HSM.PurgeEvery, cfg.HSM.MigrateAfter = "1h", "1h", "1h"
+	edit(&cfg)
+	if err := cfg.Complete(); err != nil {
+		fail(err)
+	}
+	s, err := server.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fail(err)
+	}
+	c, err := client.New(s.URL())
+	if err != nil {
+		fail(err)
+	}
+	return s, c, func() {
+		c.Close()
+		s.Close()
+		os.RemoveAll(data)
+		os.RemoveAll(*tapeDir)
+	}
 }

@@ -215,6 +215,13 @@ type HSMResult struct {
 	TapeFiles int   `json:"tape_files,omitempty"`
 }
 
+// Add adds o's counts to r.
+func (r *HSMResult) Add(o HSMResult) {
+	r.Files += o.Files
+	r.Bytes += o.Bytes
+	r.TapeFiles += o.TapeFiles
+}
+
 // Cartridge is one tape cartridge as admin commands show it.
 type Cartridge struct {
 	Volume     string `json:"volume"`

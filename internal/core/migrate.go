@@ -66,13 +66,9 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 			}
 			var r api.HSMResult
 			r, err = h.writeStriped(ctx, cd)
-			res.Files += r.Files
-			res.Bytes += r.Bytes
-			res.TapeFiles += r.TapeFiles
+			res.Add(r)
 		}
-		total.Files += res.Files
-		total.Bytes += res.Bytes
-		total.TapeFiles += res.TapeFiles
+		total.Add(res)
 		if err != nil {
 			return total, err
 		}
@@ -170,9 +166,7 @@ func (h *hsm) migratePass(ctx context.Context, cands []catalog.Candidate) (api.H
 			w := &writer{h: h}
 			add := func(r api.HSMResult, err error) {
 				mu.Lock()
-				res.Files += r.Files
-				res.Bytes += r.Bytes
-				res.TapeFiles += r.TapeFiles
+				res.Add(r)
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -294,9 +288,7 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 	w.bytes += b.bytes
 	if w.bytes >= h.cfg.FlushBytes {
 		r, err := w.flush(ctx)
-		res.Files += r.Files
-		res.Bytes += r.Bytes
-		res.TapeFiles += r.TapeFiles
+		res.Add(r)
 		return res, err
 	}
 	return res, nil
