@@ -89,6 +89,12 @@ type TapeCopy struct {
 	CRC32C   uint32
 }
 
+// Residency says where a bitfile's data is.
+type Residency struct {
+	OnDisk bool
+	Tapes  int // tape copies
+}
+
 // Garbage is a disk object no copy refers to any more.
 type Garbage struct {
 	Device, Object string
@@ -240,6 +246,9 @@ type Store interface {
 	PutCOS(ctx context.Context, k COS) error
 	// ClassesOfService lists the stored classes by name.
 	ClassesOfService(ctx context.Context) ([]COS, error)
+	// Residency returns where each of the given bitfiles' data is (absent
+	// ones are left out), in one query per few hundred: listings use it.
+	Residency(ctx context.Context, ids []int64) (map[int64]Residency, error)
 	// Path returns the absolute path of inode id.
 	Path(ctx context.Context, id int64) (string, error)
 

@@ -34,18 +34,26 @@ func layout(b catalog.Bitfile) *api.Layout {
 	return l
 }
 
-// residency says where b's data is; staging when a recall is queued.
-func residency(b catalog.Bitfile, staging bool) string {
+// residency says where a file's data is; staging when a recall is queued.
+func residency(r catalog.Residency, staging bool) string {
 	switch {
-	case b.OnDisk && len(b.Tapes) > 0:
+	case r.OnDisk && r.Tapes > 0:
 		return api.ResidencyBoth
-	case b.OnDisk:
+	case r.OnDisk:
 		return api.ResidencyDisk
 	case staging:
 		return api.ResidencyStaging
 	default:
 		return api.ResidencyTape
 	}
+}
+
+func residencyOf(b catalog.Bitfile) catalog.Residency {
+	copies := map[int]bool{}
+	for _, t := range b.Tapes {
+		copies[t.Copy] = true
+	}
+	return catalog.Residency{OnDisk: b.OnDisk, Tapes: len(copies)}
 }
 
 func (c *Core) statPath(ctx context.Context, p string) ([]string, catalog.Inode, error) {
@@ -70,7 +78,7 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 			return fi, fmt.Errorf("stat %s: %w", fi.Path, err)
 		}
 		fi.Layout, fi.Fixity = layout(b), b.Fixity
-		fi.Residency = residency(b, c.hsm.staging(b.ID))
+		fi.Residency = residency(residencyOf(b), c.hsm.staging(b.ID))
 	}
 	return fi, nil
 }
@@ -89,14 +97,22 @@ func (c *Core) List(ctx context.Context, p string) ([]api.FileInfo, error) {
 		return nil, err
 	}
 	out := make([]api.FileInfo, len(ents))
+	var ids []int64
 	for i, e := range ents {
 		out[i] = info(joinPath(append(comps[:len(comps):len(comps)], e.Name)), e)
 		if e.Bitfile != 0 {
-			// Where the data lives is part of a long listing (HSM users
-			// need it to decide what to stage).
-			if b, err := c.store.Bitfile(ctx, e.Bitfile); err == nil {
-				out[i].Residency = residency(b, c.hsm.staging(b.ID))
-			}
+			ids = append(ids, e.Bitfile)
+		}
+	}
+	// Where the data lives is part of a long listing (HSM users need it
+	// to decide what to stage): one query for the whole directory.
+	res, err := c.store.Residency(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", joinPath(comps), err)
+	}
+	for i, e := range ents {
+		if r, ok := res[e.Bitfile]; ok && e.Bitfile != 0 {
+			out[i].Residency = residency(r, c.hsm.staging(e.Bitfile))
 		}
 	}
 	return out, nil
@@ -357,7 +373,7 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 		return resp, fmt.Errorf("open %s: %w", path, err)
 	}
 	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
-	resp.File.Residency = residency(b, c.hsm.staging(b.ID))
+	resp.File.Residency = residency(residencyOf(b), c.hsm.staging(b.ID))
 	if !b.OnDisk {
 		return resp, api.Errorf(api.ErrOffline, "open %s: on tape only; stage it (strata stage %s) or get it and wait", path, path)
 	}

@@ -483,6 +483,9 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 	if !b.OnDisk || len(b.Tapes) != 1 || b.Tapes[0] != tc {
 		t.Fatalf("bitfile after migration: %+v", b)
 	}
+	if r := must(s.Residency(ctx, []int64{old.ID, young.ID, 999999})); len(r) != 2 || r[old.ID] != (catalog.Residency{OnDisk: true, Tapes: 1}) || r[young.ID] != (catalog.Residency{OnDisk: true}) {
+		t.Fatalf("residency: %+v", r)
+	}
 	pc := must(s.PurgeCandidates(ctx, 10))
 	if len(pc) != 1 || pc[0].Bitfile.ID != old.ID {
 		t.Fatalf("purge candidates: %+v", pc)

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
@@ -327,4 +328,38 @@ func (s *Store) ClassesOfService(ctx context.Context) ([]catalog.COS, error) {
 		out = append(out, k)
 	}
 	return out, rows.Err()
+}
+
+// Residency implements catalog.Store.
+func (s *Store) Residency(ctx context.Context, ids []int64) (map[int64]catalog.Residency, error) {
+	out := make(map[int64]catalog.Residency, len(ids))
+	const chunk = 500
+	for len(ids) > 0 {
+		n := min(chunk, len(ids))
+		q := "SELECT id, on_disk, tapes FROM bitfiles WHERE id IN (?" + strings.Repeat(", ?", n-1) + ")"
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = id
+		}
+		ids = ids[n:]
+		// Not a prepared statement: the placeholder count varies.
+		rows, err := s.rdb.QueryContext(ctx, s.rebind(q), args...)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: residency: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var r catalog.Residency
+			if err := rows.Scan(&id, &r.OnDisk, &r.Tapes); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("catalog: residency: %w", err)
+			}
+			out[id] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
