@@ -52,6 +52,8 @@ var (
 	ErrNoSpace  = api.ErrNoSpace
 	ErrCorrupt  = api.ErrCorrupt
 	ErrDenied   = api.ErrDenied
+	// ErrOffline means the file is on tape only and was not recalled.
+	ErrOffline = api.ErrOffline
 	// ErrUnreachable means the server could not be contacted at all.
 	ErrUnreachable = errors.New("server unreachable")
 )

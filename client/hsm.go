@@ -16,9 +16,6 @@ type (
 	COS         = api.COS
 )
 
-// ErrOffline: the file is on tape only and was not recalled.
-var ErrOffline = api.ErrOffline
-
 // Stage queues recalls of files that are on tape only and reports where
 // each stands (files on disk report StageResident).
 func (c *Client) Stage(ctx context.Context, paths []string, priority int) ([]StageStatus, error) {

@@ -107,15 +107,19 @@ type Candidate struct {
 	Bitfile Bitfile
 }
 
-// COS is a class of service stored in the catalog (defined or edited at
-// run time).
+// COS is a class of service: where new files of that class go, how they
+// are striped, and how many copies they keep on tape.
 type COS struct {
 	Name        string
 	Pool        string
 	StripeWidth int
 	StripeUnit  int64
-	TapeCopies  int
-	TapeOnly    bool
+	// TapeCopies is the number of tape copies migration makes (0: the
+	// class stays on disk).
+	TapeCopies int
+	// TapeOnly drops the disk copy as soon as the tape copies exist: the
+	// disk pool is only a landing buffer.
+	TapeOnly bool
 }
 
 // Recall is a queued request to bring a file back to disk.

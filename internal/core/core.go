@@ -32,19 +32,9 @@ import (
 )
 
 // COS is a class of service: where new files of that class go, how they
-// are striped, and how many copies they keep on tape.
-type COS struct {
-	Name        string
-	Pool        string
-	StripeWidth int
-	StripeUnit  int64
-	// TapeCopies is the number of tape copies migration makes (0: the
-	// class stays on disk).
-	TapeCopies int
-	// TapeOnly drops the disk copy as soon as the tape copies exist: the
-	// disk pool is only a landing buffer.
-	TapeOnly bool
-}
+// are striped, and how many copies they keep on tape. The catalog stores
+// the ones edited at run time, so it is the catalog's type.
+type COS = catalog.COS
 
 // Config configures the core.
 type Config struct {

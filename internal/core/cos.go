@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/catalog"
 )
 
 // classes is an immutable set of classes of service: edits swap in a new
@@ -79,7 +78,7 @@ func (c *Core) loadClasses(ctx context.Context, list []COS) error {
 		return err
 	}
 	for _, k := range stored {
-		cs = cs.with(COS(k))
+		cs = cs.with(k)
 	}
 	c.cos.cur.Store(cs)
 	return nil
@@ -96,7 +95,7 @@ func (c *Core) SetCOS(ctx context.Context, r api.COS) (api.COS, error) {
 	}
 	c.cos.mu.Lock()
 	defer c.cos.mu.Unlock()
-	if err := c.store.PutCOS(ctx, catalog.COS(k)); err != nil {
+	if err := c.store.PutCOS(ctx, k); err != nil {
 		return r, fmt.Errorf("cos %s: %w", k.Name, err)
 	}
 	c.cos.cur.Store(c.cos.cur.Load().with(k))
