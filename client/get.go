@@ -39,13 +39,7 @@ const readAhead = 8
 // parallel. Corrupt data is never written: a checksum failure stops the
 // transfer with an error naming the file and segment.
 func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptions) (*FileInfo, error) {
-	var or api.OpenResponse
-	err := c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
-	if errors.Is(err, api.ErrOffline) {
-		if err = c.awaitRecall(ctx, path, o); err == nil {
-			err = c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
-		}
-	}
+	or, err := c.open(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +94,19 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 		return nil, fmt.Errorf("get %s: %w", path, werr)
 	}
 	return &fi, checkFixity(path, &fi, h)
+}
+
+// open fetches a file's read layout, waiting for its recall from tape
+// unless o.NoWait.
+func (c *Client) open(ctx context.Context, path string, o GetOptions) (api.OpenResponse, error) {
+	var or api.OpenResponse
+	err := c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
+	if errors.Is(err, api.ErrOffline) {
+		if err = c.awaitRecall(ctx, path, o); err == nil {
+			err = c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
+		}
+	}
+	return or, err
 }
 
 // checkFixity compares the recomputed whole-file digest, if any, with the
@@ -224,12 +231,26 @@ func (s *frameSink) delivered() (int64, uint32) { return s.total, s.crc }
 // errors from the last byte delivered, and checks the segment's CRC32C
 // against the catalog's at the end.
 func (c *Client) readSegment(ctx context.Context, t api.StripeTarget, sink segmentSink) error {
+	if err := c.readRange(ctx, t, 0, t.Length, sink); err != nil {
+		return err
+	}
+	if _, crc := sink.delivered(); crc != t.CRC32C {
+		return api.Errorf(api.ErrCorrupt, "segment crc32c %08x, catalog records %08x", crc, t.CRC32C)
+	}
+	return nil
+}
+
+// readRange streams length bytes of a segment from offset off into sink,
+// resuming after transport errors from the last byte delivered. Every
+// frame is checked against its CRC32C on arrival; a frame that fails makes
+// the next attempt ask the mover to verify what it reads at rest.
+func (c *Client) readRange(ctx context.Context, t api.StripeTarget, off, length int64, sink segmentSink) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	total := func() int64 { n, _ := sink.delivered(); return n }
 	var attempts []error
 	verify := false
-	for attempt := 0; attempt <= c.Retries && total() < t.Length; attempt++ {
+	for attempt := 0; attempt <= c.Retries && total() < length; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
 				return err
@@ -240,7 +261,7 @@ func (c *Client) readSegment(ctx context.Context, t api.StripeTarget, sink segme
 			attempts = append(attempts, err)
 			continue
 		}
-		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: total(), Length: t.Length - total(), Verify: verify}
+		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: off + total(), Length: length - total(), Verify: verify}
 		_, err = conn.Read(ctx, req, sink, *bp)
 		c.pool.Put(conn)
 		if err == nil {
@@ -256,12 +277,8 @@ func (c *Client) readSegment(ctx context.Context, t api.StripeTarget, sink segme
 			return attemptsError(attempts)
 		}
 	}
-	n, crc := sink.delivered()
-	if n < t.Length {
-		return fmt.Errorf("%d of %d bytes read: %w", n, t.Length, attemptsError(attempts))
-	}
-	if crc != t.CRC32C {
-		return api.Errorf(api.ErrCorrupt, "segment crc32c %08x, catalog records %08x", crc, t.CRC32C)
+	if n := total(); n < length {
+		return fmt.Errorf("%d of %d bytes read: %w", n, length, attemptsError(attempts))
 	}
 	return nil
 }

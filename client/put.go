@@ -20,6 +20,8 @@ import (
 type PutOptions struct {
 	COS       string // class of service; "" for the default
 	Stripes   int    // stripe width override; 0 for the class's
+	// StripeUnit overrides the class's stripe unit (bytes); 0 keeps it.
+	StripeUnit int64
 	Overwrite bool   // replace an existing file atomically
 	Mode      uint32 // 0 for 0644
 	// NoFixity skips the whole-file SHA-256 (CRC32C still protects every
@@ -35,7 +37,7 @@ type PutOptions struct {
 // on any failure nothing is visible and the space is given back.
 func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
 	var cr api.CreateResponse
-	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes,
+	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
 		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
 	if err != nil {
 		return nil, err

@@ -283,6 +283,9 @@ type CreateRequest struct {
 	Size      int64  `json:"size"`
 	COS       string `json:"cos,omitempty"`
 	Stripes   int    `json:"stripes,omitempty"`   // overrides the class of service
+	// StripeUnit overrides the class's stripe unit: a writer that fills a
+	// shared file block by block asks for its block size.
+	StripeUnit int64 `json:"stripe_unit,omitempty"`
 	Overwrite bool   `json:"overwrite,omitempty"` // replace an existing file atomically
 	Mode      uint32 `json:"mode,omitempty"`
 	UID       uint32 `json:"uid"`

@@ -183,6 +183,11 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 // chooseCOS picks a new file's class of service: the one asked for, else
 // the nearest ancestor directory's default, else the first size rule the
 // file fits, else the server's default.
+// maxStripeUnit bounds a client's stripe unit override (a unit is the most
+// one stripe holds before the next takes over; beyond this it means no
+// striping at all, which a width of 1 says better).
+const maxStripeUnit = 1 << 34
+
 func (c *Core) chooseCOS(ctx context.Context, asked string, parent, size int64) (COS, error) {
 	if asked != "" {
 		return c.cosFor(asked)
@@ -266,6 +271,12 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	w := k.StripeWidth
 	if r.Stripes > 0 {
 		w = r.Stripes
+	}
+	if r.StripeUnit < 0 || r.StripeUnit > maxStripeUnit {
+		return api.CreateResponse{}, api.Errorf(api.ErrInvalid, "create %s: stripe unit %d outside 1…%d", path, r.StripeUnit, int64(maxStripeUnit))
+	}
+	if r.StripeUnit > 0 {
+		k.StripeUnit = r.StripeUnit
 	}
 	units := (r.Size + k.StripeUnit - 1) / k.StripeUnit
 	w = int(min(int64(w), units))

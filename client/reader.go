@@ -1,0 +1,162 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// Reader reads a stored file at any offset. Each read fetches just the
+// ranges it needs from the movers, from all the stripes it spans in
+// parallel, and checks every frame's CRC32C; the whole-segment checksums
+// and the fixity digest need whole reads, which Get does.
+type Reader struct {
+	c    *Client
+	ctx  context.Context
+	path string
+	or   api.OpenResponse
+	off  int64 // position of Read
+}
+
+// Open prepares path for reading, waiting for its recall from tape as Get
+// does (o.NoWait and o.Staging apply; the other options do not).
+func (c *Client) Open(ctx context.Context, path string, o GetOptions) (*Reader, error) {
+	or, err := c.open(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{c: c, ctx: ctx, path: path, or: or}, nil
+}
+
+// Info describes the file as it was opened.
+func (r *Reader) Info() *FileInfo { fi := r.or.File; return &fi }
+
+// Size is the file's length.
+func (r *Reader) Size() int64 { return r.or.File.Size }
+
+// Close releases the reader (connections stay pooled in the client).
+func (r *Reader) Close() error { return nil }
+
+// Read reads from the current position, as io.Reader.
+func (r *Reader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.off)
+	r.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// ReadAt reads len(p) bytes at off, as io.ReaderAt: fewer only at the end
+// of the file, with io.EOF.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	size := r.or.File.Size
+	if off < 0 {
+		return 0, api.Errorf(api.ErrInvalid, "read %s: negative offset %d", r.path, off)
+	}
+	if off >= size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), size-off))
+	ranges := r.plan(p[:n], off)
+	errs := make([]error, len(ranges))
+	if len(ranges) == 1 {
+		errs[0] = ranges[0].read(r.ctx, r.c)
+	} else {
+		var wg sync.WaitGroup
+		for i := range ranges {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = ranges[i].read(r.ctx, r.c)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			t := ranges[i].t
+			return 0, fmt.Errorf("read %s at %d: segment %d (device %s, object %s): %w", r.path, off, t.Stripe, t.Device, t.Object, err)
+		}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// stripeRange is the part of a read that one stripe serves: a contiguous
+// range of its object (stripe k holds the file's units k, k+w, k+2w … back
+// to back), scattered into the caller's buffer.
+type stripeRange struct {
+	t        api.StripeTarget
+	off, len int64
+	dst      [][]byte
+}
+
+// plan maps the file range [off, off+len(p)) onto the stripes.
+func (r *Reader) plan(p []byte, off int64) []*stripeRange {
+	w, unit := int64(len(r.or.Stripes)), r.or.StripeUnit
+	if w == 1 {
+		return []*stripeRange{{t: r.or.Stripes[0], off: off, len: int64(len(p)), dst: [][]byte{p}}}
+	}
+	byStripe := make([]*stripeRange, w)
+	var out []*stripeRange
+	for pos, end := off, off+int64(len(p)); pos < end; {
+		u := pos / unit
+		in := pos % unit
+		n := min(unit-in, end-pos)
+		k := u % w
+		sr := byStripe[k]
+		if sr == nil {
+			sr = &stripeRange{t: r.or.Stripes[k], off: (u/w)*unit + in}
+			byStripe[k] = sr
+			out = append(out, sr)
+		}
+		sr.dst = append(sr.dst, p[pos-off:pos-off+n])
+		sr.len += n
+		pos += n
+	}
+	return out
+}
+
+func (sr *stripeRange) read(ctx context.Context, c *Client) error {
+	return c.readRange(ctx, sr.t, sr.off, sr.len, &scatterSink{dst: sr.dst})
+}
+
+// scatterSink writes a stream across a list of buffers in turn.
+type scatterSink struct {
+	dst   [][]byte
+	total int64
+	crc   uint32
+}
+
+func (s *scatterSink) Write(p []byte) (int, error) {
+	return len(p), s.WriteCRC(p, crc32.Checksum(p, wire.Castagnoli))
+}
+
+// WriteCRC takes a frame whose CRC was checked on arrival.
+func (s *scatterSink) WriteCRC(p []byte, crc uint32) error {
+	s.crc = wire.CombineCRC(s.crc, crc, int64(len(p)))
+	s.total += int64(len(p))
+	for len(p) > 0 {
+		if len(s.dst) == 0 {
+			return errors.New("mover sent more than asked for")
+		}
+		n := copy(s.dst[0], p)
+		s.dst[0] = s.dst[0][n:]
+		if len(s.dst[0]) == 0 {
+			s.dst = s.dst[1:]
+		}
+		p = p[n:]
+	}
+	return nil
+}
+
+func (s *scatterSink) delivered() (int64, uint32) { return s.total, s.crc }

@@ -1,0 +1,284 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// Upload is a file being written as a stream: Create reserves its layout,
+// the caller writes its bytes, Commit makes it visible. Unlike Put, whose
+// source can be read again, an Upload cannot retry a stripe once its bytes
+// have gone: a failed stream fails the upload (nothing becomes visible).
+//
+// Bytes arrive either in file order through Write, or stripe by stripe
+// through Stripe(k), each stripe from its own goroutine: the second is how
+// N writers fill one shared file in parallel (HPSS's parallel transfer:
+// writer k owns stripe k, whose units are the file's blocks k, k+w, …).
+// The two must not be mixed.
+type Upload struct {
+	c     *Client
+	path  string
+	size  int64
+	o     PutOptions
+	cr    api.CreateResponse
+	ctx   context.Context
+	stop  context.CancelFunc
+	off   int64     // file-order position of Write
+	h     hash.Hash // fixity of Write's bytes; nil with NoFixity or per-stripe writes
+	seq   bool      // Write was used
+	mu    sync.Mutex
+	parts []*stripeStream
+	done  bool
+	file  *FileInfo
+}
+
+// Create starts writing a file of exactly size bytes at path. o.Progress,
+// o.COS, o.Stripes, o.StripeUnit, o.Mode and o.Overwrite apply as for Put.
+func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptions) (*Upload, error) {
+	var cr api.CreateResponse
+	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
+		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
+	if err != nil {
+		return nil, err
+	}
+	u := &Upload{c: c, path: path, size: size, o: o, cr: cr, file: cr.File}
+	u.ctx, u.stop = context.WithCancel(ctx)
+	u.parts = make([]*stripeStream, len(cr.Stripes))
+	if !o.NoFixity {
+		u.h = sha256.New()
+	}
+	return u, nil
+}
+
+// Stripes is the layout's stripe width; StripeUnit its unit. A file
+// smaller than width × unit has fewer stripes than asked.
+func (u *Upload) Stripes() int      { return len(u.cr.Stripes) }
+func (u *Upload) StripeUnit() int64 { return u.cr.StripeUnit }
+
+// StripeLength is how many bytes stripe k takes.
+func (u *Upload) StripeLength(k int) int64 { return u.cr.Stripes[k].Length }
+
+// Write appends p in file order.
+func (u *Upload) Write(p []byte) (int, error) {
+	u.seq = true
+	if u.off+int64(len(p)) > u.size {
+		return 0, api.Errorf(api.ErrInvalid, "write %s: %d bytes past the declared size %d", u.path, u.off+int64(len(p))-u.size, u.size)
+	}
+	if u.h != nil {
+		u.h.Write(p)
+	}
+	w, unit := int64(len(u.cr.Stripes)), u.cr.StripeUnit
+	n := 0
+	for n < len(p) {
+		i := u.off / unit
+		m := int(min(int64(len(p)-n), unit-u.off%unit))
+		s, err := u.stripe(int(i % w))
+		if err != nil {
+			return n, err
+		}
+		if _, err := s.Write(p[n : n+m]); err != nil {
+			return n, err
+		}
+		n += m
+		u.off += int64(m)
+	}
+	return n, nil
+}
+
+// Stripe returns the writer of stripe k's bytes, in stripe order. Each
+// stripe may be written from its own goroutine.
+func (u *Upload) Stripe(k int) (io.Writer, error) {
+	if u.seq {
+		return nil, api.Errorf(api.ErrInvalid, "upload %s: Stripe after Write", u.path)
+	}
+	u.mu.Lock()
+	u.h = nil // bytes arrive out of file order: no whole-file digest
+	u.mu.Unlock()
+	return u.stripe(k)
+}
+
+func (u *Upload) stripe(k int) (*stripeStream, error) {
+	if k < 0 || k >= len(u.parts) {
+		return nil, api.Errorf(api.ErrInvalid, "upload %s: no stripe %d (width %d)", u.path, k, len(u.parts))
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return nil, api.Errorf(api.ErrInvalid, "upload %s: already committed or aborted", u.path)
+	}
+	if u.parts[k] == nil {
+		u.parts[k] = u.c.startStripe(u.ctx, u.cr.Stripes[k], u.o.Progress)
+	}
+	return u.parts[k], nil
+}
+
+// Commit ends every stripe, checks the movers' receipts and makes the file
+// visible. On failure the upload is aborted.
+func (u *Upload) Commit(ctx context.Context) (*FileInfo, error) {
+	u.mu.Lock()
+	if u.done {
+		u.mu.Unlock()
+		if u.file != nil {
+			return u.file, nil
+		}
+		return nil, api.Errorf(api.ErrInvalid, "upload %s: aborted", u.path)
+	}
+	u.done = true
+	u.mu.Unlock()
+	if u.cr.File != nil { // empty file: committed at create
+		return u.file, nil
+	}
+	fi, err := u.commit(ctx)
+	if err != nil {
+		u.abort()
+		return nil, err
+	}
+	u.file = fi
+	return fi, nil
+}
+
+func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
+	receipts := make([]api.SegmentReceipt, len(u.parts))
+	var errs []error
+	for k, s := range u.parts {
+		t := u.cr.Stripes[k]
+		if s == nil {
+			s = u.c.startStripe(u.ctx, t, nil) // a stripe nobody wrote: its length check fails below
+		}
+		st, err := s.finish()
+		if err == nil && st.Length != t.Length {
+			err = api.Errorf(api.ErrInvalid, "wrote %d bytes, layout wants %d", st.Length, t.Length)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stripe %d (device %s): %w", k, t.Device, err))
+			continue
+		}
+		receipts[k] = api.SegmentReceipt{Stripe: t.Stripe, Length: st.Length, CRC32C: st.CRC32C, Receipt: st.Receipt}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("put %s: %w", u.path, err)
+	}
+	var fixity string
+	if u.h != nil {
+		fixity = "sha256:" + hex.EncodeToString(u.h.Sum(nil))
+	}
+	var fi FileInfo
+	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: u.size, Segments: receipts,
+		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Mode: u.o.Mode, UID: u.c.UID, GID: u.c.GID}, &fi)
+	if err != nil {
+		return nil, err
+	}
+	return &fi, nil
+}
+
+// Abort gives up the upload: nothing becomes visible and the space is
+// given back. Aborting a committed upload does nothing.
+func (u *Upload) Abort() {
+	u.mu.Lock()
+	if u.done {
+		u.mu.Unlock()
+		return
+	}
+	u.done = true
+	u.mu.Unlock()
+	u.abort()
+}
+
+func (u *Upload) abort() {
+	u.stop()
+	for _, s := range u.parts {
+		if s != nil {
+			s.finish()
+		}
+	}
+	if u.cr.File == nil {
+		u.c.do(context.Background(), "POST", "/v1/abort", nil, api.AbortRequest{Bitfile: u.cr.Bitfile}, nil)
+	}
+}
+
+// stripeStream feeds one stripe's mover connection through a pipe, with a
+// frame-sized buffer in front so that small writes still travel as full
+// frames.
+type stripeStream struct {
+	bw     *bufio.Writer
+	pw     *io.PipeWriter
+	result chan stripeResult
+	err    error
+}
+
+type stripeResult struct {
+	st  wire.Status
+	err error
+}
+
+func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, progress func(int64)) *stripeStream {
+	pr, pw := io.Pipe()
+	s := &stripeStream{bw: bufio.NewWriterSize(pw, mover.FrameSize), pw: pw, result: make(chan stripeResult, 1)}
+	go func() {
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		var report func(int)
+		if progress != nil {
+			report = func(n int) { progress(int64(n)) }
+		}
+		st, err := c.streamStripe(ctx, t, pr, *bp, report)
+		pr.CloseWithError(errStripeDone(err))
+		s.result <- stripeResult{st, err}
+	}()
+	return s
+}
+
+// errStripeDone is what a writer sees when its stripe's stream has ended.
+func errStripeDone(err error) error {
+	if err == nil {
+		return errors.New("stripe already complete")
+	}
+	return err
+}
+
+func (c *Client) streamStripe(ctx context.Context, t api.StripeTarget, src io.Reader, buf []byte, report func(int)) (wire.Status, error) {
+	conn, err := c.pool.Get(ctx, endpoint(t))
+	if err != nil {
+		return wire.Status{}, err
+	}
+	st, err := conn.Write(ctx, wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}, src, buf, report)
+	c.pool.Put(conn)
+	return st, err
+}
+
+func (s *stripeStream) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.bw.Write(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// finish flushes and closes the stream and waits for the mover's answer.
+func (s *stripeStream) finish() (wire.Status, error) {
+	if s.err == nil {
+		s.err = s.bw.Flush()
+	}
+	s.pw.CloseWithError(s.err) // nil: the mover sees the end of the stripe
+	r := <-s.result
+	s.result <- r // finish may be called again (abort after a failed commit)
+	if r.err != nil {
+		return r.st, r.err
+	}
+	return r.st, s.err
+}
