@@ -18,12 +18,12 @@ import (
 
 // PutOptions tune a Put.
 type PutOptions struct {
-	COS       string // class of service; "" for the default
-	Stripes   int    // stripe width override; 0 for the class's
+	COS     string // class of service; "" for the default
+	Stripes int    // stripe width override; 0 for the class's
 	// StripeUnit overrides the class's stripe unit (bytes); 0 keeps it.
 	StripeUnit int64
-	Overwrite bool   // replace an existing file atomically
-	Mode      uint32 // 0 for 0644
+	Overwrite  bool   // replace an existing file atomically
+	Mode       uint32 // 0 for 0644
 	// NoFixity skips the whole-file SHA-256 (CRC32C still protects every
 	// frame and segment).
 	NoFixity bool

@@ -279,17 +279,17 @@ type MkdirRequest struct {
 // CreateRequest asks for a layout to write a new file of Size bytes. A
 // Size of 0 creates and commits an empty file at once.
 type CreateRequest struct {
-	Path      string `json:"path"`
-	Size      int64  `json:"size"`
-	COS       string `json:"cos,omitempty"`
-	Stripes   int    `json:"stripes,omitempty"`   // overrides the class of service
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	COS     string `json:"cos,omitempty"`
+	Stripes int    `json:"stripes,omitempty"` // overrides the class of service
 	// StripeUnit overrides the class's stripe unit: a writer that fills a
 	// shared file block by block asks for its block size.
-	StripeUnit int64 `json:"stripe_unit,omitempty"`
-	Overwrite bool   `json:"overwrite,omitempty"` // replace an existing file atomically
-	Mode      uint32 `json:"mode,omitempty"`
-	UID       uint32 `json:"uid"`
-	GID       uint32 `json:"gid"`
+	StripeUnit int64  `json:"stripe_unit,omitempty"`
+	Overwrite  bool   `json:"overwrite,omitempty"` // replace an existing file atomically
+	Mode       uint32 `json:"mode,omitempty"`
+	UID        uint32 `json:"uid"`
+	GID        uint32 `json:"gid"`
 }
 
 // StripeTarget tells a client where to send or fetch one stripe.
