@@ -157,9 +157,18 @@ func TestUploadFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Write(make([]byte, 999))
+	short := randBytes(9, 999)
+	u.Write(short)
+	if fi, err := u.Commit(ctx); err != nil || fi.Size != 999 {
+		t.Fatalf("a shorter upload commits what was written: %v, %v", fi, err)
+	}
+	checkRanges(t, c, "/short", short)
+	// Per stripe, the amounts must be those of one file length.
+	u, _ = c.Create(ctx, "/uneven", 4<<20, client.PutOptions{Stripes: 2, StripeUnit: 1 << 20})
+	s1, _ := u.Stripe(1)
+	s1.Write(make([]byte, 1<<20))
 	if _, err := u.Commit(ctx); err == nil {
-		t.Fatal("short upload committed")
+		t.Fatal("stripe 1 without stripe 0 committed")
 	}
 	u, _ = c.Create(ctx, "/long", 10, client.PutOptions{})
 	if _, err := u.Write(make([]byte, 11)); err == nil {
@@ -172,7 +181,7 @@ func TestUploadFailures(t *testing.T) {
 	if _, err := u.Commit(ctx); err == nil {
 		t.Fatal("aborted upload committed")
 	}
-	for _, p := range []string{"/short", "/long", "/aborted"} {
+	for _, p := range []string{"/uneven", "/long", "/aborted"} {
 		if _, err := c.Stat(ctx, p); !errors.Is(err, client.ErrNotFound) {
 			t.Fatalf("%s: %v", p, err)
 		}

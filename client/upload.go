@@ -44,7 +44,10 @@ type Upload struct {
 	file  *FileInfo
 }
 
-// Create starts writing a file of exactly size bytes at path. o.Progress,
+// Create starts writing a file of at most size bytes at path: size
+// reserves the space and fixes the layout, and Commit stores what was
+// written (laid out the same way, so stripe by stripe the amounts must be
+// those of a file of that length). o.Progress,
 // o.COS, o.Stripes, o.StripeUnit, o.Mode and o.Overwrite apply as for Put.
 func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptions) (*Upload, error) {
 	var cr api.CreateResponse
@@ -151,21 +154,20 @@ func (u *Upload) Commit(ctx context.Context) (*FileInfo, error) {
 
 func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	receipts := make([]api.SegmentReceipt, len(u.parts))
+	var size int64
 	var errs []error
 	for k, s := range u.parts {
 		t := u.cr.Stripes[k]
 		if s == nil {
-			s = u.c.startStripe(u.ctx, t, nil) // a stripe nobody wrote: its length check fails below
+			s = u.c.startStripe(u.ctx, t, nil) // a stripe nobody wrote: empty
 		}
 		st, err := s.finish()
-		if err == nil && st.Length != t.Length {
-			err = api.Errorf(api.ErrInvalid, "wrote %d bytes, layout wants %d", st.Length, t.Length)
-		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stripe %d (device %s): %w", k, t.Device, err))
 			continue
 		}
 		receipts[k] = api.SegmentReceipt{Stripe: t.Stripe, Length: st.Length, CRC32C: st.CRC32C, Receipt: st.Receipt}
+		size += st.Length
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("put %s: %w", u.path, err)
@@ -175,7 +177,7 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 		fixity = "sha256:" + hex.EncodeToString(u.h.Sum(nil))
 	}
 	var fi FileInfo
-	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: u.size, Segments: receipts,
+	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: size, Segments: receipts,
 		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Mode: u.o.Mode, UID: u.c.UID, GID: u.c.GID}, &fi)
 	if err != nil {
 		return nil, err

@@ -324,20 +324,24 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	if b.State != catalog.Pending {
 		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: write %d is no longer pending (expired or aborted)", r.Path, b.ID)
 	}
-	if r.Size != b.Size || len(r.Segments) != len(b.Segments) {
-		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: %d bytes in %d segments, layout has %d in %d", r.Path, r.Size, len(r.Segments), b.Size, len(b.Segments))
+	// The size at create reserved space and fixed the layout; a writer
+	// that streamed less (a stonewalled benchmark, a stream that ended
+	// early) commits what it wrote, laid out the same way.
+	if r.Size < 0 || r.Size > b.Size || len(r.Segments) != len(b.Segments) {
+		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: %d bytes in %d segments, layout has room for %d in %d", r.Path, r.Size, len(r.Segments), b.Size, len(b.Segments))
 	}
 	for i, got := range r.Segments {
 		want := &b.Segments[i]
-		if got.Stripe != want.Stripe || got.Length != want.Length {
-			return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: stripe %d has %d bytes, layout wants %d", r.Path, got.Stripe, got.Length, want.Length)
+		if l := stripeLen(r.Size, b.StripeUnit, b.StripeWidth, i); got.Stripe != want.Stripe || got.Length != l {
+			return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: stripe %d has %d bytes, a file of %d bytes puts %d there", r.Path, got.Stripe, got.Length, r.Size, l)
 		}
+		want.Length = got.Length
 		if !c.signer.CheckReceipt(got.Receipt, want.Device, want.Object, got.Length, got.CRC32C) {
 			return api.FileInfo{}, api.Errorf(api.ErrDenied, "commit %s: stripe %d: no valid receipt from the mover of %s", r.Path, got.Stripe, want.Device)
 		}
 		want.CRC32C = got.CRC32C
 	}
-	b.Fixity = r.Fixity
+	b.Size, b.Fixity = r.Size, r.Fixity
 	parent, err := c.resolveDir(ctx, dirComps)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
