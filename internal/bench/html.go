@@ -1,0 +1,332 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Chart is one SVG figure of the HTML report.
+type Chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// series is one curve: points sorted by x.
+type series struct {
+	name string
+	pts  plotter.XYs
+}
+
+// lineChart draws curves with a log-2 x axis when logX (sizes, counts).
+func lineChart(title, xlabel, ylabel string, ss []series, logX, logY bool) (Chart, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = sizeTicks{}
+	}
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	for i, s := range ss {
+		if len(s.pts) == 0 {
+			continue
+		}
+		sort.Slice(s.pts, func(a, b int) bool { return s.pts[a].X < s.pts[b].X })
+		l, pts, err := plotter.NewLinePoints(s.pts)
+		if err != nil {
+			return Chart{}, err
+		}
+		c := palette[i%len(palette)]
+		l.Color, pts.Color = c, c
+		l.Width = vg.Points(1.5)
+		pts.Shape = draw.CircleGlyph{}
+		if strings.Contains(s.name, "bound") {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			pts.Radius = 0
+		}
+		p.Add(l, pts)
+		p.Legend.Add(s.name, l, pts)
+	}
+	return render(title, p)
+}
+
+func render(title string, p *plot.Plot) (Chart, error) {
+	wt, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "svg")
+	if err != nil {
+		return Chart{}, err
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return Chart{}, err
+	}
+	svg := b.String()
+	if i := strings.Index(svg, "<svg"); i > 0 { // drop the XML prolog inside HTML
+		svg = svg[i:]
+	}
+	return Chart{Title: title, SVG: template.HTML(svg)}, nil
+}
+
+var palette = []color.Color{
+	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255}, color.RGBA{214, 39, 40, 255},
+	color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255}, color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255},
+}
+
+// sizeTicks marks powers of two with byte units (or plain counts below
+// 1 KiB).
+type sizeTicks struct{}
+
+func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log2(lo)); math.Pow(2, e) <= hi*1.0001; e++ {
+		v := math.Pow(2, e)
+		if v < lo*0.9999 {
+			continue
+		}
+		label := ""
+		if int(e)%2 == 0 || hi/lo < 64 {
+			label = sizeStr(int64(v))
+			if v < 1024 {
+				label = fmt.Sprint(int64(v))
+			}
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: label})
+	}
+	return ts
+}
+
+// charts draws what the report holds: throughput against size for
+// sweeps, scaling curves with their bound, and latency percentiles.
+func (rep *Report) charts() ([]Chart, error) {
+	var out []Chart
+	for _, res := range rep.Results {
+		var cs []Chart
+		var err error
+		switch res.Scenario {
+		case "cemss-char":
+			cs, err = sweepChart(res, "I/O size", "")
+		case "iozone":
+			cs, err = sweepChart(res, "record size", "write")
+			if err == nil {
+				var more []Chart
+				more, err = sweepChart(res, "record size", "read")
+				cs = append(cs, more...)
+			}
+		case "scaling":
+			cs, err = scalingCharts(res)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	lat, err := latencyChart(rep)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, lat...), nil
+}
+
+// sweepChart plots MiB/s against the swept size, a curve per series
+// (only those starting with prefix, if given).
+func sweepChart(res Result, xlabel, prefix string) ([]Chart, error) {
+	var ss []series
+	idx := map[string]int{}
+	for _, ph := range res.Phases {
+		if ph.Series == "" || ph.Failed() || ph.Skipped != "" || !strings.HasPrefix(ph.Series, prefix) {
+			continue
+		}
+		i, ok := idx[ph.Series]
+		if !ok {
+			i = len(ss)
+			idx[ph.Series] = i
+			ss = append(ss, series{name: ph.Series})
+		}
+		ss[i].pts = append(ss[i].pts, plotter.XY{X: ph.X, Y: ph.MiBps})
+	}
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	title := fmt.Sprintf("%s: throughput against %s", res.Scenario, xlabel)
+	if prefix != "" {
+		title += " (" + prefix + ")"
+	}
+	c, err := lineChart(title, xlabel, "MiB/s", ss, true, false)
+	return []Chart{c}, err
+}
+
+// scalingCharts plots MiB/s against clients, a curve per server count,
+// with seed 002's bound dashed.
+func scalingCharts(res Result) ([]Chart, error) {
+	var out []Chart
+	for _, dir := range []string{"write", "read"} {
+		var ss []series
+		idx := map[string]int{}
+		for _, ph := range res.Phases {
+			if !strings.HasPrefix(ph.Series, dir) || ph.Failed() {
+				continue
+			}
+			i, ok := idx[ph.Series]
+			if !ok {
+				i = len(ss)
+				idx[ph.Series] = i
+				ss = append(ss, series{name: ph.Series})
+			}
+			ss[i].pts = append(ss[i].pts, plotter.XY{X: ph.X, Y: ph.MiBps})
+		}
+		bounds := map[int]*series{}
+		var order []int
+		for _, b := range res.Bound {
+			if b.Phase != dir || b.Bound == 0 {
+				continue
+			}
+			s := bounds[b.Servers]
+			if s == nil {
+				s = &series{name: fmt.Sprintf("bound M=%d", b.Servers)}
+				bounds[b.Servers] = s
+				order = append(order, b.Servers)
+			}
+			s.pts = append(s.pts, plotter.XY{X: float64(b.Clients), Y: b.Bound})
+		}
+		for _, m := range order {
+			ss = append(ss, *bounds[m])
+		}
+		if len(ss) == 0 {
+			continue
+		}
+		c, err := lineChart(fmt.Sprintf("scaling (%s): MiB/s against clients N, per server count M", dir), "clients N", "MiB/s", ss, true, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// latencyChart plots each data phase's latency percentiles, one chart for
+// transfers and one for metadata operations, up to eight curves each.
+func latencyChart(rep *Report) ([]Chart, error) {
+	var data, meta []series
+	for _, res := range rep.Results {
+		for _, ph := range res.Phases {
+			if ph.Latency.Count == 0 || ph.Failed() || ph.Series != "" {
+				continue
+			}
+			l := ph.Latency
+			s := series{name: res.Scenario + " " + ph.Name, pts: plotter.XYs{{X: 50, Y: l.P50}, {X: 90, Y: l.P90}, {X: 99, Y: l.P99}, {X: 99.9, Y: l.P999}}}
+			if ph.Bytes > 0 {
+				data = append(data, s)
+			} else {
+				meta = append(meta, s)
+			}
+		}
+	}
+	var out []Chart
+	for _, g := range []struct {
+		title string
+		ss    []series
+	}{{"latency percentiles: data transfers", data}, {"latency percentiles: metadata operations", meta}} {
+		if len(g.ss) == 0 {
+			continue
+		}
+		if len(g.ss) > 8 {
+			g.ss = g.ss[:8]
+		}
+		// Percentiles on a "nines" axis: 50, 90, 99, 99.9 evenly spaced.
+		for i := range g.ss {
+			for j := range g.ss[i].pts {
+				g.ss[i].pts[j].X = -math.Log10(1 - g.ss[i].pts[j].X/100)
+			}
+		}
+		p := plot.New()
+		p.Title.Text = g.title
+		p.X.Label.Text = "percentile"
+		p.Y.Label.Text = "µs"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0.30103, Label: "p50"}, {Value: 1, Label: "p90"}, {Value: 2, Label: "p99"}, {Value: 3, Label: "p99.9"}})
+		p.Legend.Top = true
+		p.Legend.Left = true
+		p.Add(plotter.NewGrid())
+		for i, s := range g.ss {
+			for j := range s.pts {
+				s.pts[j].Y = max(s.pts[j].Y, 0.1) // a log axis has no zero
+			}
+			l, pts, err := plotter.NewLinePoints(s.pts)
+			if err != nil {
+				return nil, err
+			}
+			l.Color, pts.Color = palette[i%len(palette)], palette[i%len(palette)]
+			p.Add(l, pts)
+			p.Legend.Add(s.name, l)
+		}
+		c, err := render(g.title, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"num": num, "size": sizeStr, "keys": sortedKeys}).Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>strata bench — {{.R.Target.Spec}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.fail{color:#b00;font-weight:bold}.note{color:#555;font-size:.9em}
+figure{margin:1em 0}svg{max-width:100%;height:auto}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}
+</style></head><body>
+<h1>strata bench: {{.R.Target.Spec}}</h1>
+<dl>
+<dt>target</dt><dd>{{.R.Target.Kind}}, {{.R.Target.FSType}}{{if .R.Target.Server}} — {{.R.Target.Server}}{{end}}{{if .R.Target.Notes}} — {{.R.Target.Notes}}{{end}}</dd>
+<dt>writes</dt><dd>{{.R.Target.Durability}}{{if .R.Target.Direct}} (O_DIRECT){{else}} (buffered){{end}}</dd>
+<dt>creates</dt><dd>{{.R.Target.MetaDurability}}</dd>
+<dt>between write and read</dt><dd>{{.R.Target.Cache}}</dd>
+<dt>data check</dt><dd>{{.R.Verify}}</dd>
+<dt>host</dt><dd>{{.R.Env.Host}}: {{.R.Env.CPUs}} × {{.R.Env.CPUModel}}, {{size .R.Env.MemBytes}}, {{.R.Env.OS}} {{.R.Env.Kernel}}</dd>
+<dt>run</dt><dd>{{.R.Tool}} {{.R.Version}}, scale {{.R.Scale}}, {{.R.Workers}} workers, started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.1f" .R.Seconds}} s, {{.R.Failures}} failed</dd>
+</dl>
+{{range .Charts}}<figure>{{.SVG}}</figure>
+{{end}}
+{{range .R.Results}}<h2>{{.Scenario}} — {{.Title}}</h2>
+<p class="note">{{.Pattern}}{{$p := .Params}}{{range keys .Params}} · {{.}}={{index $p .}}{{end}}</p>
+{{if .Error}}<p class="fail">FAILED: {{.Error}}</p>{{end}}{{if .Skipped}}<p>skipped: {{.Skipped}}</p>{{end}}
+<table><tr><th>phase</th><th>workers</th><th>ops</th><th>bytes</th><th>s</th><th>MiB/s</th><th>ops/s</th><th>first done MiB/s</th><th>first done ops/s</th><th>p50 µs</th><th>p99 µs</th><th>p99.9 µs</th></tr>
+{{range .Phases}}{{if .Skipped}}<tr><td>{{.Name}}</td><td colspan="11">skipped: {{.Skipped}}</td></tr>{{else}}<tr{{if .Error}} class="fail"{{end}}><td>{{.Name}}{{if .StonewallHit}} ⧗{{end}}</td><td>{{.Workers}}</td><td>{{.Ops}}</td><td>{{size .Bytes}}</td><td>{{printf "%.3f" .Seconds}}</td><td>{{num .MiBps}}</td><td>{{num .OpsPerSec}}</td><td>{{num .MiBpsFirstDone}}</td><td>{{num .OpsPerSecFirstDone}}</td><td>{{printf "%.1f" .Latency.P50}}</td><td>{{printf "%.1f" .Latency.P99}}</td><td>{{printf "%.1f" .Latency.P999}}</td></tr>{{if .Error}}<tr class="fail"><td colspan="12">{{.Error}}</td></tr>{{end}}{{end}}
+{{end}}</table>
+{{range .Bound}}<p class="note">bound {{.Phase}} N={{.Clients}} M={{.Servers}}: measured {{num .Measured}} MiB/s, S = {{num .Bound}} MiB/s ({{.Binding}}), ratio {{printf "%.2f" .Ratio}}</p>{{end}}
+{{range .Notes}}<p class="note">{{.}}</p>{{end}}
+{{end}}
+<p class="note">⧗ = stopped by the stonewall deadline, with wear-out to equal shares. Bandwidth is bytes over barrier-to-last-done; "first done" is what all workers had moved when the first finished.</p>
+</body></html>
+`))
+
+// WriteHTML writes the report as one self-contained HTML page with its
+// charts inline.
+func (rep *Report) WriteHTML(w io.Writer) error {
+	charts, err := rep.charts()
+	if err != nil {
+		return fmt.Errorf("bench report charts: %w", err)
+	}
+	return page.Execute(w, struct {
+		R      *Report
+		Charts []Chart
+	}{rep, charts})
+}
