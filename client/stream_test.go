@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestUploadWrite(t *testing.T) {
 	cases := []struct {
 		size, piece, stripes int
 	}{
-		{1, 1, 0}, {unit - 1, 1000, 1}, {unit + 1, 7919, 4}, {10*unit + 3, 80000, 4}, {3<<20 + 5, 1 << 20, 2}, {5 * unit, unit, 3},
+		{1, 1, 0}, {unit - 1, 1000, 1}, {8 << 20, 4 << 20, 0}, {unit + 1, 7919, 4}, {10*unit + 3, 80000, 4}, {3<<20 + 5, 1 << 20, 2}, {5 * unit, unit, 3},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%d/%d/w%d", tc.size, tc.piece, tc.stripes), func(t *testing.T) {
@@ -83,6 +84,15 @@ func checkRanges(t *testing.T, c *client.Client, p string, data []byte) {
 		}
 		if !bytes.Equal(buf[:got], data[off:off+got]) {
 			t.Fatalf("ReadAt(%d, %d): bytes differ", l, off)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
+	for range 200 {
+		off := rng.IntN(n)
+		l := 1 + rng.IntN(min(n-off, 300<<10))
+		buf := make([]byte, l)
+		if got, err := r.ReadAt(buf, int64(off)); got != l || err != nil || !bytes.Equal(buf, data[off:off+l]) {
+			t.Fatalf("random ReadAt(%d, %d) = %d, %v, equal %v", l, off, got, err, bytes.Equal(buf[:got], data[off:off+got]))
 		}
 	}
 	all, err := io.ReadAll(io.LimitReader(r, int64(n)+10))

@@ -101,6 +101,7 @@ type Scale struct {
 	Tree       [3]int        // walks: depth, fan-out, files per directory
 	RandSize   int64         // random I/O: bytes per file
 	SweepSize  int64         // characteristic: file size per point (at least 2 records)
+	MaxIO      int64         // characteristic: largest I/O size (CeMSS: 160 MiB)
 	UserFile   int64         // CeMSS user pattern: file size
 	IOzoneMax  int64         // largest IOzone file
 	Deadline   time.Duration // stonewall for streaming and random phases
@@ -112,12 +113,15 @@ type Scale struct {
 // 2-core machine; "large" uses half the memory per checkpoint, as the HPCS
 // document does.
 var Scales = map[string]Scale{
+	// tiny is for smoke tests: every scenario in a second or two.
+	"tiny": {Name: "tiny", StreamSize: 16 << 20, Block: 1 << 20, MemFrac: 0.0005, Files: 50, Tree: [3]int{2, 3, 4},
+		RandSize: 4 << 20, SweepSize: 4 << 20, MaxIO: 1 << 20, UserFile: 8 << 20, IOzoneMax: 4 << 20, Deadline: 2 * time.Second, Reps: 2, ScalingMax: 2},
 	"small": {Name: "small", StreamSize: 512 << 20, Block: 4 << 20, MemFrac: 0.01, Files: 2000, Tree: [3]int{3, 6, 12},
-		RandSize: 64 << 20, SweepSize: 256 << 20, UserFile: 256 << 20, IOzoneMax: 64 << 20, Deadline: 3 * time.Second, Reps: 3, ScalingMax: 4},
+		RandSize: 64 << 20, SweepSize: 256 << 20, MaxIO: 160 << 20, UserFile: 256 << 20, IOzoneMax: 64 << 20, Deadline: 3 * time.Second, Reps: 3, ScalingMax: 4},
 	"medium": {Name: "medium", StreamSize: 4 << 30, Block: 4 << 20, MemFrac: 0.1, Files: 20000, Tree: [3]int{4, 8, 20},
-		RandSize: 1 << 30, SweepSize: 1 << 30, UserFile: 2 << 30, IOzoneMax: 512 << 20, Deadline: 20 * time.Second, Reps: 3, ScalingMax: 8},
+		RandSize: 1 << 30, SweepSize: 1 << 30, MaxIO: 160 << 20, UserFile: 2 << 30, IOzoneMax: 512 << 20, Deadline: 20 * time.Second, Reps: 3, ScalingMax: 8},
 	"large": {Name: "large", StreamSize: 32 << 30, Block: 16 << 20, MemFrac: 0.5, Files: 200000, Tree: [3]int{5, 10, 40},
-		RandSize: 8 << 30, SweepSize: 8 << 30, UserFile: 2 << 30, IOzoneMax: 4 << 30, Deadline: 120 * time.Second, Reps: 5, ScalingMax: 16},
+		RandSize: 8 << 30, SweepSize: 8 << 30, MaxIO: 160 << 20, UserFile: 2 << 30, IOzoneMax: 4 << 30, Deadline: 120 * time.Second, Reps: 5, ScalingMax: 16},
 }
 
 // Config is what `strata bench run` asks for.
@@ -194,7 +198,7 @@ func Lookup(names []string) ([]Scenario, error) {
 func Execute(ctx context.Context, cfg Config, scenarios []Scenario) (*Report, error) {
 	sc, ok := Scales[cfg.Scale]
 	if !ok {
-		return nil, fmt.Errorf("scale %q: want small, medium or large", cfg.Scale)
+		return nil, fmt.Errorf("scale %q: want tiny, small, medium or large", cfg.Scale)
 	}
 	if cfg.Deadline > 0 {
 		sc.Deadline = cfg.Deadline
@@ -211,6 +215,11 @@ func Execute(ctx context.Context, cfg Config, scenarios []Scenario) (*Report, er
 		return nil, err
 	}
 	defer t.Close()
+	return execute(ctx, cfg, sc, t, scenarios)
+}
+
+// execute runs the scenarios against an open target.
+func execute(ctx context.Context, cfg Config, sc Scale, t Target, scenarios []Scenario) (*Report, error) {
 	env := CaptureEnv(cfg.Version)
 	if cfg.Workers <= 0 {
 		cfg.Workers = env.CPUs

@@ -35,8 +35,11 @@ func (p *pattern) at(seed, off int64, n int) []byte {
 	}
 	p.mu.RUnlock()
 	p.mu.Lock()
-	for len(p.data) < start+n {
-		p.data = append(p.data, p.data[:min(patternPeriod, start+n-len(p.data))]...)
+	for l := len(p.data); l < start+n; l = len(p.data) {
+		// Byte i repeats byte i − period: the data stays periodic however
+		// it grows.
+		k := min(patternPeriod, start+n-l)
+		p.data = append(p.data, p.data[l-patternPeriod:l-patternPeriod+k]...)
 	}
 	b := p.data[start : start+n : start+n]
 	p.mu.Unlock()

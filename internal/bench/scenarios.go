@@ -316,7 +316,11 @@ func cemssChar(r *Run, res *Result) error {
 	}
 	res.param("file_size", fmt.Sprintf("%s (at least two requests)", sizeStr(r.S.SweepSize)))
 	res.param("deadline", r.S.Deadline)
+	res.param("io_sizes", fmt.Sprintf("8KiB … %s", sizeStr(min(r.S.MaxIO, CharacteristicSizes[len(CharacteristicSizes)-1]))))
 	for i, io := range CharacteristicSizes {
+		if io > r.S.MaxIO {
+			break
+		}
 		size := max(r.S.SweepSize/io, 2) * io
 		fs := files(d, 1, fmt.Sprint("char", i))
 		phs, counts := r.seqWrite("write "+sizeStr(io), fs, size, io, r.S.Deadline, nil, nil)

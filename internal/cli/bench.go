@@ -116,7 +116,7 @@ data does not verify.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Target, "target", "", "posix:PATH or strata://HOST:PORT")
-	f.StringVar(&cfg.Scale, "scale", "small", "small, medium or large")
+	f.StringVar(&cfg.Scale, "scale", "small", "tiny (smoke test), small, medium or large")
 	f.IntVar(&cfg.Workers, "workers", 0, "parallel workers for multi-stream scenarios (default: CPUs)")
 	f.StringVar(&cfg.Verify, "verify", "inline", "data check: off, inline (timed, in the read) or after (untimed re-read)")
 	f.BoolVar(&cfg.Direct, "direct", false, "posix: O_DIRECT")

@@ -1,0 +1,69 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBench runs `strata bench` as a user would: list, a run against a
+// directory and against the server with every output file, and the
+// mistakes a user makes, each one line and a non-zero exit.
+func TestBench(t *testing.T) {
+	s := newServer(t, "")
+	out := s.ok("bench", "list")
+	for _, name := range []string{"hpcs01", "hpcs14", "cemss-char", "cemss-user", "iozone", "md-rates", "scaling"} {
+		if !strings.Contains(out, name) {
+			t.Fatalf("bench list lacks %s:\n%s", name, out)
+		}
+	}
+	for _, target := range []string{"posix:" + t.TempDir(), "strata://" + s.addr} {
+		dir := t.TempDir()
+		js, csvf, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.html")
+		out := s.ok("bench", "run", "hpcs01", "hpcs06", "md-rates", "--target", target, "--scale", "tiny", "--json", js, "--csv", csvf, "--html", html)
+		if !strings.Contains(out, "hpcs06") || !strings.Contains(out, "3 scenarios") || !strings.Contains(out, "0 failed") {
+			t.Fatalf("%s: table:\n%s", target, out)
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Target  struct{ Kind string }
+			Results []struct {
+				Scenario string
+				Phases   []struct {
+					Name  string
+					Bytes int64
+					MiBps float64 `json:"mib_per_s"`
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatalf("%s: the JSON file is not one JSON document: %v", target, err)
+		}
+		if len(rep.Results) != 3 || rep.Results[0].Phases[0].MiBps <= 0 || rep.Results[0].Phases[0].Bytes != 16<<20 {
+			t.Fatalf("%s: JSON %+v", target, rep)
+		}
+		for _, f := range []string{csvf, html} {
+			if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+	for _, bad := range [][]string{
+		{"bench", "run", "hpcs01"},
+		{"bench", "run", "nosuch", "--target", "posix:" + t.TempDir()},
+		{"bench", "run", "hpcs01", "--target", "ftp://x"},
+		{"bench", "run", "hpcs01", "--target", "strata://127.0.0.1:1"},
+		{"bench", "run", "hpcs01", "--target", "posix:" + t.TempDir(), "--scale", "huge"},
+		{"bench", "run", "hpcs01", "--target", "posix:" + t.TempDir(), "--verify", "maybe"},
+	} {
+		_, errs, code := s.run(bad...)
+		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {
+			t.Errorf("strata %s: exit %d, stderr %q", strings.Join(bad, " "), code, errs)
+		}
+	}
+}
