@@ -22,7 +22,7 @@ func TestBench(t *testing.T) {
 	for _, target := range []string{"posix:" + t.TempDir(), "strata://" + s.addr} {
 		dir := t.TempDir()
 		js, csvf, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.html")
-		out := s.ok("bench", "run", "hpcs01", "hpcs06", "md-rates", "--target", target, "--scale", "tiny", "--json", js, "--csv", csvf, "--html", html)
+		out := s.ok("bench", "run", "hpcs01", "hpcs06", "md-rates", "--target", target, "--scale", "tiny", "--json", js, "--csv", csvf, "--html", html, "--charts", filepath.Join(dir, "charts"))
 		if !strings.Contains(out, "hpcs06") || !strings.Contains(out, "3 scenarios") || !strings.Contains(out, "0 failed") {
 			t.Fatalf("%s: table:\n%s", target, out)
 		}
@@ -46,6 +46,9 @@ func TestBench(t *testing.T) {
 		}
 		if len(rep.Results) != 3 || rep.Results[0].Phases[0].MiBps <= 0 || rep.Results[0].Phases[0].Bytes != 16<<20 {
 			t.Fatalf("%s: JSON %+v", target, rep)
+		}
+		if svgs, _ := filepath.Glob(filepath.Join(dir, "charts", "*latency*.svg")); len(svgs) != 2 {
+			t.Fatalf("%s: latency charts %v", target, svgs)
 		}
 		for _, f := range []string{csvf, html} {
 			if st, err := os.Stat(f); err != nil || st.Size() == 0 {

@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -329,4 +330,41 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		R      *Report
 		Charts []Chart
 	}{rep, charts})
+}
+
+// WriteCharts writes every chart of the report as an SVG file in dir and
+// returns their names (for documents that embed them).
+func (rep *Report) WriteCharts(dir string) ([]string, error) {
+	charts, err := rep.charts()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i, c := range charts {
+		name := fmt.Sprintf("%02d-%s.svg", i+1, slug(c.Title))
+		if err := WriteFile(filepath.Join(dir, name), func(w io.Writer) error {
+			_, err := io.WriteString(w, string(c.SVG))
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// slug makes a file name of a title.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
 }

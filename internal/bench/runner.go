@@ -59,7 +59,7 @@ func (w *Worker) More(i, planned int64) bool {
 		return i < w.target
 	}
 	p := w.ph
-	if p.deadline == 0 || time.Since(p.t0) < p.deadline {
+	if !p.expired.Load() { // a timer sets it: no clock read per step
 		return true
 	}
 	w.target = p.stonewall(i)
@@ -83,6 +83,7 @@ type phaseRun struct {
 	ctx      context.Context
 	deadline time.Duration
 	t0       time.Time
+	expired  atomic.Bool
 	workers  []*Worker
 
 	mu       sync.Mutex
@@ -178,6 +179,10 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	ready.Wait()
 	stopProgress := r.progress(spec.Name, p)
 	p.t0 = time.Now()
+	if spec.Deadline > 0 {
+		timer := time.AfterFunc(spec.Deadline, func() { p.expired.Store(true) })
+		defer timer.Stop()
+	}
 	release.Done()
 	done.Wait()
 	stopProgress()

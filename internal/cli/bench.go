@@ -42,7 +42,7 @@ func (e *env) benchListCmd() *cobra.Command {
 
 func (e *env) benchRunCmd() *cobra.Command {
 	var cfg bench.Config
-	var jsonPath, csvPath, htmlPath, deadline string
+	var jsonPath, csvPath, htmlPath, chartDir, deadline string
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO... --target TARGET",
 		Short: "Run scenarios (or all) against posix:PATH or strata://HOST:PORT",
@@ -93,6 +93,14 @@ data does not verify.`,
 					}
 				}
 			}
+			if chartDir != "" {
+				if err := os.MkdirAll(chartDir, 0o755); err != nil {
+					return fmt.Errorf("bench run: %w", err)
+				}
+				if _, err := rep.WriteCharts(chartDir); err != nil {
+					return fmt.Errorf("bench run: charts: %w", err)
+				}
+			}
 			rep.WriteTable(e.stdout)
 			if cmd.Context().Err() != nil {
 				return cmd.Context().Err()
@@ -124,5 +132,6 @@ data does not verify.`,
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&csvPath, "csv", "", "write one CSV row per phase to this file")
 	f.StringVar(&htmlPath, "html", "", "write an HTML report with SVG charts to this file")
+	f.StringVar(&chartDir, "charts", "", "also write each chart as an SVG file in this directory")
 	return cmd
 }
