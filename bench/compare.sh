@@ -75,12 +75,15 @@ print(j["bw_bytes"] / 2**20 if sys.argv[1] == "bw" else j["iops"])
 EOF
 }
 
-declare -A S F
+# settle lets the previous run's writeback and discards finish, so no run
+# pays for the one before it.
+settle() { sync; sleep 1; }
+
 row() { # name unit strata-cmd fio-cmd
 	local name=$1 unit=$2 scmd=$3 fcmd=$4 s=() f=()
 	for i in $(seq "$RUNS"); do
-		s+=("$(eval "$scmd")")
-		f+=("$(eval "$fcmd")")
+		settle; s+=("$(eval "$scmd")")
+		settle; f+=("$(eval "$fcmd")")
 	done
 	python3 - "$name" "$unit" "${s[*]}" "${f[*]}" <<'EOF'
 import statistics, sys
@@ -90,7 +93,7 @@ print(f"| {name} | {unit} | {mf:,.0f} | {ms:,.0f} | {ms/mf:.2f} | {' '.join(f'{x
 EOF
 }
 
-FSTYPE=$(stat -f -c %T "$DIR")
+FSTYPE=$(findmnt -n -o FSTYPE --target "$DIR")
 echo "## $FSTYPE ($DIR), $RUNS runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 echo "| comparison | unit | fio / mdbase (median) | strata bench (median) | ratio | fio / mdbase runs | strata bench runs |"

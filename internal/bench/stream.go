@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -263,6 +264,9 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 		return
 	}
 	blocks := size / bs
+	// Random phases are time-based (fio's time_based, IOR's -D): they run
+	// to the deadline, however fast the device, so start-up costs vanish.
+	const steps = math.MaxInt64
 	pick := func(w *Worker) (file, *rand.Rand) {
 		f := fs[0]
 		if !shared {
@@ -280,7 +284,7 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 				return err
 			}
 			var i int64
-			for ; w.More(i, blocks); i++ {
+			for ; w.More(i, steps); i++ {
 				off := rng.Int64N(blocks) * bs
 				t0 := time.Now()
 				if _, err := h.WriteAt(r.pat.at(f.seed, off, int(bs)), off); err != nil {
@@ -308,7 +312,7 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 		defer h.Close()
 		buf := make([]byte, bs)
 		var i int64
-		for ; w.More(i, blocks); i++ {
+		for ; w.More(i, steps); i++ {
 			off := rng.Int64N(blocks) * bs
 			t0 := time.Now()
 			if _, err := h.ReadAt(buf, off); err != nil {
