@@ -93,7 +93,7 @@ print(f"| {name} | {unit} | {mf:,.0f} | {ms:,.0f} | {ms/mf:.2f} | {' '.join(f'{x
 EOF
 }
 
-FSTYPE=$(findmnt -n -o FSTYPE --target "$DIR")
+FSTYPE=$(findmnt -n -o FSTYPE --target "$DIR" | head -1)
 echo "## $FSTYPE ($DIR), $RUNS runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 echo "| comparison | unit | fio / mdbase (median) | strata bench (median) | ratio | fio / mdbase runs | strata bench runs |"

@@ -115,7 +115,7 @@ type Scale struct {
 var Scales = map[string]Scale{
 	// tiny is for smoke tests: every scenario in a second or two.
 	"tiny": {Name: "tiny", StreamSize: 16 << 20, Block: 1 << 20, MemFrac: 0.0005, Files: 50, Tree: [3]int{2, 3, 4},
-		RandSize: 4 << 20, SweepSize: 4 << 20, MaxIO: 1 << 20, UserFile: 8 << 20, IOzoneMax: 4 << 20, Deadline: 2 * time.Second, Reps: 2, ScalingMax: 2},
+		RandSize: 4 << 20, SweepSize: 4 << 20, MaxIO: 1 << 20, UserFile: 8 << 20, IOzoneMax: 4 << 20, Deadline: 500 * time.Millisecond, Reps: 2, ScalingMax: 2},
 	"small": {Name: "small", StreamSize: 512 << 20, Block: 4 << 20, MemFrac: 0.01, Files: 2000, Tree: [3]int{3, 6, 12},
 		RandSize: 64 << 20, SweepSize: 256 << 20, MaxIO: 160 << 20, UserFile: 256 << 20, IOzoneMax: 64 << 20, Deadline: 3 * time.Second, Reps: 3, ScalingMax: 4},
 	"medium": {Name: "medium", StreamSize: 4 << 30, Block: 4 << 20, MemFrac: 0.1, Files: 20000, Tree: [3]int{4, 8, 20},
