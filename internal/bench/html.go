@@ -147,20 +147,7 @@ func (rep *Report) charts() ([]Chart, error) {
 // sweepChart plots MiB/s against the swept size, a curve per series
 // (only those starting with prefix, if given).
 func sweepChart(res Result, xlabel, prefix string) ([]Chart, error) {
-	var ss []series
-	idx := map[string]int{}
-	for _, ph := range res.Phases {
-		if ph.Series == "" || ph.Failed() || ph.Skipped != "" || !strings.HasPrefix(ph.Series, prefix) {
-			continue
-		}
-		i, ok := idx[ph.Series]
-		if !ok {
-			i = len(ss)
-			idx[ph.Series] = i
-			ss = append(ss, series{name: ph.Series})
-		}
-		ss[i].pts = append(ss[i].pts, plotter.XY{X: ph.X, Y: ph.MiBps})
-	}
+	ss := curves(res.Phases, prefix)
 	if len(ss) == 0 {
 		return nil, nil
 	}
@@ -172,25 +159,32 @@ func sweepChart(res Result, xlabel, prefix string) ([]Chart, error) {
 	return []Chart{c}, err
 }
 
+// curves gathers the MiB/s of the phases on a chart into one curve per
+// series, keeping those whose series starts with prefix.
+func curves(phases []Phase, prefix string) []series {
+	var ss []series
+	idx := map[string]int{}
+	for _, ph := range phases {
+		if ph.Series == "" || ph.Failed() || ph.Skipped != "" || !strings.HasPrefix(ph.Series, prefix) {
+			continue
+		}
+		i, ok := idx[ph.Series]
+		if !ok {
+			i = len(ss)
+			idx[ph.Series] = i
+			ss = append(ss, series{name: ph.Series})
+		}
+		ss[i].pts = append(ss[i].pts, plotter.XY{X: ph.X, Y: ph.MiBps})
+	}
+	return ss
+}
+
 // scalingCharts plots MiB/s against clients, a curve per server count,
 // with seed 002's bound dashed.
 func scalingCharts(res Result) ([]Chart, error) {
 	var out []Chart
 	for _, dir := range []string{"write", "read"} {
-		var ss []series
-		idx := map[string]int{}
-		for _, ph := range res.Phases {
-			if !strings.HasPrefix(ph.Series, dir) || ph.Failed() {
-				continue
-			}
-			i, ok := idx[ph.Series]
-			if !ok {
-				i = len(ss)
-				idx[ph.Series] = i
-				ss = append(ss, series{name: ph.Series})
-			}
-			ss[i].pts = append(ss[i].pts, plotter.XY{X: ph.X, Y: ph.MiBps})
-		}
+		ss := curves(res.Phases, dir)
 		bounds := map[int]*series{}
 		var order []int
 		for _, b := range res.Bound {

@@ -137,14 +137,19 @@ func (r *Run) walkTree(name, root string, workers int) Phase {
 			queue = queue[:len(queue)-1]
 			busy++
 			mu.Unlock()
+			// done hands back the directory, with what it found below.
+			done := func(sub []string) {
+				mu.Lock()
+				queue = append(queue, sub...)
+				busy--
+				mu.Unlock()
+				cond.Broadcast()
+			}
 
 			t0 := time.Now()
 			es, err := r.T.ReadDir(w.Ctx(), d)
 			if err != nil {
-				mu.Lock()
-				busy--
-				mu.Unlock()
-				cond.Broadcast()
+				done(nil)
 				return fmt.Errorf("readdir %s: %w", d, err)
 			}
 			w.Op(t0, 0)
@@ -153,10 +158,7 @@ func (r *Run) walkTree(name, root string, workers int) Phase {
 				p := path.Join(d, e.Name)
 				t0 := time.Now()
 				if err := r.T.Stat(w.Ctx(), p); err != nil {
-					mu.Lock()
-					busy--
-					mu.Unlock()
-					cond.Broadcast()
+					done(nil)
 					return fmt.Errorf("stat %s: %w", p, err)
 				}
 				w.Op(t0, 0)
@@ -164,11 +166,7 @@ func (r *Run) walkTree(name, root string, workers int) Phase {
 					sub = append(sub, p)
 				}
 			}
-			mu.Lock()
-			queue = append(queue, sub...)
-			busy--
-			mu.Unlock()
-			cond.Broadcast()
+			done(sub)
 		}
 	}})
 }
