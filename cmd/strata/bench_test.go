@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,6 +65,48 @@ func TestBench(t *testing.T) {
 		{"bench", "run", "hpcs01", "--target", "strata://127.0.0.1:1"},
 		{"bench", "run", "hpcs01", "--target", "posix:" + t.TempDir(), "--scale", "huge"},
 		{"bench", "run", "hpcs01", "--target", "posix:" + t.TempDir(), "--verify", "maybe"},
+	} {
+		_, errs, code := s.run(bad...)
+		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {
+			t.Errorf("strata %s: exit %d, stderr %q", strings.Join(bad, " "), code, errs)
+		}
+	}
+}
+
+// TestBenchProcesses drives workers in other processes: --procs starts
+// them itself; --hosts uses a `strata bench worker` started by hand, which
+// refuses a leader without its key.
+func TestBenchProcesses(t *testing.T) {
+	s := newServer(t, "")
+	out := s.ok("bench", "run", "hpcs08", "md-rates", "--procs", "2", "--workers", "2", "--target", "posix:"+t.TempDir(), "--scale", "tiny")
+	if !strings.Contains(out, "2 workers in 2 processes") || !strings.Contains(out, "0 failed") || !strings.Contains(out, "worker process on") {
+		t.Fatalf("--procs 2:\n%s", out)
+	}
+
+	worker := exec.Command(bin, "bench", "worker", "--listen", "127.0.0.1:0", "--once", "--key", "sesame")
+	stdout, err := worker.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { worker.Process.Kill(); worker.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "strata bench worker: listening on ")
+	if err != nil || !ok {
+		t.Fatalf("worker said %q, %v", line, err)
+	}
+	_, errs, code := s.run("bench", "run", "hpcs01", "--hosts", addr, "--key", "wrong", "--target", "posix:"+t.TempDir(), "--scale", "tiny")
+	if code == 0 || !strings.Contains(errs, "wrong key") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("wrong key: exit %d, %q", code, errs)
+	}
+	if err := worker.Wait(); err == nil {
+		t.Fatal("a --once worker refused a leader and exited 0")
+	}
+	for _, bad := range [][]string{
+		{"bench", "run", "hpcs01", "--target", "posix:" + t.TempDir(), "--procs", "0"},
+		{"bench", "run", "hpcs01", "--target", "posix:" + t.TempDir(), "--hosts", "nohostport"},
 	} {
 		_, errs, code := s.run(bad...)
 		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {

@@ -19,26 +19,32 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Report is one run of `strata bench run`: what ran, where, and every
 // result. It is the JSON document the run writes.
 type Report struct {
-	Tool     string     `json:"tool"`
-	Version  string     `json:"version"`
-	Started  time.Time  `json:"started"`
-	Seconds  float64    `json:"seconds"`
-	Env      Env        `json:"environment"`
-	Target   TargetInfo `json:"target"`
-	Scale    string     `json:"scale"`
-	Workers  int        `json:"workers"`
-	Verify   string     `json:"verify"` // off, inline (timed, in the read phase), after (untimed re-read)
-	Results  []Result   `json:"results"`
-	Failures int        `json:"failures"`
+	Tool    string     `json:"tool"`
+	Version string     `json:"version"`
+	Started time.Time  `json:"started"`
+	Seconds float64    `json:"seconds"`
+	Env     Env        `json:"environment"`
+	Target  TargetInfo `json:"target"`
+	Scale   string     `json:"scale"`
+	Workers int        `json:"workers"`
+	Verify  string     `json:"verify"` // off, inline (timed, in the read phase), after (untimed re-read)
+	// Procs is the number of processes the workers ran in (--procs,
+	// --hosts); Peers, the environment of each process but the leader's.
+	Procs    int      `json:"procs"`
+	Peers    []Env    `json:"peer_processes,omitempty"`
+	Results  []Result `json:"results"`
+	Failures int      `json:"failures"`
 }
 
 // Result is one scenario's outcome.
@@ -85,6 +91,7 @@ type Phase struct {
 	VerifyErrors       int64     `json:"verify_errors,omitempty"`
 	Skipped            string    `json:"skipped,omitempty"`
 	Error              string    `json:"error,omitempty"`
+	steps              []int64   // where each worker's loop ended: what a read replays
 }
 
 // Failed says whether the phase failed or its data did not verify.
@@ -133,7 +140,12 @@ type Config struct {
 	Direct   bool
 	Deadline time.Duration // overrides the scale's
 	Version  string
-	Progress io.Writer // live progress (a terminal), or nil
+	Progress io.Writer `json:"-"` // live progress (a terminal), or nil
+	// Peers are `strata bench worker` processes (HOST:PORT) that run
+	// their share of every phase's workers; Key is the secret they were
+	// started with.
+	Peers []string `json:"-"`
+	Key   string   `json:"-"`
 }
 
 // Run is the state a scenario works with.
@@ -151,6 +163,9 @@ type Run struct {
 	mu      sync.Mutex
 	lastMsg string
 	cur     *Result
+	dist    *dist       // multi-process runs
+	step    int         // exchanges so far in the current scenario
+	inPhase atomic.Bool // workers are running (followers gate set-up on it)
 }
 
 // Scenario is one workload of the suite.
@@ -196,9 +211,33 @@ func Lookup(names []string) ([]Scenario, error) {
 // Execute runs the scenarios against the configured target and returns
 // the report; it fails only when the run could not start.
 func Execute(ctx context.Context, cfg Config, scenarios []Scenario) (*Report, error) {
+	sc, err := cfg.normalise()
+	if err != nil {
+		return nil, err
+	}
+	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	if len(cfg.Peers) == 0 {
+		return execute(ctx, cfg, sc, t, scenarios)
+	}
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	d, err := lead(ctx, fail, cfg, scenarios)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	return executeWith(ctx, cfg, sc, t, scenarios, d)
+}
+
+// normalise fills defaults and checks the configuration.
+func (cfg *Config) normalise() (Scale, error) {
 	sc, ok := Scales[cfg.Scale]
 	if !ok {
-		return nil, fmt.Errorf("scale %q: want tiny, small, medium or large", cfg.Scale)
+		return sc, fmt.Errorf("scale %q: want tiny, small, medium or large", cfg.Scale)
 	}
 	if cfg.Deadline > 0 {
 		sc.Deadline = cfg.Deadline
@@ -208,49 +247,80 @@ func Execute(ctx context.Context, cfg Config, scenarios []Scenario) (*Report, er
 		cfg.Verify = "inline"
 	case "off", "inline", "after":
 	default:
-		return nil, fmt.Errorf("verify %q: want off, inline or after", cfg.Verify)
+		return sc, fmt.Errorf("verify %q: want off, inline or after", cfg.Verify)
 	}
-	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct})
-	if err != nil {
-		return nil, err
+	if cfg.Workers <= 0 {
+		// One worker per CPU of every process's host (assumed alike).
+		cfg.Workers = runtime.NumCPU() * (1 + len(cfg.Peers))
 	}
-	defer t.Close()
-	return execute(ctx, cfg, sc, t, scenarios)
+	return sc, nil
 }
 
-// execute runs the scenarios against an open target.
+// execute runs the scenarios against an open target in this process.
 func execute(ctx context.Context, cfg Config, sc Scale, t Target, scenarios []Scenario) (*Report, error) {
-	env := CaptureEnv(cfg.Version)
-	if cfg.Workers <= 0 {
-		cfg.Workers = env.CPUs
+	if _, err := cfg.normalise(); err != nil {
+		return nil, err
 	}
-	r := &Run{ctx: ctx, T: t, S: sc, Workers: cfg.Workers, Verify: cfg.Verify, env: env, info: t.Describe(ctx), pat: newPattern(), out: cfg.Progress,
-		root: fmt.Sprintf("strata-bench-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	rep := &Report{Tool: "strata bench", Version: cfg.Version, Started: time.Now().UTC(), Env: env, Target: r.info, Scale: sc.Name, Workers: cfg.Workers, Verify: cfg.Verify}
+	return executeWith(ctx, cfg, sc, t, scenarios, nil)
+}
+
+func newRun(ctx context.Context, cfg Config, sc Scale, t Target, env Env, root string) *Run {
+	return &Run{ctx: ctx, T: t, S: sc, Workers: cfg.Workers, Verify: cfg.Verify, env: env, info: t.Describe(ctx), pat: newPattern(), out: cfg.Progress, root: root}
+}
+
+// executeWith runs the scenarios as the leader of the processes in d (or
+// alone when d is nil).
+func executeWith(ctx context.Context, cfg Config, sc Scale, t Target, scenarios []Scenario, d *dist) (*Report, error) {
+	env := CaptureEnv(cfg.Version)
+	root := fmt.Sprintf("strata-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
+	r := newRun(ctx, cfg, sc, t, env, root)
+	rep := &Report{Tool: "strata bench", Version: cfg.Version, Started: time.Now().UTC(), Env: env, Target: r.info, Scale: sc.Name, Workers: cfg.Workers, Verify: cfg.Verify, Procs: 1}
+	if d != nil {
+		r.dist = d
+		if err := d.start(root, env); err != nil {
+			return nil, err
+		}
+		rep.Procs, rep.Peers = d.procs, d.peerEnvs
+	}
 	if err := t.Mkdir(ctx, r.root); err != nil {
 		return nil, fmt.Errorf("target %s: make the run's directory: %w", t, err)
 	}
+	rep.Results = r.runScenarios(scenarios)
+	for i := range rep.Results {
+		if rep.Results[i].failed() {
+			rep.Failures++
+		}
+	}
+	t.RemoveAll(ctx, r.root)
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil && d != nil {
+		return rep, err // a lost worker process: the report is incomplete
+	}
+	return rep, nil
+}
+
+// runScenarios runs each scenario, the leader and followers alike.
+func (r *Run) runScenarios(scenarios []Scenario) []Result {
+	var out []Result
 	for _, s := range scenarios {
 		res := Result{Scenario: s.Name, Title: s.Title, Pattern: s.Pattern, Params: map[string]string{}}
-		r.cur = &res
+		r.cur, r.step = &res, 0
 		r.status(fmt.Sprintf("%s: %s", s.Name, s.Title))
 		err := s.Run(r, &res)
 		if err != nil {
 			res.Error = err.Error()
 		}
-		t.RemoveAll(ctx, r.dir(s.Name))
-		if res.failed() {
-			rep.Failures++
+		if err := r.barrier(s.Name); err != nil && res.Error == "" {
+			res.Error = err.Error()
 		}
-		rep.Results = append(rep.Results, res)
+		r.T.RemoveAll(r.ctx, r.dir(s.Name))
+		out = append(out, res)
 		r.done(&res)
-		if ctx.Err() != nil {
+		if r.ctx.Err() != nil {
 			break
 		}
 	}
-	t.RemoveAll(ctx, r.root)
-	rep.Seconds = time.Since(rep.Started).Seconds()
-	return rep, nil
+	return out
 }
 
 func (res *Result) failed() bool {

@@ -30,15 +30,7 @@ func targets(t *testing.T) map[string]string {
 func TestSuite(t *testing.T) {
 	for name, spec := range targets(t) {
 		t.Run(name, func(t *testing.T) {
-			rep, err := Execute(ctx, Config{Target: spec, Scale: "tiny", Workers: 2}, Scenarios())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Failures != 0 {
-				var b strings.Builder
-				rep.WriteTable(&b)
-				t.Fatalf("%d failures:\n%s", rep.Failures, b.String())
-			}
+			rep := runSuite(t, Config{Target: spec, Scale: "tiny", Workers: 2})
 			if len(rep.Results) != len(Scenarios()) {
 				t.Fatalf("%d results for %d scenarios", len(rep.Results), len(Scenarios()))
 			}
@@ -86,6 +78,22 @@ func TestSuite(t *testing.T) {
 			checkOutputs(t, rep, phases)
 		})
 	}
+}
+
+// runSuite runs every scenario and fails the test, with the table, if any
+// failed.
+func runSuite(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	rep, err := Execute(ctx, cfg, Scenarios())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failures != 0 {
+		var b strings.Builder
+		rep.WriteTable(&b)
+		t.Fatalf("%d failures:\n%s", rep.Failures, b.String())
+	}
+	return rep
 }
 
 func phase(rep *Report, scenario, name string) *Phase {

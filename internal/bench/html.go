@@ -296,7 +296,9 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}dl{display:grid;grid-template
 <dt>between write and read</dt><dd>{{.R.Target.Cache}}</dd>
 <dt>data check</dt><dd>{{.R.Verify}}</dd>
 <dt>host</dt><dd>{{.R.Env.Host}}: {{.R.Env.CPUs}} × {{.R.Env.CPUModel}}, {{size .R.Env.MemBytes}}, {{.R.Env.OS}} {{.R.Env.Kernel}}</dd>
-<dt>run</dt><dd>{{.R.Tool}} {{.R.Version}}, scale {{.R.Scale}}, {{.R.Workers}} workers, started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.1f" .R.Seconds}} s, {{.R.Failures}} failed</dd>
+{{range .R.Peers}}<dt>worker process</dt><dd>{{.Host}}: {{.CPUs}} × {{.CPUModel}}, {{size .MemBytes}}, {{.OS}} {{.Kernel}}</dd>
+{{end}}
+<dt>run</dt><dd>{{.R.Tool}} {{.R.Version}}, scale {{.R.Scale}}, {{.R.WorkersString}}, started {{.R.Started.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.1f" .R.Seconds}} s, {{.R.Failures}} failed</dd>
 </dl>
 {{range .Charts}}<figure>{{.SVG}}</figure>
 {{end}}

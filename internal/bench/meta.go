@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"sort"
 	"sync"
 	"time"
 )
@@ -116,8 +117,11 @@ func (r *Run) makeTree(root string, depth, fan, perDir int) (Phase, int) {
 
 // walkTree reads every directory of the tree under root and stats every
 // entry, with workers sharing a queue of directories (pfind's way; one
-// worker is the serial walk of scenario 9).
+// worker is the serial walk of scenario 9). Over several processes each
+// takes every parts-th subdirectory of the root and walks it with its
+// workers' queue; the first process also counts the root.
 func (r *Run) walkTree(name, root string, workers int) Phase {
+	part, parts := r.share(workers)
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	queue := []string{root}
@@ -152,9 +156,18 @@ func (r *Run) walkTree(name, root string, workers int) Phase {
 				done(nil)
 				return fmt.Errorf("readdir %s: %w", d, err)
 			}
-			w.Op(t0, 0)
+			split := d == root && parts > 1
+			if !split || part == 0 {
+				w.Op(t0, 0)
+			}
+			if split {
+				sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+			}
 			var sub []string
-			for _, e := range es {
+			for i, e := range es {
+				if split && (e.IsDir && i%parts != part || !e.IsDir && part != 0) {
+					continue // another process's
+				}
 				p := path.Join(d, e.Name)
 				t0 := time.Now()
 				if err := r.T.Stat(w.Ctx(), p); err != nil {

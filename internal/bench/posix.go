@@ -240,7 +240,13 @@ func (t *posix) CreateShared(ctx context.Context, p string, size int64, writers 
 		return nil, err
 	}
 	f.Close()
-	return &posixShared{t: t, path: t.abs(p), writers: writers, block: block}, nil
+	return t.JoinShared(p, writers, block), nil
+}
+
+// JoinShared is the shared file p as another process sees it: each part
+// opens it by name.
+func (t *posix) JoinShared(p string, writers int, block int64) Shared {
+	return &posixShared{t: t, path: t.abs(p), writers: writers, block: block}
 }
 
 // Part opens the file again for writer k, as each rank of an MPI job does.

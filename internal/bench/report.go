@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteTable prints the report for a person: one block per scenario, one
@@ -19,8 +20,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if rep.Target.FSType != "" {
 		kind += ", " + rep.Target.FSType
 	}
-	fmt.Fprintf(w, "strata bench %s on %s (%s) — scale %s, %d workers, verify %s\n", rep.Version, rep.Target.Spec, kind, rep.Scale, rep.Workers, rep.Verify)
+	fmt.Fprintf(w, "strata bench %s on %s (%s) — scale %s, %s, verify %s\n", rep.Version, rep.Target.Spec, kind, rep.Scale, rep.WorkersString(), rep.Verify)
 	fmt.Fprintf(w, "host %s: %d CPUs, %s memory, %s; writes: %s\n", rep.Env.Host, rep.Env.CPUs, sizeStr(rep.Env.MemBytes), rep.Env.Kernel, rep.Target.Durability)
+	for _, p := range rep.Peers {
+		fmt.Fprintf(w, "worker process on %s: %d CPUs, %s memory, %s\n", p.Host, p.CPUs, sizeStr(p.MemBytes), p.Kernel)
+	}
 	for _, res := range rep.Results {
 		fmt.Fprintf(w, "\n%s — %s\n", res.Scenario, res.Title)
 		if len(res.Params) > 0 {
@@ -51,7 +55,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				fmt.Fprintf(w, "  %s: min %s / median %s / max %s ops/s over %d repetitions\n", ph.Name, num(ph.Repeats[0]), num(ph.OpsPerSec), num(ph.Repeats[len(ph.Repeats)-1]), len(ph.Repeats))
 			}
 			if ph.StonewallHit {
-				fmt.Fprintf(w, "  %s: stopped by the %.0f s deadline (wear-out to equal shares)\n", ph.Name, ph.Deadline)
+				fmt.Fprintf(w, "  %s: stopped by the %v deadline (wear-out to equal shares)\n", ph.Name, time.Duration(ph.Deadline*float64(time.Second)))
 			}
 			if ph.Error != "" {
 				fmt.Fprintf(w, "  %s: FAILED: %s\n", ph.Name, ph.Error)
@@ -143,4 +147,12 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// WorkersString says how many workers ran, and in how many processes.
+func (rep *Report) WorkersString() string {
+	if rep.Procs > 1 {
+		return fmt.Sprintf("%d workers in %d processes", rep.Workers, rep.Procs)
+	}
+	return fmt.Sprintf("%d workers", rep.Workers)
 }

@@ -22,16 +22,18 @@ import (
 // stops at its next step, then all continue to the largest count any of
 // them reached (wear-out), so the result covers equal shares.
 
-// Worker is one parallel stream of a phase.
+// Worker is one parallel stream of a phase. With --procs or --hosts a
+// phase's workers are spread over processes; ID is the worker's number in
+// the whole phase, N the phase's worker count.
 type Worker struct {
 	ID, N int
 	ph    *phaseRun
 	hist  *hdr.Histogram
 	ops   atomic.Int64
 	bytes atomic.Int64
+	steps int64 // where the worker's loop ended (Finish)
 	// stonewall state
 	target int64 // after the deadline: run to this count; -1 before
-	start  time.Time
 	end    time.Time
 }
 
@@ -49,8 +51,9 @@ func (w *Worker) Op(t0 time.Time, n int64) {
 func (w *Worker) Bytes(n int64) { w.bytes.Add(n) }
 
 // More says whether step i (counted from 0) of at most planned steps
-// should run. After the phase's deadline it waits until every worker has
-// stopped, then lets each run on to the largest count reached.
+// should run. After the phase's deadline it waits until every worker (in
+// every process) has stopped, then lets each run on to the largest count
+// reached.
 func (w *Worker) More(i, planned int64) bool {
 	if i >= planned {
 		return false
@@ -66,10 +69,12 @@ func (w *Worker) More(i, planned int64) bool {
 	return i < w.target
 }
 
-// Finish reports a worker that ran out of steps before the deadline, so a
+// Finish records where a worker's loop ended (the read phase replays it)
+// and reports a worker that ran out of steps before the deadline, so a
 // stonewall waits for no one who has stopped for good. Workers that use
 // More must call it when they leave their loop.
 func (w *Worker) Finish(i int64) {
+	w.steps = i
 	if w.target < 0 && w.ph.deadline > 0 {
 		w.target = i
 		w.ph.register(i)
@@ -84,13 +89,20 @@ type phaseRun struct {
 	deadline time.Duration
 	t0       time.Time
 	expired  atomic.Bool
-	workers  []*Worker
+	workers  []*Worker // this process's share
 
 	mu       sync.Mutex
 	cond     *sync.Cond
 	stopped  int
 	maxCount int64
 	hit      bool
+	// stopOnce reports this process's workers stopped (all of them
+	// registered, or all returned); onStop hands the local maximum on
+	// and, once every process has stopped, release gives the global one.
+	stopOnce sync.Once
+	onStop   func(local int64)
+	released bool
+	global   int64
 }
 
 // register records a worker's count where it stopped: at the deadline or
@@ -99,6 +111,22 @@ func (p *phaseRun) register(count int64) {
 	p.mu.Lock()
 	p.stopped++
 	p.maxCount = max(p.maxCount, count)
+	all := p.stopped == len(p.workers)
+	local := p.maxCount
+	p.mu.Unlock()
+	if all {
+		p.localStopped(local)
+	}
+}
+
+func (p *phaseRun) localStopped(local int64) {
+	p.stopOnce.Do(func() { p.onStop(local) })
+}
+
+// release lets stonewalled workers run on to count.
+func (p *phaseRun) release(count int64) {
+	p.mu.Lock()
+	p.released, p.global = true, count
 	p.cond.Broadcast()
 	p.mu.Unlock()
 }
@@ -106,14 +134,16 @@ func (p *phaseRun) register(count int64) {
 // stonewall registers a worker stopped by the deadline, waits until every
 // worker has stopped, and returns the largest count reached.
 func (p *phaseRun) stonewall(count int64) int64 {
+	p.mu.Lock()
+	p.hit = true
+	p.mu.Unlock()
 	p.register(count)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.hit = true
-	for p.stopped < len(p.workers) && p.ctx.Err() == nil {
+	for !p.released && p.ctx.Err() == nil {
 		p.cond.Wait()
 	}
-	return p.maxCount
+	return max(p.global, count)
 }
 
 // PhaseSpec describes one timed phase.
@@ -133,82 +163,236 @@ func (r *Run) runPhase(spec PhaseSpec) Phase {
 	return r.runRoles(spec)[0]
 }
 
+// workerResult is what one worker did in a phase: the unit a process
+// hands the leader.
+type workerResult struct {
+	ID       int           `json:"id"`
+	Proc     int           `json:"proc"`
+	Ops      int64         `json:"ops"`
+	Bytes    int64         `json:"bytes"`
+	End      time.Duration `json:"end_ns"` // since the barrier's release
+	Steps    int64         `json:"steps"`
+	Err      string        `json:"err,omitempty"`
+	Canceled bool          `json:"canceled,omitempty"`
+	// Snap is every worker of this process as [id, ops, bytes] when this
+	// worker ended: the exact "first done" figures within a process.
+	Snap [][3]int64 `json:"snap"`
+	Hist []int64    `json:"hist"` // sparse HDR counts: index, count, …
+	hist *hdr.Histogram
+}
+
+// processResult is one process's share of a phase.
+type processResult struct {
+	Proc    int            `json:"proc"`
+	Hit     bool           `json:"hit"`
+	Workers []workerResult `json:"workers"`
+	// Samples are this process's workers' counts every sampleEvery since
+	// the release, from which the leader interpolates "first done"
+	// figures across processes.
+	Samples []sample `json:"samples,omitempty"`
+}
+
+type sample struct {
+	T      time.Duration `json:"t_ns"`
+	Counts [][2]int64    `json:"counts"` // per worker of the process, in Workers order
+}
+
+const sampleEvery = 10 * time.Millisecond
+
 // runRoles runs spec's workers together and reports each role (or the
 // whole phase without roles).
 func (r *Run) runRoles(spec PhaseSpec) []Phase {
+	n := max(spec.Workers, 1)
+	names := roleNames(spec, n)
+	if r.dist != nil && r.dist.abandoned {
+		return errorPhases(names, errAbandoned)
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
 	p := &phaseRun{ctx: ctx, deadline: spec.Deadline}
 	p.cond = sync.NewCond(&p.mu)
-	n := max(spec.Workers, 1)
-	for i := range n {
-		p.workers = append(p.workers, &Worker{ID: i, N: n, ph: p, target: -1,
+	for _, id := range r.mine(n) {
+		p.workers = append(p.workers, &Worker{ID: id, N: n, ph: p, target: -1,
 			hist: hdr.New(1, int64(time.Hour), 3)})
 	}
+	p.onStop = p.release // one process: its maximum is the global one
 	// Wake stonewall waiters if the run is cancelled.
 	stopWake := context.AfterFunc(ctx, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
 	defer stopWake()
 
 	var ready, release, done sync.WaitGroup
-	ready.Add(n)
+	var called atomic.Bool // the phase was called off at the barrier
+	ready.Add(len(p.workers))
 	release.Add(1)
-	errs := make([]error, n)
-	// snaps[i] is every worker's (ops, bytes) when worker i ended: the
-	// "first done" figures of any group of workers come from it.
-	snaps := make([][][2]int64, n)
-	for _, w := range p.workers {
+	errs := make([]error, len(p.workers))
+	// snaps[i] is this process's workers' (ops, bytes) when worker i ended.
+	snaps := make([][][3]int64, len(p.workers))
+	for i, w := range p.workers {
 		done.Add(1)
 		go func() {
 			defer done.Done()
 			ready.Done()
 			release.Wait() // the barrier
-			w.start = time.Now()
+			if called.Load() {
+				return
+			}
 			err := spec.Work(w)
 			w.end = time.Now()
 			if err != nil {
-				errs[w.ID] = err
+				errs[i] = err
 				cancel()
 			}
-			snap := make([][2]int64, n)
+			snap := make([][3]int64, len(p.workers))
 			for j, o := range p.workers {
-				snap[j] = [2]int64{o.ops.Load(), o.bytes.Load()}
+				snap[j] = [3]int64{int64(o.ID), o.ops.Load(), o.bytes.Load()}
 			}
-			snaps[w.ID] = snap
+			snaps[i] = snap
 		}()
 	}
 	ready.Wait()
+	label := r.stepLabel(spec.Name)
+	if r.dist != nil {
+		if err := r.dist.begin(label, p); err != nil {
+			called.Store(true)
+			release.Done()
+			done.Wait()
+			return errorPhases(names, err)
+		}
+	}
 	stopProgress := r.progress(spec.Name, p)
 	p.t0 = time.Now()
 	if spec.Deadline > 0 {
 		timer := time.AfterFunc(spec.Deadline, func() { p.expired.Store(true) })
 		defer timer.Stop()
 	}
+	var samples []sample
+	stopSampling := func() {}
+	if r.dist != nil {
+		stopSampling = p.sample(&samples)
+	}
+	r.inPhase.Store(true)
 	release.Done()
 	done.Wait()
+	r.inPhase.Store(false)
+	stopSampling()
 	stopProgress()
+	p.localStopped(p.maxCount) // workers that returned early (errors) never registered
 
-	groups := map[string][]*Worker{}
-	var names []string
-	for _, w := range p.workers {
-		name := spec.Name
-		if spec.Role != nil {
-			name = spec.Role(w.ID)
+	pr := processResult{Proc: r.rank(), Hit: p.hit, Samples: samples}
+	for i, w := range p.workers {
+		wr := workerResult{ID: w.ID, Proc: r.rank(), Ops: w.ops.Load(), Bytes: w.bytes.Load(),
+			End: w.end.Sub(p.t0), Steps: w.steps, Snap: snaps[i], hist: w.hist}
+		if errs[i] != nil {
+			wr.Err, wr.Canceled = errs[i].Error(), errors.Is(errs[i], context.Canceled)
 		}
-		if groups[name] == nil {
-			names = append(names, name)
-		}
-		groups[name] = append(groups[name], w)
+		pr.Workers = append(pr.Workers, wr)
 	}
-	var out []Phase
-	for _, name := range names {
-		ph := p.summary(name, groups[name], snaps)
-		var gerrs []error
-		for _, w := range groups[name] {
-			gerrs = append(gerrs, errs[w.ID])
+	merge := func(prs []processResult) []Phase {
+		return mergePhase(spec.Name, p.deadline, n, names, spec.Role, prs)
+	}
+	if r.dist != nil {
+		phs, err := r.dist.finish(pr, merge)
+		if err != nil {
+			return errorPhases(names, err)
 		}
-		if err := firstError(gerrs); err != nil {
+		return phs
+	}
+	return merge([]processResult{pr})
+}
+
+// roleNames lists a phase's result names in worker order.
+func roleNames(spec PhaseSpec, n int) []string {
+	if spec.Role == nil {
+		return []string{spec.Name}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for id := range n {
+		if name := spec.Role(id); !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func errorPhases(names []string, err error) []Phase {
+	out := make([]Phase, len(names))
+	for i, name := range names {
+		out[i] = Phase{Name: name, Error: err.Error()}
+	}
+	return out
+}
+
+// sample records this process's workers' counts every sampleEvery.
+func (p *phaseRun) sample(into *[]sample) (stop func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	take := func() {
+		s := sample{T: time.Since(p.t0), Counts: make([][2]int64, len(p.workers))}
+		for j, w := range p.workers {
+			s.Counts[j] = [2]int64{w.ops.Load(), w.bytes.Load()}
+		}
+		*into = append(*into, s)
+	}
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(sampleEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				take()
+				return
+			case <-tick.C:
+				take()
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}
+
+// mergePhase measures a phase from every process's results: one Phase per
+// role, with the steps each worker reached.
+func mergePhase(name string, deadline time.Duration, n int, names []string, role func(int) string, prs []processResult) []Phase {
+	all := make([]*workerResult, n)
+	procs := map[int]*processResult{}
+	hit := false
+	for i := range prs {
+		pr := &prs[i]
+		procs[pr.Proc] = pr
+		hit = hit || pr.Hit
+		for j := range pr.Workers {
+			w := &pr.Workers[j]
+			if w.hist == nil {
+				w.hist = decodeHist(w.Hist)
+			}
+			all[w.ID] = w
+		}
+	}
+	steps := make([]int64, n)
+	for id, w := range all {
+		if w == nil {
+			return errorPhases(names, fmt.Errorf("no result from worker %d", id))
+		}
+		steps[id] = w.Steps
+	}
+	groups := map[string][]*workerResult{}
+	for _, w := range all {
+		g := name
+		if role != nil {
+			g = role(w.ID)
+		}
+		groups[g] = append(groups[g], w)
+	}
+	out := make([]Phase, 0, len(names))
+	for _, g := range names {
+		ph := summary(g, groups[g], procs)
+		ph.Deadline, ph.StonewallHit, ph.steps = deadline.Seconds(), hit, steps
+		if err := firstError(groups[g]); err != nil {
 			ph.Error = err.Error()
-		} else if err := firstError(errs); err != nil {
+		} else if err := firstError(all); err != nil {
 			ph.Error = err.Error() // another role's failure stopped this one
 		}
 		out = append(out, ph)
@@ -216,45 +400,82 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	return out
 }
 
-// summary measures a group of a phase's workers.
-func (p *phaseRun) summary(name string, ws []*Worker, snaps [][][2]int64) Phase {
-	ph := Phase{Name: name, Workers: len(ws), Deadline: p.deadline.Seconds(), StonewallHit: p.hit}
-	var end time.Time
+// summary measures a group of a phase's workers. "First done" counts come
+// from the first finisher's process exactly, and from the other processes
+// by interpolating their samples at that moment.
+func summary(name string, ws []*workerResult, procs map[int]*processResult) Phase {
+	ph := Phase{Name: name, Workers: len(ws)}
+	var end time.Duration
 	first := ws[0]
 	h := hdr.New(1, int64(time.Hour), 3)
 	for _, w := range ws {
-		ph.Ops += w.ops.Load()
-		ph.Bytes += w.bytes.Load()
-		if w.end.After(end) {
-			end = w.end
-		}
-		if w.end.Before(first.end) {
+		ph.Ops += w.Ops
+		ph.Bytes += w.Bytes
+		end = max(end, w.End)
+		if w.End < first.End {
 			first = w
 		}
 		h.Merge(w.hist)
 	}
-	ph.Seconds = end.Sub(p.t0).Seconds()
-	ph.FirstDone = first.end.Sub(p.t0).Seconds()
+	ph.Seconds = end.Seconds()
+	ph.FirstDone = first.End.Seconds()
 	for _, w := range ws {
-		ph.OpsFirstDone += snaps[first.ID][w.ID][0]
-		ph.BytesFirstDone += snaps[first.ID][w.ID][1]
+		c := countsAt(w, first, procs)
+		ph.OpsFirstDone += c[0]
+		ph.BytesFirstDone += c[1]
 	}
 	ph.Latency = latencyOf(h)
 	ph.rates()
 	return ph
 }
 
-// firstError is the first real failure (not a cancellation that followed
-// it), naming its worker.
-func firstError(errs []error) error {
-	for i, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("worker %d: %w", i, err)
+// countsAt is what worker w had done when worker first ended.
+func countsAt(w, first *workerResult, procs map[int]*processResult) [2]int64 {
+	if w.End <= first.End {
+		return [2]int64{w.Ops, w.Bytes}
+	}
+	if w.Proc == first.Proc {
+		for _, s := range first.Snap {
+			if int(s[0]) == w.ID {
+				return [2]int64{s[1], s[2]}
+			}
 		}
 	}
-	for _, err := range errs {
-		if err != nil {
-			return err
+	pr := procs[w.Proc]
+	col := -1
+	for j := range pr.Workers {
+		if pr.Workers[j].ID == w.ID {
+			col = j
+		}
+	}
+	if col < 0 {
+		return [2]int64{w.Ops, w.Bytes}
+	}
+	var prev sample
+	prev.Counts = make([][2]int64, len(pr.Workers))
+	for _, s := range pr.Samples {
+		if s.T >= first.End {
+			// Linear between the samples around the moment.
+			f := float64(first.End-prev.T) / float64(max(s.T-prev.T, 1))
+			lerp := func(a, b int64) int64 { return a + int64(f*float64(b-a)) }
+			return [2]int64{lerp(prev.Counts[col][0], s.Counts[col][0]), lerp(prev.Counts[col][1], s.Counts[col][1])}
+		}
+		prev = s
+	}
+	return [2]int64{w.Ops, w.Bytes}
+}
+
+// firstError is the first real failure (not a cancellation that followed
+// it), naming its worker.
+func firstError(ws []*workerResult) error {
+	for _, w := range ws {
+		if w.Err != "" && !w.Canceled {
+			return fmt.Errorf("worker %d: %s", w.ID, w.Err)
+		}
+	}
+	for _, w := range ws {
+		if w.Err != "" {
+			return errors.New(w.Err)
 		}
 	}
 	return nil

@@ -33,7 +33,6 @@ func (r *Run) seqWrite(name string, fs []file, size, rec int64, deadline time.Du
 
 // seqWriteStriped is seqWrite with files striped over stripes devices.
 func (r *Run) seqWriteStriped(name string, fs []file, size, rec int64, deadline time.Duration, role func(int) string, readers []file, stripes int) ([]Phase, []int64) {
-	counts := make([]int64, len(fs))
 	planned := (size + rec - 1) / rec
 	r.pat.reserve(int(rec))
 	work := func(w *Worker) error {
@@ -57,7 +56,6 @@ func (r *Run) seqWriteStriped(name string, fs []file, size, rec int64, deadline 
 			w.Op(t0, n)
 		}
 		w.Finish(i)
-		counts[w.ID] = i
 		if err := wr.Close(); err != nil {
 			return fmt.Errorf("close %s: %w", f.path, err)
 		}
@@ -69,6 +67,10 @@ func (r *Run) seqWriteStriped(name string, fs []file, size, rec int64, deadline 
 		if !strings.HasPrefix(phs[i].Name, "read") {
 			phs[i].Durability = r.info.Durability
 		}
+	}
+	counts := make([]int64, len(fs))
+	if phs[0].steps != nil {
+		copy(counts, phs[0].steps)
 	}
 	return phs, counts
 }
@@ -134,7 +136,7 @@ func (r *Run) verifyAfter(ph *Phase, fs []file, counts []int64, size, rec int64)
 	if containsVerify(ph.Error) {
 		ph.VerifyErrors++
 	}
-	if r.Verify != "after" || ph.Error != "" {
+	if r.Verify != "after" || ph.Error != "" || r.rank() > 0 {
 		return
 	}
 	buf := make([]byte, rec)
@@ -163,6 +165,9 @@ func (r *Run) verifyAfter(ph *Phase, fs []file, counts []int64, size, rec int64)
 func (r *Run) sharedWrite(name string, f file, workers int, block, xfer, blocks int64, deadline time.Duration) (Phase, int64) {
 	size := int64(workers) * blocks * block
 	r.pat.reserve(int(xfer))
+	if r.procs() > 1 && !canJoin(r.T) {
+		return Phase{Name: name, Skipped: "a shared file here is one client's upload: its writers cannot be spread over processes"}, 0
+	}
 	sh, err := r.T.CreateShared(r.ctx, f.path, size, workers, block)
 	if err != nil {
 		if errors.Is(err, ErrUnsupported) {
@@ -170,7 +175,6 @@ func (r *Run) sharedWrite(name string, f file, workers int, block, xfer, blocks 
 		}
 		return Phase{Name: name, Error: err.Error()}, 0
 	}
-	counts := make([]int64, workers)
 	ph := r.runPhase(PhaseSpec{Name: name, Workers: workers, Deadline: deadline, Work: func(w *Worker) error {
 		part, err := sh.Part(w.ID)
 		if err != nil {
@@ -190,7 +194,6 @@ func (r *Run) sharedWrite(name string, f file, workers int, block, xfer, blocks 
 			}
 		}
 		w.Finish(j)
-		counts[w.ID] = j
 		return part.Close()
 	}})
 	// Completing the shared file (Strata: the commit) is part of the
@@ -205,7 +208,7 @@ func (r *Run) sharedWrite(name string, f file, workers int, block, xfer, blocks 
 	// The create preceded the barrier, as rank 0's create of a shared
 	// file does in IOR.
 	var done int64
-	for _, c := range counts {
+	for _, c := range ph.steps {
 		done = max(done, c)
 	}
 	return ph, done
