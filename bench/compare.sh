@@ -111,6 +111,16 @@ row "N-N write, 2 streams, 2 MiB × 256 MiB each, fsync inside (cemss-user write
 row "N-N read, 2 streams, 2 MiB, after drop_caches (cemss-user read)" "MiB/s" \
 	"sb cemss-user read mib_per_s" \
 	"fiolay $P --bs=2m --size=256m --numjobs=2; drop; fioread bw $P --rw=read --bs=2m --size=256m --numjobs=2"
+# hpcs06 at small scale here: Z = 15 (block 1,200,000 bytes), 50 arrays,
+# 2 workers, 80,000-byte transfers: worker k writes transfers of block
+# (a·2 + k) for a = 0…49. fio's strided zones express IOR's -b/-t/-s.
+Z6="--filename=ckpt --bs=80000 --numjobs=2 --offset_increment=1200000 --zonemode=strided --zonesize=1200000 --zoneskip=1200000 --size=120000000 --io_size=60000000"
+row "N-1 strided write, 2 workers, 80,000 B transfers, shared file, fsync inside (hpcs06 write)" "MiB/s" \
+	"sb hpcs06 write mib_per_s" \
+	"fiorun bw $P --rw=write $Z6 --end_fsync=1"
+row "N-1 strided read, 2 workers, 80,000 B transfers, after drop_caches (hpcs06 read)" "MiB/s" \
+	"sb hpcs06 read mib_per_s" \
+	"fiolay $P $Z6; drop; fioread bw $P --rw=read $Z6"
 row "random 4 KiB write, 2 workers, own 64 MiB file each, 3 s, fsync at end (hpcs13)" "IOPS" \
 	"sb hpcs13 'randwrite 4KiB' ops_per_s" \
 	"fiorun iops $P --rw=randwrite --bs=4k --size=64m --numjobs=2 --time_based --runtime=3 --norandommap --randrepeat=0 --end_fsync=1 --file_service_type=random --overwrite=1"

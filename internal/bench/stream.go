@@ -280,6 +280,12 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 	rw, err := r.T.OpenRW(r.ctx, fs[0].path)
 	if err == nil {
 		rw.Close()
+		// The timed writes must not inherit the prefill's page cache:
+		// the large folios its 4 MiB writes leave make every later 4 KiB
+		// write walk a folio's worth of buffer heads (4× slower on ext4
+		// with Linux 6.18). fio starts each job with the file's cache
+		// invalidated for the same reason.
+		cache := r.T.DropCache(r.ctx, r.dir(r.cur.Scenario))
 		ph := r.runPhase(PhaseSpec{Name: "randwrite " + label, Workers: r.Workers, Deadline: r.S.Deadline, Work: func(w *Worker) error {
 			f, rng := pick(w)
 			h, err := r.T.OpenRW(w.Ctx(), f.path)
@@ -300,6 +306,7 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 			return h.Close()
 		}})
 		ph.Durability = "fsync before close, inside the timed region"
+		ph.Cache = cache
 		ph.Series, ph.X = "randwrite", float64(bs)
 		r.add(res, ph)
 	} else {
