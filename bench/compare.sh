@@ -3,6 +3,7 @@
 # the same session, for docs/BENCHMARKS.md.
 #
 #   bench/compare.sh DIR [RUNS]     DIR on the file system to test (default 3 runs)
+#   ONLY=write bench/compare.sh …   only the rows whose name contains "write"
 #
 # Each comparison runs the strata bench scenario and the fio job that does
 # the same I/O (sizes, block sizes, workers, durability, cache drop), RUNS
@@ -13,7 +14,12 @@
 # the metadata rows (fio's filecreate and filestat engines spend more per
 # file than the file system does, so they measure fio). fio writes new
 # files with --fallocate=none, as IOR and strata bench do: preallocation
-# would move block (or tmpfs page) allocation out of the timed region.
+# would move block (or tmpfs page) allocation out of the timed region; and
+# with --mem=mmap, page-aligned buffers as Go's large allocations are (with
+# its default malloc'd buffers fio reads tmpfs at half the speed: the
+# kernel's copy to an unaligned destination is slower). Every run, of
+# either tool, removes its files when done, so each starts from the same
+# state (fio reusing just-freed blocks ran faster on this VM's disk).
 # Needs root for drop_caches, gcc for mdbase.
 set -euo pipefail
 DIR=${1:?usage: bench/compare.sh DIR [RUNS]}
@@ -25,10 +31,13 @@ go build -o "$OUT/strata" ./cmd/strata
 command -v fio >/dev/null || { echo "compare.sh: fio is not installed (apt-get install fio)" >&2; exit 1; }
 gcc -O2 -pthread -o "$OUT/mdbase" bench/mdbase.c
 
-# mdb FIELD: one mdbase run (2 threads × 2,000 files) on a fresh directory.
+# mdb FIELD: one mdbase run (2 threads × 2,000 files) on a fresh directory,
+# its files as deep below DIR as strata bench's
+# (sb/strata-bench-PID/md-rates/REP/wK/f…): path lookup costs per component.
 mdb() {
-	rm -rf "$DIR/md"; mkdir -p "$DIR/md"
-	"$OUT/mdbase" "$DIR/md" 2 2000 | python3 -c "import sys; f=sys.stdin.read().split(); print(f[f.index('$1')+1])"
+	rm -rf "$DIR/md"; mkdir -p "$DIR/md/run/md-rates/0"
+	"$OUT/mdbase" "$DIR/md/run/md-rates/0" 2 2000 | python3 -c "import sys; f=sys.stdin.read().split(); print(f[f.index('$1')+1])"
+	rm -rf "$DIR/md"
 }
 
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
@@ -38,6 +47,7 @@ fiorun() {
 	local what=$1; shift
 	rm -rf "$DIR/fio"; mkdir -p "$DIR/fio"
 	fio --directory="$DIR/fio" --group_reporting --output-format=json "$@" > "$OUT/fio.json"
+	rm -rf "$DIR/fio" # as strata bench removes its files when done: the next run starts from the same state
 	python3 - "$what" "$OUT/fio.json" <<'EOF'
 import json, sys
 what, path = sys.argv[1], sys.argv[2]
@@ -68,6 +78,7 @@ fiolay() { rm -rf "$DIR/fio"; mkdir -p "$DIR/fio"; fio --directory="$DIR/fio" --
 fioread() {
 	local what=$1; shift
 	fio --directory="$DIR/fio" --group_reporting --output-format=json "$@" > "$OUT/fio.json"
+	rm -rf "$DIR/fio"
 	python3 - "$what" "$OUT/fio.json" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[2]))["jobs"][0]["read"]
@@ -77,10 +88,11 @@ EOF
 
 # settle lets the previous run's writeback and discards finish, so no run
 # pays for the one before it.
-settle() { sync; sleep 1; }
+settle() { sync; sleep 2; }
 
 row() { # name unit strata-cmd fio-cmd
 	local name=$1 unit=$2 scmd=$3 fcmd=$4 s=() f=()
+	[[ -z ${ONLY:-} || $name == *$ONLY* ]] || return 0
 	for i in $(seq "$RUNS"); do
 		settle; s+=("$(eval "$scmd")")
 		settle; f+=("$(eval "$fcmd")")
@@ -98,7 +110,7 @@ echo "## $FSTYPE ($DIR), $RUNS runs each, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 echo "| comparison | unit | fio / mdbase (median) | strata bench (median) | ratio | fio / mdbase runs | strata bench runs |"
 echo "|---|---|---|---|---|---|---|"
-P="--ioengine=psync --name=j --fallocate=none"
+P="--ioengine=psync --name=j --fallocate=none --mem=mmap"
 row "sequential write, 1 stream, 4 MiB × 512 MiB, fsync inside (hpcs01 write)" "MiB/s" \
 	"sb hpcs01 write mib_per_s" \
 	"fiorun bw $P --rw=write --bs=4m --size=512m --end_fsync=1"
