@@ -206,7 +206,7 @@ func TestStonewallWearOut(t *testing.T) {
 	ph := r.runPhase(PhaseSpec{Name: "w", Workers: 3, Deadline: 150 * time.Millisecond, Work: func(w *Worker) error {
 		var i int64
 		for ; w.More(i, 1e6); i++ {
-			t0 := time.Now()
+			t0 := now()
 			time.Sleep(time.Duration(w.ID+1) * 2 * time.Millisecond)
 			w.Op(t0, 10)
 		}
@@ -232,7 +232,7 @@ func TestFirstDone(t *testing.T) {
 	r := &Run{ctx: ctx}
 	ph := r.runPhase(PhaseSpec{Name: "p", Workers: 2, Work: func(w *Worker) error {
 		for range 10 {
-			t0 := time.Now()
+			t0 := now()
 			time.Sleep(time.Duration(1+9*w.ID) * time.Millisecond)
 			w.Op(t0, 1)
 		}

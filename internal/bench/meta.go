@@ -6,7 +6,6 @@ import (
 	"path"
 	"sort"
 	"sync"
-	"time"
 )
 
 // names lists worker k's n file names in dir (a shared dir when several
@@ -42,7 +41,7 @@ func (r *Run) mdPhase(name string, lists [][]string, op func(w *Worker, p string
 			if w.Ctx().Err() != nil {
 				return w.Ctx().Err()
 			}
-			t0 := time.Now()
+			t0 := now()
 			if err := op(w, p); err != nil {
 				return fmt.Errorf("%s %s: %w", name, p, err)
 			}
@@ -150,7 +149,7 @@ func (r *Run) walkTree(name, root string, workers int) Phase {
 				cond.Broadcast()
 			}
 
-			t0 := time.Now()
+			t0 := now()
 			es, err := r.T.ReadDir(w.Ctx(), d)
 			if err != nil {
 				done(nil)
@@ -169,7 +168,7 @@ func (r *Run) walkTree(name, root string, workers int) Phase {
 					continue // another process's
 				}
 				p := path.Join(d, e.Name)
-				t0 := time.Now()
+				t0 := now()
 				if err := r.T.Stat(w.Ctx(), p); err != nil {
 					done(nil)
 					return fmt.Errorf("stat %s: %w", p, err)

@@ -37,10 +37,18 @@ type Worker struct {
 	end    time.Time
 }
 
+// tick is a monotonic clock reading. An operation's latency takes two:
+// time.Now would read the wall clock too, and on a VM each clock read is
+// a visible part of a microsecond-long stat.
+type tick int64
+
+var epoch = time.Now()
+
+func now() tick { return tick(time.Since(epoch)) }
+
 // Op records one operation that began at t0 and moved n bytes.
-func (w *Worker) Op(t0 time.Time, n int64) {
-	d := time.Since(t0)
-	w.hist.RecordValue(int64(d))
+func (w *Worker) Op(t0 tick, n int64) {
+	w.hist.RecordValue(int64(now() - t0))
 	w.ops.Add(1)
 	if n != 0 {
 		w.bytes.Add(n)

@@ -48,7 +48,7 @@ func (r *Run) seqWriteStriped(name string, fs []file, size, rec int64, deadline 
 		for ; w.More(i, planned); i++ {
 			off := i * rec
 			n := min(rec, size-off)
-			t0 := time.Now()
+			t0 := now()
 			if _, err := wr.Write(r.pat.at(f.seed, off, int(n))); err != nil {
 				wr.Abort()
 				return fmt.Errorf("write %s at %d: %w", f.path, off, err)
@@ -99,7 +99,7 @@ func (r *Run) seqReadWorker(w *Worker, f file, size, rec, count int64) error {
 	for i := int64(0); i < count && w.Ctx().Err() == nil; i++ {
 		off := i * rec
 		n := min(rec, size-off)
-		t0 := time.Now()
+		t0 := now()
 		if _, err := rd.ReadAt(buf[:n], off); err != nil {
 			return fmt.Errorf("read %s at %d: %w", f.path, off, err)
 		}
@@ -185,7 +185,7 @@ func (r *Run) sharedWrite(name string, f file, workers int, block, xfer, blocks 
 			base := (j*int64(workers) + int64(w.ID)) * block
 			for o := int64(0); o < block; o += xfer {
 				n := min(xfer, block-o)
-				t0 := time.Now()
+				t0 := now()
 				if _, err := part.Write(r.pat.at(f.seed, base+o, int(n))); err != nil {
 					part.Abort()
 					return fmt.Errorf("write %s at %d: %w", f.path, base+o, err)
@@ -230,7 +230,7 @@ func (r *Run) sharedRead(name string, f file, workers int, block, xfer, blocks i
 			base := (j*int64(workers) + owner) * block
 			for o := int64(0); o < block; o += xfer {
 				n := min(xfer, block-o)
-				t0 := time.Now()
+				t0 := now()
 				if _, err := rd.ReadAt(buf[:n], base+o); err != nil {
 					return fmt.Errorf("read %s at %d: %w", f.path, base+o, err)
 				}
@@ -295,7 +295,7 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 			var i int64
 			for ; w.More(i, steps); i++ {
 				off := rng.Int64N(blocks) * bs
-				t0 := time.Now()
+				t0 := now()
 				if _, err := h.WriteAt(r.pat.at(f.seed, off, int(bs)), off); err != nil {
 					h.Close()
 					return err
@@ -324,7 +324,7 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 		var i int64
 		for ; w.More(i, steps); i++ {
 			off := rng.Int64N(blocks) * bs
-			t0 := time.Now()
+			t0 := now()
 			if _, err := h.ReadAt(buf, off); err != nil {
 				return fmt.Errorf("read %s at %d: %w", f.path, off, err)
 			}
