@@ -10,6 +10,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/cpu"
 )
 
 // The timing contract (IOR's and mdtest's, see docs/BENCHMARKS.md): all
@@ -29,8 +30,13 @@ type Worker struct {
 	ID, N int
 	ph    *phaseRun
 	hist  *hdr.Histogram
+	// The counters every operation updates get a cache line of their
+	// own: Workers are allocated side by side, and two cores updating
+	// one line would slow every operation of both.
+	_     cpu.CacheLinePad
 	ops   atomic.Int64
 	bytes atomic.Int64
+	_     cpu.CacheLinePad
 	steps int64 // where the worker's loop ended (Finish)
 	// stonewall state
 	target int64 // after the deadline: run to this count; -1 before
@@ -45,6 +51,19 @@ type tick int64
 var epoch = time.Now()
 
 func now() tick { return tick(time.Since(epoch)) }
+
+// paddedHist keeps a worker's histogram, whose count every operation
+// updates, off its neighbours' cache lines.
+type paddedHist struct {
+	_ cpu.CacheLinePad
+	h hdr.Histogram
+	_ cpu.CacheLinePad
+}
+
+func newWorkerHist() *hdr.Histogram {
+	p := &paddedHist{h: *hdr.New(1, int64(time.Hour), 3)}
+	return &p.h
+}
 
 // Op records one operation that began at t0 and moved n bytes.
 func (w *Worker) Op(t0 tick, n int64) {
@@ -221,7 +240,7 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	p.cond = sync.NewCond(&p.mu)
 	for _, id := range r.mine(n) {
 		p.workers = append(p.workers, &Worker{ID: id, N: n, ph: p, target: -1,
-			hist: hdr.New(1, int64(time.Hour), 3)})
+			hist: newWorkerHist()})
 	}
 	p.onStop = p.release // one process: its maximum is the global one
 	// Wake stonewall waiters if the run is cancelled.
