@@ -114,3 +114,65 @@ func TestBenchProcesses(t *testing.T) {
 		}
 	}
 }
+
+func TestSim(t *testing.T) {
+	ex := func(name string) string { return filepath.Join("..", "..", "examples", "sim", name) }
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, args...)
+		var out, errs strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errs.String(), code
+	}
+	out, errs, code := run("sim", "bound", ex("seed002-case3.toml"))
+	if code != 0 || !strings.Contains(out, "bound by M·I") {
+		t.Fatalf("bound: %d %s %s", code, out, errs)
+	}
+	dir := t.TempDir()
+	js := filepath.Join(dir, "run.json")
+	out, errs, code = run("sim", "run", ex("seed002-case4.toml"), "--seed", "7", "--json", js)
+	if code != 0 || !strings.Contains(out, "fingerprint") {
+		t.Fatalf("run: %d %s %s", code, out, errs)
+	}
+	var r struct {
+		MBps        float64 `json:"mb_per_s"`
+		Fingerprint string
+		Seed        uint64
+		Bound       struct {
+			MBps    float64 `json:"mb_per_s"`
+			Binding string  `json:"binding_term"`
+		}
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Seed != 7 || r.Bound.Binding != "M·I" || r.MBps <= 0 {
+		t.Fatalf("json %v: %s", err, b)
+	}
+	svg, csvf := filepath.Join(dir, "s.svg"), filepath.Join(dir, "s.csv")
+	out, errs, code = run("sim", "sweep", ex("alice-disks.toml"), "--svg", svg, "--csv", csvf, "--workers", "2")
+	if code != 0 || !strings.Contains(out, "12 points") {
+		t.Fatalf("sweep: %d %s %s", code, out, errs)
+	}
+	for _, f := range []string{svg, csvf} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	// bad input: one line, non-zero
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[workload]\nop = \"sideways\"\n"), 0o644)
+	for _, args := range [][]string{{"sim", "run", bad}, {"sim", "bound", filepath.Join(dir, "missing.toml")}, {"sim", "sweep", ex("seed002-case1.toml")}, {"sim", "calibrate", bad}} {
+		_, errs, code := run(args...)
+		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+}

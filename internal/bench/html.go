@@ -1,116 +1,23 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
-	"image/color"
 	"io"
 	"math"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
+
+	"github.com/strata-storage/strata/internal/chart"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // Chart is one SVG figure of the HTML report.
-type Chart struct {
-	Title string
-	SVG   template.HTML
-}
+type Chart = chart.Chart
 
-// series is one curve: points sorted by x.
-type series struct {
-	name string
-	pts  plotter.XYs
-}
-
-// lineChart draws curves with a log-2 x axis when logX (sizes, counts).
-func lineChart(title, xlabel, ylabel string, ss []series, logX, logY bool) (Chart, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xlabel
-	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
-	if logX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = sizeTicks{}
-	}
-	if logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
-	for i, s := range ss {
-		if len(s.pts) == 0 {
-			continue
-		}
-		sort.Slice(s.pts, func(a, b int) bool { return s.pts[a].X < s.pts[b].X })
-		l, pts, err := plotter.NewLinePoints(s.pts)
-		if err != nil {
-			return Chart{}, err
-		}
-		c := palette[i%len(palette)]
-		l.Color, pts.Color = c, c
-		l.Width = vg.Points(1.5)
-		pts.Shape = draw.CircleGlyph{}
-		if strings.Contains(s.name, "bound") {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			pts.Radius = 0
-		}
-		p.Add(l, pts)
-		p.Legend.Add(s.name, l, pts)
-	}
-	return render(title, p)
-}
-
-func render(title string, p *plot.Plot) (Chart, error) {
-	wt, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "svg")
-	if err != nil {
-		return Chart{}, err
-	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return Chart{}, err
-	}
-	svg := b.String()
-	if i := strings.Index(svg, "<svg"); i > 0 { // drop the XML prolog inside HTML
-		svg = svg[i:]
-	}
-	return Chart{Title: title, SVG: template.HTML(svg)}, nil
-}
-
-var palette = []color.Color{
-	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255}, color.RGBA{214, 39, 40, 255},
-	color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255}, color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255},
-}
-
-// sizeTicks marks powers of two with byte units (or plain counts below
-// 1 KiB).
-type sizeTicks struct{}
-
-func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for e := math.Floor(math.Log2(lo)); math.Pow(2, e) <= hi*1.0001; e++ {
-		v := math.Pow(2, e)
-		if v < lo*0.9999 {
-			continue
-		}
-		label := ""
-		if int(e)%2 == 0 || hi/lo < 64 {
-			label = sizeStr(int64(v))
-			if v < 1024 {
-				label = fmt.Sprint(int64(v))
-			}
-		}
-		ts = append(ts, plot.Tick{Value: v, Label: label})
-	}
-	return ts
-}
+type series = chart.Series
 
 // charts draws what the report holds: throughput against size for
 // sweeps, scaling curves with their bound, and latency percentiles.
@@ -155,7 +62,7 @@ func sweepChart(res Result, xlabel, prefix string) ([]Chart, error) {
 	if prefix != "" {
 		title += " (" + prefix + ")"
 	}
-	c, err := lineChart(title, xlabel, "MiB/s", ss, true, false)
+	c, err := chart.Line(title, xlabel, "MiB/s", ss, true, false)
 	return []Chart{c}, err
 }
 
@@ -172,9 +79,9 @@ func curves(phases []Phase, prefix string) []series {
 		if !ok {
 			i = len(ss)
 			idx[ph.Series] = i
-			ss = append(ss, series{name: ph.Series})
+			ss = append(ss, series{Name: ph.Series})
 		}
-		ss[i].pts = append(ss[i].pts, plotter.XY{X: ph.X, Y: ph.MiBps})
+		ss[i].Pts = append(ss[i].Pts, plotter.XY{X: ph.X, Y: ph.MiBps})
 	}
 	return ss
 }
@@ -193,11 +100,11 @@ func scalingCharts(res Result) ([]Chart, error) {
 			}
 			s := bounds[b.Servers]
 			if s == nil {
-				s = &series{name: fmt.Sprintf("bound M=%d", b.Servers)}
+				s = &series{Name: fmt.Sprintf("bound M=%d", b.Servers)}
 				bounds[b.Servers] = s
 				order = append(order, b.Servers)
 			}
-			s.pts = append(s.pts, plotter.XY{X: float64(b.Clients), Y: b.Bound})
+			s.Pts = append(s.Pts, plotter.XY{X: float64(b.Clients), Y: b.Bound})
 		}
 		for _, m := range order {
 			ss = append(ss, *bounds[m])
@@ -205,7 +112,7 @@ func scalingCharts(res Result) ([]Chart, error) {
 		if len(ss) == 0 {
 			continue
 		}
-		c, err := lineChart(fmt.Sprintf("scaling (%s): MiB/s against clients N, per server count M", dir), "clients N", "MiB/s", ss, true, false)
+		c, err := chart.Line(fmt.Sprintf("scaling (%s): MiB/s against clients N, per server count M", dir), "clients N", "MiB/s", ss, true, false)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +131,7 @@ func latencyChart(rep *Report) ([]Chart, error) {
 				continue
 			}
 			l := ph.Latency
-			s := series{name: res.Scenario + " " + ph.Name, pts: plotter.XYs{{X: 50, Y: l.P50}, {X: 90, Y: l.P90}, {X: 99, Y: l.P99}, {X: 99.9, Y: l.P999}}}
+			s := series{Name: res.Scenario + " " + ph.Name, Pts: plotter.XYs{{X: 50, Y: l.P50}, {X: 90, Y: l.P90}, {X: 99, Y: l.P99}, {X: 99.9, Y: l.P999}}}
 			if ph.Bytes > 0 {
 				data = append(data, s)
 			} else {
@@ -245,8 +152,8 @@ func latencyChart(rep *Report) ([]Chart, error) {
 		}
 		// Percentiles on a "nines" axis: 50, 90, 99, 99.9 evenly spaced.
 		for i := range g.ss {
-			for j := range g.ss[i].pts {
-				g.ss[i].pts[j].X = -math.Log10(1 - g.ss[i].pts[j].X/100)
+			for j := range g.ss[i].Pts {
+				g.ss[i].Pts[j].X = -math.Log10(1 - g.ss[i].Pts[j].X/100)
 			}
 		}
 		p := plot.New()
@@ -260,18 +167,18 @@ func latencyChart(rep *Report) ([]Chart, error) {
 		p.Legend.Left = true
 		p.Add(plotter.NewGrid())
 		for i, s := range g.ss {
-			for j := range s.pts {
-				s.pts[j].Y = max(s.pts[j].Y, 0.1) // a log axis has no zero
+			for j := range s.Pts {
+				s.Pts[j].Y = max(s.Pts[j].Y, 0.1) // a log axis has no zero
 			}
-			l, pts, err := plotter.NewLinePoints(s.pts)
+			l, pts, err := plotter.NewLinePoints(s.Pts)
 			if err != nil {
 				return nil, err
 			}
-			l.Color, pts.Color = palette[i%len(palette)], palette[i%len(palette)]
+			l.Color, pts.Color = chart.Palette[i%len(chart.Palette)], chart.Palette[i%len(chart.Palette)]
 			p.Add(l, pts)
-			p.Legend.Add(s.name, l)
+			p.Legend.Add(s.Name, l)
 		}
-		c, err := render(g.title, p)
+		c, err := chart.Render(g.title, p)
 		if err != nil {
 			return nil, err
 		}

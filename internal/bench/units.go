@@ -2,23 +2,12 @@ package bench
 
 import (
 	"fmt"
+	"github.com/strata-storage/strata/internal/chart"
 	"strconv"
 	"strings"
 )
 
-// sizeStr prints a byte count with a binary unit: 4KiB, 160MiB, 2GiB.
-func sizeStr(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, i := float64(n), 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d%s", int64(v), units[i])
-	}
-	return fmt.Sprintf("%.1f%s", v, units[i])
-}
+func sizeStr(n int64) string { return chart.SizeStr(n) }
 
 // ParseSize reads 4096, 4k, 4KiB, 1m, 2G … (binary multiples).
 func ParseSize(s string) (int64, error) {

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/strata-storage/strata/internal/bench"
+	"github.com/strata-storage/strata/internal/sim"
+)
+
+func (e *env) simCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Model a storage system: analytic bound, discrete-event runs, sweeps, calibration",
+		Long: `Model a storage system described by a study file (TOML; see examples/sim/):
+
+  strata sim bound STUDY         the analytic bound S = min(N/c, N·I, M·I, P·R, …) and its binding term
+  strata sim run STUDY           a discrete-event run (deterministic for a seed)
+  strata sim sweep STUDY         every point of the study's [sweep], in parallel
+  strata sim calibrate BENCH     fit device curves from strata bench JSON`,
+	}
+	cmd.AddCommand(e.simBoundCmd(), e.simRunCmd(), e.simSweepCmd(), e.simCalibrateCmd())
+	return cmd
+}
+
+func (e *env) simBoundCmd() *cobra.Command {
+	var jsonPath string
+	cmd := &cobra.Command{
+		Use:   "bound STUDY",
+		Short: "Analytic bound of a study and the term that binds it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := sim.Load(args[0])
+			if err != nil {
+				return err
+			}
+			b := sim.Bound(c)
+			if err := writeJSONFile(jsonPath, b); err != nil {
+				return err
+			}
+			return sim.WriteBound(e.stdout, c.Name, b)
+		},
+	}
+	cmd.Flags().StringVar(&jsonPath, "json", "", "write the bound as JSON to this file")
+	return cmd
+}
+
+func (e *env) simRunCmd() *cobra.Command {
+	var jsonPath string
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "run STUDY",
+		Short: "Discrete-event run of a study",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := sim.Load(args[0])
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			r, err := sim.Run(c, seed)
+			if err != nil {
+				return err
+			}
+			r.WallSeconds = time.Since(t0).Seconds()
+			if err := writeJSONFile(jsonPath, r); err != nil {
+				return err
+			}
+			if err := sim.WriteResult(e.stdout, r); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(e.stdout, "simulated in %.3f s (%.2f M events/s)\n", r.WallSeconds, float64(r.Events)/r.WallSeconds/1e6)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed (the same seed gives the same run)")
+	return cmd
+}
+
+func (e *env) simSweepCmd() *cobra.Command {
+	var jsonPath, csvPath, svgPath string
+	var seed uint64
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "sweep STUDY",
+		Short: "Run every point of a study's [sweep] in parallel",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := sim.LoadStudy(args[0])
+			if err != nil {
+				return err
+			}
+			if len(st.Sweep) == 0 {
+				return fmt.Errorf("sim sweep: %s has no [sweep] table", args[0])
+			}
+			var progress func(done, total int)
+			if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				progress = func(done, total int) { fmt.Fprintf(e.stderr, "\r%d/%d points", done, total) }
+			}
+			r := st.RunSweep(seed, workers, progress)
+			if progress != nil {
+				fmt.Fprintln(e.stderr)
+			}
+			if err := writeJSONFile(jsonPath, r); err != nil {
+				return err
+			}
+			if csvPath != "" {
+				if err := bench.WriteFile(csvPath, func(w io.Writer) error { return sim.WriteSweepCSV(w, r) }); err != nil {
+					return err
+				}
+			}
+			if svgPath != "" {
+				c, err := st.SweepChart(r, "")
+				if err != nil {
+					return err
+				}
+				if err := bench.WriteFile(svgPath, func(w io.Writer) error { _, err := io.WriteString(w, string(c.SVG)); return err }); err != nil {
+					return err
+				}
+			}
+			if err := sim.WriteSweepTable(e.stdout, r); err != nil {
+				return err
+			}
+			if n := r.Failed(); n > 0 {
+				return fmt.Errorf("sim sweep: %d of %d points failed", n, len(r.Points))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&jsonPath, "json", "", "write the sweep as JSON to this file")
+	cmd.Flags().StringVar(&csvPath, "csv", "", "write one CSV row per point to this file")
+	cmd.Flags().StringVar(&svgPath, "svg", "", "draw MB/s against the [plot] x key to this SVG file")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed for every point")
+	cmd.Flags().IntVar(&workers, "workers", 0, "points run at once (default: one per CPU)")
+	return cmd
+}
+
+func (e *env) simCalibrateCmd() *cobra.Command {
+	var out string
+	var holdout bool
+	cmd := &cobra.Command{
+		Use:   "calibrate BENCH.json",
+		Short: "Fit t(s) = t0 + s/R (piecewise) and capacity(n) from strata bench JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("sim calibrate: %w", err)
+			}
+			defer f.Close()
+			rep, err := bench.ReadJSON(f)
+			if err != nil {
+				return fmt.Errorf("sim calibrate: %s: %w", args[0], err)
+			}
+			cal, err := sim.Calibrate(rep, &sim.CalibrateOptions{Holdout: holdout})
+			if err != nil {
+				return fmt.Errorf("sim calibrate: %s: %w", args[0], err)
+			}
+			if out != "" {
+				if err := bench.WriteFile(out, cal.WriteTOML); err != nil {
+					return err
+				}
+			}
+			return cal.WriteReport(e.stdout)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the fitted [storage.curve] as a TOML study fragment to this file")
+	cmd.Flags().BoolVar(&holdout, "holdout", false, "fit on every other I/O size and the extreme stream counts; predict the rest with the DES and report the error")
+	return cmd
+}
+
+func writeJSONFile(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	return bench.WriteFile(path, func(w io.Writer) error { return sim.WriteJSON(w, v) })
+}

@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+)
+
+// Term is one resource class on the data path and the most it can carry
+// in aggregate.
+type Term struct {
+	Name    string  `json:"name"` // seed 002's notation: N/c, N·I, M·I, P·R …
+	What    string  `json:"what"` // in words, with the numbers
+	MBps    float64 `json:"mb_per_s"`
+	Binding bool    `json:"binding,omitempty"`
+}
+
+// BoundResult is the analytic answer: S = min over the terms.
+type BoundResult struct {
+	Op      string  `json:"op"`
+	MBps    float64 `json:"mb_per_s"`
+	Binding string  `json:"binding_term"`
+	Terms   []Term  `json:"terms"`
+}
+
+// Bound generalises seed 002's S = min(N/c, N·I, M·I, P·R) to the whole
+// path a study's data crosses: client CPUs and NICs, the switch, server
+// NICs, memory copy and storage channels, and the devices (disks, arrays
+// of P−1 data disks, calibrated curves). Only the parts the workload can
+// use count: files laid out whole on one server use at most one device per
+// stream, as CASTOR does. The binding term is the one that sets S.
+func Bound(c *Config) BoundResult {
+	w := c.Workload
+	N, M := c.Clients.Count, c.Servers.Count
+	streams := N * w.Streams
+	b := BoundResult{Op: w.Op}
+	add := func(name, what string, bps float64) {
+		if bps > 0 && !math.IsInf(bps, 1) {
+			b.Terms = append(b.Terms, Term{Name: name, What: what, MBps: round3(bps / 1e6)})
+		}
+	}
+	// what the layout can reach
+	devs := M * c.Storage.PerServer
+	servers := M
+	switch {
+	case w.OneDevice:
+		devs, servers = 1, 1
+	case w.Layout == "stripe":
+		k := w.Stripe
+		if k <= 0 || k > devs {
+			k = devs
+		}
+		devs = min(devs, streams*k)
+		servers = min(M, devs)
+	default:
+		servers = min(M, streams)
+		devs = min(devs, streams)
+	}
+	if c.Clients.CPUPerMB > 0 {
+		per := float64(c.Clients.CPUs) * 1e9 / c.Clients.CPUPerMB
+		add("N/c", fmt.Sprintf("%d clients × %d CPUs at %.3g ms/MB", N, c.Clients.CPUs, c.Clients.CPUPerMB), float64(N)*per)
+	}
+	if c.Clients.TCPWindow > 0 && c.Clients.Latency > 0 {
+		per := float64(c.Clients.TCPWindow) / (2 * c.Clients.Latency / 1e3)
+		add("streams·γ/2L", fmt.Sprintf("%d streams × %s window / (2 × %.3g ms)", streams, mbps(per), c.Clients.Latency), float64(streams)*per)
+	}
+	add("N·I", fmt.Sprintf("%d clients × %s", N, mbps(float64(c.Clients.NIC))), float64(N)*float64(c.Clients.NIC))
+	add("switch", "switch backplane "+mbps(float64(c.Network.Switch)), float64(c.Network.Switch))
+	add("M·I", fmt.Sprintf("%d servers × %s", servers, mbps(float64(c.Servers.NIC))), float64(servers)*float64(c.Servers.NIC))
+	add("M·copy", fmt.Sprintf("%d servers × %s memory copy", servers, mbps(float64(c.Servers.Copy))), float64(servers)*float64(c.Servers.Copy))
+	add("M·channel", fmt.Sprintf("%d servers × %s storage channel", servers, mbps(float64(c.Servers.Channel))), float64(servers)*float64(c.Servers.Channel))
+	add("P·L", fmt.Sprintf("%d device ports × %s", devs, mbps(float64(c.Storage.Link))), float64(devs)*float64(c.Storage.Link))
+	dev, what := c.deviceRate()
+	add("P·R", fmt.Sprintf("%d × %s", devs, what), float64(devs)*dev)
+	b.MBps = math.Inf(1)
+	bi := -1
+	for i, t := range b.Terms {
+		if t.MBps < b.MBps {
+			b.MBps, bi = t.MBps, i
+		}
+	}
+	if bi >= 0 {
+		b.Terms[bi].Binding = true
+		b.Binding = b.Terms[bi].Name
+	} else {
+		b.MBps = 0
+	}
+	return b
+}
+
+// deviceRate is one device's streaming rate for the study's operation.
+func (c *Config) deviceRate() (float64, string) {
+	op := c.Workload.Op
+	switch c.Storage.Kind {
+	case "disk", "raid5":
+		p := c.diskParams()
+		r := float64(p.RateOD) // files start at the outer edge
+		if c.Storage.Kind == "disk" {
+			return r, "disk at " + mbps(r)
+		}
+		n := c.Storage.Array.Disks - 1
+		return float64(n) * r, fmt.Sprintf("RAID-5 (%d+1) of disks at %s", n, mbps(r))
+	default:
+		cp := c.Storage.Curve
+		r := float64(cp.WriteRate)
+		switch op {
+		case "read":
+			r = float64(cp.ReadRate)
+		case "mixed":
+			r = (float64(cp.ReadRate) + float64(cp.WriteRate)) / 2
+		}
+		per := c.Clients.Count * c.Workload.Streams / max(1, c.Servers.Count*c.Storage.PerServer)
+		if sc := cp.scale(op != "read"); sc != nil {
+			r *= interp(cp.Streams, sc, max(1, per))
+		}
+		return r, "device at " + mbps(r)
+	}
+}
+
+func mbps(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.4g GB/s", bps/1e9)
+	default:
+		return fmt.Sprintf("%.4g MB/s", bps/1e6)
+	}
+}

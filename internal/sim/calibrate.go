@@ -1,0 +1,394 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/strata-storage/strata/internal/bench"
+	"github.com/strata-storage/strata/internal/chart"
+)
+
+// Sample is one measured point: requests of Size bytes at MBps with
+// Streams streams.
+type Sample struct {
+	Op      string
+	Size    int64
+	Streams int
+	MBps    float64
+	Bytes   int64
+	Source  string // scenario and phase
+}
+
+// Fit is a piecewise t(s) = t0 + s/R.
+type Fit struct {
+	Pieces []Piece
+	// RMS relative error of the fit over the points it was fitted on.
+	RMS float64
+}
+
+// Calibration is what calibrate learned from one bench report, and how
+// well it predicts the points it was not fitted on.
+type Calibration struct {
+	Source  string
+	Target  string
+	Curve   CurveParams
+	Fits    map[string]*Fit // by op
+	Used    []Sample
+	Checks  []Check
+	Holdout bool
+}
+
+// Check compares a DES prediction with a measurement.
+type Check struct {
+	What      string  `json:"what"`
+	Measured  float64 `json:"measured_mb_per_s"`
+	Predicted float64 `json:"predicted_mb_per_s"`
+	Error     float64 `json:"error"` // (predicted − measured)/measured
+}
+
+// samples reads the characteristic curve (cemss-char: one stream, I/O
+// size swept) and the scaling runs (n streams to one server) from a report.
+func samples(rep *bench.Report) (curve, scaling []Sample) {
+	for _, res := range rep.Results {
+		for _, ph := range res.Phases {
+			if ph.Failed() || ph.Skipped != "" || ph.MiBps <= 0 {
+				continue
+			}
+			op := strings.Fields(ph.Name)[0]
+			if op != "read" && op != "write" {
+				continue
+			}
+			mb := ph.MiBps * (1 << 20) / 1e6
+			switch res.Scenario {
+			case "cemss-char":
+				sz, err := bench.ParseSize(ph.Labels["io_size"])
+				if err != nil {
+					continue
+				}
+				curve = append(curve, Sample{Op: op, Size: sz, Streams: 1, MBps: mb, Bytes: ph.Bytes, Source: res.Scenario + " " + ph.Name})
+			case "scaling":
+				if ph.Labels["servers"] != "1" {
+					continue
+				}
+				n, err := strconv.Atoi(ph.Labels["clients"])
+				if err != nil {
+					continue
+				}
+				sz, _ := bench.ParseSize(res.Params["block"])
+				scaling = append(scaling, Sample{Op: op, Size: sz, Streams: n, MBps: mb, Bytes: ph.Bytes, Source: res.Scenario + " " + ph.Name})
+			}
+		}
+	}
+	return curve, scaling
+}
+
+// fitLine fits t = t0 + s·b by least squares on relative error (each row
+// divided by the measured t, so small and large requests count alike).
+func fitLine(ss []Sample) (t0, b, rms float64) {
+	var a11, a12, a22, y1, y2 float64
+	for _, s := range ss {
+		t := float64(s.Size) / (s.MBps * 1e6)
+		u, v := 1/t, float64(s.Size)/t
+		a11 += u * u
+		a12 += u * v
+		a22 += v * v
+		y1 += u
+		y2 += v
+	}
+	det := a11*a22 - a12*a12
+	if det != 0 {
+		t0 = (y1*a22 - y2*a12) / det
+		b = (a11*y2 - a12*y1) / det
+	}
+	if det == 0 || t0 < 0 || b <= 0 {
+		// no fixed cost (or one point): rate only
+		t0, b = 0, y2/a22
+	}
+	var e2 float64
+	for _, s := range ss {
+		t := float64(s.Size) / (s.MBps * 1e6)
+		e := (t0 + float64(s.Size)*b - t) / t
+		e2 += e * e
+	}
+	return t0, b, math.Sqrt(e2 / float64(len(ss)))
+}
+
+// fitPiecewise fits one line, or two with a breakpoint where the
+// mechanism changes (cache size, the OS's largest request), whichever
+// explains the points better: a split must halve the error to be taken.
+func fitPiecewise(ss []Sample) *Fit {
+	sort.Slice(ss, func(i, j int) bool { return ss[i].Size < ss[j].Size })
+	piece := func(part []Sample, upto int64) (Piece, float64) {
+		t0, b, rms := fitLine(part)
+		return Piece{Upto: Size(upto), T0: math.Round(t0*1e7) / 1e4, Rate: Size(math.Round(1 / b))}, rms
+	}
+	one, rms := piece(ss, math.MaxInt64)
+	best := &Fit{Pieces: []Piece{one}, RMS: rms}
+	for k := 2; k <= len(ss)-2; k++ {
+		p1, r1 := piece(ss[:k], ss[k-1].Size)
+		p2, r2 := piece(ss[k:], math.MaxInt64)
+		n1, n2 := float64(k), float64(len(ss)-k)
+		r := math.Sqrt((r1*r1*n1 + r2*r2*n2) / (n1 + n2))
+		if r < best.RMS && r < rms/2 {
+			best = &Fit{Pieces: []Piece{p1, p2}, RMS: r}
+		}
+	}
+	return best
+}
+
+// Calibrate fits a curve device from a bench report: t(s) per operation
+// from the characteristic sweep, capacity(n) from the scaling runs. With
+// holdout set, it fits on every other I/O size and on the smallest and
+// largest stream counts only, then predicts the rest with the DES and
+// reports the error of each prediction.
+func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
+	if opt == nil {
+		opt = &CalibrateOptions{}
+	}
+	curve, scaling := samples(rep)
+	if len(curve) == 0 {
+		return nil, fmt.Errorf("no cemss-char phases to fit (run: strata bench run cemss-char scaling --json FILE)")
+	}
+	cal := &Calibration{Source: rep.Tool + " " + rep.Version, Target: rep.Target.Spec, Fits: map[string]*Fit{}, Holdout: opt.Holdout}
+	var held []Sample
+	for _, op := range []string{"write", "read"} {
+		var fit []Sample
+		var all []Sample
+		for _, s := range curve {
+			if s.Op == op {
+				all = append(all, s)
+			}
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].Size < all[j].Size })
+		for i, s := range all {
+			if opt.Holdout && i%2 == 1 && i != len(all)-1 {
+				held = append(held, s)
+				continue
+			}
+			fit = append(fit, s)
+		}
+		if len(fit) == 0 {
+			continue
+		}
+		f := fitPiecewise(fit)
+		cal.Fits[op] = f
+		cal.Used = append(cal.Used, fit...)
+		last := f.Pieces[len(f.Pieces)-1]
+		if op == "write" {
+			cal.Curve.WritePieces, cal.Curve.WriteRate, cal.Curve.WriteT0 = f.Pieces, last.Rate, last.T0
+		} else {
+			cal.Curve.ReadPieces, cal.Curve.ReadRate, cal.Curve.ReadT0 = f.Pieces, last.Rate, last.T0
+		}
+	}
+	// capacity(n): the aggregate with n streams over the aggregate with
+	// one, from the scaling runs
+	counts := map[int]bool{}
+	for _, s := range scaling {
+		counts[s.Streams] = true
+	}
+	var ns []int
+	for n := range counts {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	fitN := ns
+	if opt.Holdout && len(ns) > 2 {
+		fitN = []int{ns[0], ns[len(ns)-1]}
+	}
+	if len(fitN) > 1 && fitN[0] == 1 {
+		var heldN []Sample
+		for _, op := range []string{"write", "read"} {
+			one := 0.0
+			for _, s := range scaling {
+				if s.Op == op && s.Streams == 1 {
+					one = s.MBps
+				}
+			}
+			if one == 0 {
+				continue
+			}
+			var sc []float64
+			for _, n := range fitN {
+				for _, s := range scaling {
+					if s.Op == op && s.Streams == n {
+						sc = append(sc, round3(s.MBps/one))
+						if n != 1 {
+							cal.Used = append(cal.Used, s)
+						}
+					}
+				}
+			}
+			if len(sc) != len(fitN) {
+				continue
+			}
+			cal.Curve.Streams = fitN
+			if op == "write" {
+				cal.Curve.WriteScale = sc
+			} else {
+				cal.Curve.ReadScale = sc
+			}
+			for _, s := range scaling {
+				if s.Op == op && !contains(fitN, s.Streams) {
+					heldN = append(heldN, s)
+				}
+			}
+		}
+		held = append(held, heldN...)
+	}
+	// predict the held-out points by running the DES on the fitted device
+	for _, s := range held {
+		p, err := predict(&cal.Curve, s)
+		if err != nil {
+			return nil, err
+		}
+		cal.Checks = append(cal.Checks, Check{What: s.Source, Measured: round3(s.MBps), Predicted: round3(p), Error: math.Round((p-s.MBps)/s.MBps*1e4) / 1e4})
+	}
+	return cal, nil
+}
+
+// CalibrateOptions: Holdout fits on part of the points and predicts the
+// rest.
+type CalibrateOptions struct{ Holdout bool }
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// predict runs the measured configuration — n streams, one device, the
+// measured request and file sizes — on the calibrated device.
+func predict(cp *CurveParams, s Sample) (float64, error) {
+	per := s.Bytes / int64(max(1, s.Streams))
+	if per <= 0 {
+		per = s.Size
+	}
+	c := &Config{Name: "predict " + s.Source,
+		Storage:  StorageConfig{Kind: "curve", Curve: cp},
+		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1, OneDevice: true}}
+	if err := c.fill(); err != nil {
+		return 0, err
+	}
+	r, err := Run(c, 1)
+	if err != nil {
+		return 0, err
+	}
+	return r.MBps, nil
+}
+
+// Summary gives the median and worst absolute relative error of the
+// checks.
+func (c *Calibration) Summary() (median, worst float64) {
+	var es []float64
+	for _, ch := range c.Checks {
+		es = append(es, math.Abs(ch.Error))
+	}
+	if len(es) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(es)
+	median = es[len(es)/2]
+	if len(es)%2 == 0 {
+		median = (es[len(es)/2-1] + es[len(es)/2]) / 2
+	}
+	return median, es[len(es)-1]
+}
+
+// WriteReport prints the fits and, with a holdout, the predictions.
+func (c *Calibration) WriteReport(w io.Writer) error {
+	fmt.Fprintf(w, "calibrated from %s on %s (%d points fitted)\n", c.Source, c.Target, len(c.Used))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OP\tREQUESTS UP TO\tt0 (ms)\tR (MB/s)\tfit RMS error")
+	for _, op := range []string{"write", "read"} {
+		f := c.Fits[op]
+		if f == nil {
+			continue
+		}
+		for _, p := range f.Pieces {
+			upto := "all"
+			if p.Upto < math.MaxInt64 {
+				upto = chart.SizeStr(int64(p.Upto))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.1f\t%.1f%%\n", op, upto, p.T0, float64(p.Rate)/1e6, f.RMS*100)
+		}
+	}
+	if len(c.Curve.Streams) > 0 {
+		fmt.Fprintf(tw, "capacity(n)\tn = %v\twrite %v\tread %v\t\n", c.Curve.Streams, c.Curve.WriteScale, c.Curve.ReadScale)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(c.Checks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\npredicted (DES on the fitted device) against measured, for points not used in the fit:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEASUREMENT\tMEASURED MB/s\tPREDICTED MB/s\tERROR")
+	for _, ch := range c.Checks {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.1f%%\n", ch.What, ch.Measured, ch.Predicted, ch.Error*100)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	med, worst := c.Summary()
+	_, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100)
+	return err
+}
+
+// WriteTOML writes the fitted device as a study fragment.
+func (c *Calibration) WriteTOML(w io.Writer) error {
+	fmt.Fprintf(w, "# fitted by strata sim calibrate from %s on %s\n[storage]\nkind = \"curve\"\n\n[storage.curve]\n", c.Source, c.Target)
+	cp := c.Curve
+	fmt.Fprintf(w, "write_rate = %d\nwrite_t0_ms = %g\nread_rate = %d\nread_t0_ms = %g\n", int64(cp.WriteRate), cp.WriteT0, int64(cp.ReadRate), cp.ReadT0)
+	if len(cp.Streams) > 0 {
+		fmt.Fprintf(w, "streams = %s\n", ints(cp.Streams))
+		if cp.WriteScale != nil {
+			fmt.Fprintf(w, "write_scale = %s\n", fl64s(cp.WriteScale))
+		}
+		if cp.ReadScale != nil {
+			fmt.Fprintf(w, "read_scale = %s\n", fl64s(cp.ReadScale))
+		}
+	}
+	for _, x := range []struct {
+		name   string
+		pieces []Piece
+	}{{"write_pieces", cp.WritePieces}, {"read_pieces", cp.ReadPieces}} {
+		if len(x.pieces) < 2 {
+			continue
+		}
+		for _, p := range x.pieces {
+			upto := int64(p.Upto)
+			if upto == math.MaxInt64 {
+				upto = 1 << 62
+			}
+			if _, err := fmt.Fprintf(w, "\n[[storage.curve.%s]]\nupto = %d\nt0_ms = %g\nrate = %d\n", x.name, upto, p.T0, int64(p.Rate)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func ints(v []int) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, strconv.Itoa(x))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+func fl64s(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}

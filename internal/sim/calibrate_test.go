@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-storage/strata/internal/bench"
+	"github.com/strata-storage/strata/internal/chart"
+)
+
+// synthetic builds a bench report of a device that really is
+// t(s) = t0 + s/R (write and read), with capacity(n) linear in n.
+func synthetic(t0 float64, wr, rr float64) *bench.Report {
+	rep := &bench.Report{Tool: "strata bench", Version: "test", Target: bench.TargetInfo{Spec: "posix:/synthetic"}}
+	char := bench.Result{Scenario: "cemss-char"}
+	for s := int64(8 << 10); s <= 64<<20; s *= 4 {
+		for _, op := range []struct {
+			name string
+			r    float64
+		}{{"write", wr}, {"read", rr}} {
+			mbps := float64(s) / (t0 + float64(s)/op.r) / (1 << 20)
+			char.Phases = append(char.Phases, bench.Phase{Name: op.name + " " + chart.SizeStr(s), Labels: map[string]string{"io_size": chart.SizeStr(s)}, MiBps: mbps, Bytes: 256 << 20})
+		}
+	}
+	sc := bench.Result{Scenario: "scaling", Params: map[string]string{"block": "4MiB"}}
+	for _, n := range []int{1, 2, 4} {
+		scale := 1 + 0.2*float64(n-1)
+		for _, op := range []struct {
+			name string
+			r    float64
+		}{{"write", wr}, {"read", rr}} {
+			one := float64(4<<20) / (t0 + float64(4<<20)/op.r)
+			sc.Phases = append(sc.Phases, bench.Phase{Name: op.name + " N=" + strconv.Itoa(n) + " M=1",
+				Labels: map[string]string{"clients": strconv.Itoa(n), "servers": "1"}, MiBps: one * scale / (1 << 20), Bytes: int64(n) * 256 << 20})
+		}
+	}
+	rep.Results = []bench.Result{char, sc}
+	return rep
+}
+
+func TestCalibrateRecoversAndPredicts(t *testing.T) {
+	rep := synthetic(0.2e-3, 800e6, 1500e6)
+	cal, err := Calibrate(rep, &CalibrateOptions{Holdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, r := cal.Fits["write"], cal.Fits["read"]
+	if len(w.Pieces) != 1 || math.Abs(float64(w.Pieces[0].Rate)/800e6-1) > 0.01 || math.Abs(w.Pieces[0].T0-0.2) > 0.01 {
+		t.Errorf("write fit %+v", w.Pieces)
+	}
+	if len(r.Pieces) != 1 || math.Abs(float64(r.Pieces[0].Rate)/1500e6-1) > 0.01 {
+		t.Errorf("read fit %+v", r.Pieces)
+	}
+	if len(cal.Checks) == 0 {
+		t.Fatal("nothing held out")
+	}
+	// the I/O-size points are the model exactly; the stream counts are
+	// not quite, because capacity(n) counts the flows active at each
+	// moment and streams spend t0 of each request off the device
+	med, worst := cal.Summary()
+	if med > 0.001 || worst > 0.05 {
+		var b strings.Builder
+		cal.WriteReport(&b)
+		t.Fatalf("median %.3f worst %.3f on a device that is exactly the model:\n%s", med, worst, b.String())
+	}
+	// the fragment is a valid study
+	var frag strings.Builder
+	if err := cal.WriteTOML(&frag); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse([]byte(frag.String())); err != nil {
+		t.Fatalf("fragment does not parse: %v\n%s", err, frag.String())
+	}
+}
+
+// A device whose cost changes at a size (a cache, the largest request the
+// OS sends) is fitted in two pieces, broken at the last measured size
+// before the change.
+func TestCalibratePiecewise(t *testing.T) {
+	rep := synthetic(0.05e-3, 2000e6, 2000e6)
+	for i := range rep.Results[0].Phases {
+		ph := &rep.Results[0].Phases[i]
+		s, _ := bench.ParseSize(ph.Labels["io_size"])
+		if s > 1<<20 { // beyond 1 MiB the device slows to 500 MB/s
+			ph.MiBps = float64(s) / (2e-3 + float64(s)/500e6) / (1 << 20)
+		}
+	}
+	cal, err := Calibrate(rep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cal.Fits["write"].Pieces
+	if len(p) != 2 || p[0].Upto != 512<<10 || math.Abs(float64(p[1].Rate)/500e6-1) > 0.02 {
+		t.Fatalf("pieces %+v", p)
+	}
+}
+
+func TestCalibrateNeedsTheCurve(t *testing.T) {
+	if _, err := Calibrate(&bench.Report{}, nil); err == nil || !strings.Contains(err.Error(), "cemss-char") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Config is one study: a topology and a workload (TOML; examples/sim/).
+type Config struct {
+	Name     string         `toml:"name"`
+	Note     string         `toml:"note"`
+	Clients  ClientConfig   `toml:"clients"`
+	Network  NetworkConfig  `toml:"network"`
+	Servers  ServerConfig   `toml:"servers"`
+	Storage  StorageConfig  `toml:"storage"`
+	Workload WorkloadConfig `toml:"workload"`
+	// Sweep maps a parameter ("storage.array.stripe_unit") to the values
+	// it takes; sweep points are the cross product, in key order.
+	Sweep map[string][]string `toml:"sweep"`
+	// Plot names the sweep key on the x axis and the one that makes the
+	// curves (optional).
+	Plot PlotConfig `toml:"plot"`
+}
+
+// PlotConfig chooses a sweep's chart axes.
+type PlotConfig struct {
+	X      string `toml:"x"`
+	Series string `toml:"series"`
+	LogX   *bool  `toml:"log_x"`
+}
+
+// ClientConfig: N clients with NICs of I bytes/s and c CPU seconds per
+// byte (seed 002's N, I and c).
+type ClientConfig struct {
+	Count     int     `toml:"count"`
+	NIC       Rate    `toml:"nic"`
+	CPUPerMB  float64 `toml:"cpu_ms_per_mb"` // c, in ms of CPU per MB processed
+	CPUs      int     `toml:"cpus"`
+	Latency   float64 `toml:"latency_ms"` // paid once per request
+	TCPWindow Size    `toml:"tcp_window"` // caps a flow at window/(2·latency)
+}
+
+// NetworkConfig: the switch between clients and servers.
+type NetworkConfig struct {
+	Switch Rate `toml:"switch"` // backplane; 0: non-blocking
+}
+
+// ServerConfig: M I/O servers (movers, NFS servers, disk servers).
+type ServerConfig struct {
+	Count int  `toml:"count"`
+	NIC   Rate `toml:"nic"`
+	// Copy is the server's memory-copy/CPU bandwidth for data it moves; 0:
+	// not a limit.
+	Copy Rate `toml:"copy"`
+	// Channel is the server's link to its storage (FC/SAS HBA); 0: none.
+	Channel Rate `toml:"channel"`
+}
+
+// StorageConfig: what each server has behind it.
+type StorageConfig struct {
+	Kind      string       `toml:"kind"`       // disk, raid5, curve
+	PerServer int          `toml:"per_server"` // devices per server
+	Link      Rate         `toml:"link"`       // each device's host port (FC, SAS); 0: none
+	Disk      string       `toml:"disk"`       // preset for kind=disk and raid5 members
+	DiskOver  *DiskParams  `toml:"disk_params"`
+	Array     ArrayParams  `toml:"array"`
+	Curve     *CurveParams `toml:"curve"`
+}
+
+// WorkloadConfig: streams, as strata bench runs them.
+type WorkloadConfig struct {
+	Op      string `toml:"op"`      // write, read, mixed (half the streams each)
+	Streams int    `toml:"streams"` // per client
+	Record  Size   `toml:"record"`
+	File    Size   `toml:"file_size"`
+	Files   int    `toml:"files"` // per stream
+	Layout  string `toml:"layout"`
+	// Stripe is how many servers each file is striped over (layout
+	// "stripe"); 0: all.
+	Stripe int  `toml:"stripe"`
+	Depth  int  `toml:"depth"` // requests in flight per stream
+	Sync   bool `toml:"sync"`
+	// Streams per device: when set, every stream of the study goes to
+	// the same device (seed 003's "N streams to one array").
+	OneDevice bool `toml:"one_device"`
+}
+
+// Load reads a study.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a study from TOML; unknown keys are errors, so a typo is not
+// silently a default.
+func Parse(b []byte) (*Config, error) {
+	var c Config
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		var sm *toml.StrictMissingError
+		if ok := asStrict(err, &sm); ok {
+			return nil, fmt.Errorf("unknown key %s", strings.TrimSpace(sm.String()))
+		}
+		return nil, err
+	}
+	if err := c.fill(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func asStrict(err error, sm **toml.StrictMissingError) bool {
+	e, ok := err.(*toml.StrictMissingError)
+	if ok {
+		*sm = e
+	}
+	return ok
+}
+
+// fill applies defaults and checks the study.
+func (c *Config) fill() error {
+	if c.Clients.Count <= 0 {
+		c.Clients.Count = 1
+	}
+	if c.Clients.CPUs <= 0 {
+		c.Clients.CPUs = 1
+	}
+	if c.Servers.Count <= 0 {
+		c.Servers.Count = 1
+	}
+	if c.Storage.PerServer <= 0 {
+		c.Storage.PerServer = 1
+	}
+	if c.Storage.Kind == "" {
+		c.Storage.Kind = "disk"
+	}
+	switch c.Storage.Kind {
+	case "disk", "raid5":
+		name := c.Storage.Disk
+		if name == "" {
+			name = "sata-7k2"
+			c.Storage.Disk = name
+		}
+		if _, ok := DiskPresets[name]; !ok {
+			return fmt.Errorf("storage.disk %q: want one of %s", name, strings.Join(presetNames(), ", "))
+		}
+		if c.Storage.Kind == "raid5" && c.Storage.Array.Disks < 3 {
+			return fmt.Errorf("storage.array.disks = %d: a RAID-5 array needs at least 3", c.Storage.Array.Disks)
+		}
+	case "curve":
+		if c.Storage.Curve == nil || c.Storage.Curve.ReadRate <= 0 && c.Storage.Curve.WriteRate <= 0 {
+			return fmt.Errorf("storage.kind = \"curve\" needs [storage.curve] with read_rate or write_rate")
+		}
+	default:
+		return fmt.Errorf("storage.kind %q: want disk, raid5 or curve", c.Storage.Kind)
+	}
+	w := &c.Workload
+	switch w.Op {
+	case "":
+		w.Op = "write"
+	case "write", "read", "mixed":
+	default:
+		return fmt.Errorf("workload.op %q: want write, read or mixed", w.Op)
+	}
+	switch w.Layout {
+	case "":
+		w.Layout = "distribute"
+	case "distribute", "stripe":
+	default:
+		return fmt.Errorf("workload.layout %q: want distribute or stripe", w.Layout)
+	}
+	if w.Streams <= 0 {
+		w.Streams = 1
+	}
+	if w.Record <= 0 {
+		w.Record = 1 << 20
+	}
+	if w.File <= 0 {
+		w.File = 1 << 30
+	}
+	if w.Files <= 0 {
+		w.Files = 1
+	}
+	if w.Depth <= 0 {
+		w.Depth = 2
+	}
+	return nil
+}
+
+func presetNames() []string {
+	var n []string
+	for k := range DiskPresets {
+		n = append(n, k)
+	}
+	sortStrings(n)
+	return n
+}
+
+// diskParams is the member/disk model: the preset with overrides.
+func (c *Config) diskParams() DiskParams {
+	p := DiskPresets[c.Storage.Disk]
+	if o := c.Storage.DiskOver; o != nil {
+		overlay(&p, o)
+	}
+	return p
+}
+
+// overlay copies o's set (non-zero) fields onto p.
+func overlay(p, o *DiskParams) {
+	set := func(dst *float64, v float64) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	set(&p.RPM, o.RPM)
+	set(&p.SeekAvg, o.SeekAvg)
+	set(&p.SeekTrack, o.SeekTrack)
+	set(&p.Settle, o.Settle)
+	set(&p.Overhead, o.Overhead)
+	for _, f := range []struct{ dst, v *Size }{{&p.RateOD, &o.RateOD}, {&p.RateID, &o.RateID}, {&p.Capacity, &o.Capacity}, {&p.Cache, &o.Cache}, {&p.Interface, &o.Interface}} {
+		if *f.v != 0 {
+			*f.dst = *f.v
+		}
+	}
+	if o.Zones != 0 {
+		p.Zones = o.Zones
+	}
+}

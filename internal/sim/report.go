@@ -1,0 +1,208 @@
+package sim
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/strata-storage/strata/internal/chart"
+)
+
+// WriteBound prints the analytic model: every term, the binding one
+// marked.
+func WriteBound(w io.Writer, name string, b BoundResult) error {
+	fmt.Fprintf(w, "%s (%s)\n", name, b.Op)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TERM\tMB/s\tWHAT")
+	for _, t := range b.Terms {
+		mark := ""
+		if t.Binding {
+			mark = "  ← binds"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s%s\n", t.Name, t.MBps, t.What, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "S = %.2f MB/s, bound by %s\n", b.MBps, b.Binding)
+	return err
+}
+
+// WriteResult prints one run.
+func WriteResult(w io.Writer, r *Result) error {
+	fmt.Fprintf(w, "%s\n", r.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "aggregate\t%.2f MB/s\t%d streams, %s %s in %.3f s simulated\n", r.MBps, r.Streams, r.Op, chart.SizeStr(r.Bytes), r.Seconds)
+	if r.ReadMBps > 0 && r.WriteMBps > 0 {
+		fmt.Fprintf(tw, "readers\t%.2f MB/s\t\n", r.ReadMBps)
+		fmt.Fprintf(tw, "writers\t%.2f MB/s\t\n", r.WriteMBps)
+	}
+	fmt.Fprintf(tw, "per stream\t%s\tMB/s\n", floats(r.PerStream, 8))
+	fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
+	if r.Busiest != "" {
+		fmt.Fprintf(tw, "busiest\t%s\t\n", r.Busiest)
+	}
+	fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
+	return tw.Flush()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func floats(v []float64, max int) string {
+	var s []string
+	for i, x := range v {
+		if i == max {
+			s = append(s, fmt.Sprintf("… (%d)", len(v)))
+			break
+		}
+		s = append(s, strconv.FormatFloat(x, 'f', 2, 64))
+	}
+	return strings.Join(s, " ")
+}
+
+// WriteSweepTable prints one row per point.
+func WriteSweepTable(w io.Writer, r *SweepResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := append(append([]string{}, r.Keys...), "MB/s", "read MB/s", "write MB/s", "bound", "binds", "events", "")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, p := range r.Points {
+		var row []string
+		for _, k := range r.Keys {
+			row = append(row, p.Set[k])
+		}
+		if p.Error != "" {
+			row = append(row, "error: "+p.Error)
+		} else {
+			x := p.Result
+			row = append(row, f2(x.MBps), f2(x.ReadMBps), f2(x.WriteMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d points in %.2f s (seed %d)\n", len(r.Points), r.WallSeconds, r.Seed)
+	return err
+}
+
+func f2(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// WriteSweepCSV writes one row per point.
+func WriteSweepCSV(w io.Writer, r *SweepResult) error {
+	cw := csv.NewWriter(w)
+	cw.Write(append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error"))
+	for _, p := range r.Points {
+		var row []string
+		for _, k := range r.Keys {
+			row = append(row, p.Set[k])
+		}
+		if x := p.Result; x != nil {
+			row = append(row, ftoa(x.MBps), ftoa(x.ReadMBps), ftoa(x.WriteMBps), ftoa(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10), x.Fingerprint, "")
+		} else {
+			row = append(row, "", "", "", "", "", "", "", p.Error)
+		}
+		cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteJSON writes v (a Result, BoundResult or SweepResult) as indented
+// JSON.
+func WriteJSON(w io.Writer, v any) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(v)
+}
+
+// numeric reads a sweep value as a number for a chart axis: sizes and
+// rates by their unit, plain numbers as they are.
+func numeric(v string) (float64, bool) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return f, true
+	}
+	var s Size
+	if err := s.UnmarshalText([]byte(v)); err == nil {
+		return float64(s), true
+	}
+	return 0, false
+}
+
+// SweepChart draws the sweep: MB/s against the x key, one curve per value
+// of the series key (and, for mixed workloads, readers and writers
+// apart), with the analytic bound dashed when there is no series key.
+func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
+	x := s.Plot.X
+	if x == "" && len(r.Keys) > 0 {
+		x = r.Keys[len(r.Keys)-1]
+	}
+	series := s.Plot.Series
+	logX := true
+	if s.Plot.LogX != nil {
+		logX = *s.Plot.LogX
+	}
+	byName := map[string]*chart.Series{}
+	var order []string
+	add := func(name string, xv, y float64) {
+		if y <= 0 || math.IsNaN(y) {
+			return
+		}
+		c, ok := byName[name]
+		if !ok {
+			c = &chart.Series{Name: name}
+			byName[name] = c
+			order = append(order, name)
+		}
+		c.Pts = append(c.Pts, plotter.XY{X: xv, Y: y})
+	}
+	for _, p := range r.Points {
+		if p.Result == nil {
+			continue
+		}
+		xv, ok := numeric(p.Set[x])
+		if !ok {
+			continue
+		}
+		name := "DES"
+		if series != "" {
+			name = series + "=" + p.Set[series]
+		}
+		if p.Result.ReadMBps > 0 && p.Result.WriteMBps > 0 {
+			add(name+" read", xv, p.Result.ReadMBps)
+			add(name+" write", xv, p.Result.WriteMBps)
+		} else {
+			add(name, xv, p.Result.MBps)
+		}
+		if series == "" {
+			add("bound", xv, p.Result.Bound.MBps)
+		}
+	}
+	var ss []chart.Series
+	for _, n := range order {
+		ss = append(ss, *byName[n])
+	}
+	xl := x
+	if title == "" {
+		title = r.Name
+	}
+	return chart.Line(title, xl, "MB/s", ss, logX, false)
+}

@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"github.com/strata-storage/strata/internal/des"
+)
+
+// Device is what a stream reads and writes: a disk, an array, a
+// calibrated device curve.
+type Device interface {
+	Read(lba, size int64, done func())
+	Write(lba, size int64, done func())
+	// Flush calls done when everything written is on the media.
+	Flush(done func())
+}
+
+// Target is one place a stream's data goes: a device behind a network
+// path (the client's NIC, the switch, the server's NIC and CPU).
+type Target struct {
+	Dev  Device
+	Path []*des.Resource
+	Base int64 // where this stream's files start on the device
+}
+
+// Stream is one sequential reader or writer, the unit of every workload:
+// IOzone's and IOR's process, CeMSS's user, ALICE's DAQ writer. It moves
+// Files files of FileSize bytes in Record-sized requests. Each request is
+// split evenly over the Targets (striping; one target is a whole file on
+// one server, as CASTOR places files) and, per target, crosses the network
+// as a fluid flow and the device as requests. The two stages overlap
+// across requests — up to Depth requests in flight, as a server's write
+// buffer or a client's read-ahead lets them — but each stage serves one
+// request at a time, in order.
+type Stream struct {
+	ID       int32
+	Write    bool
+	Targets  []Target
+	FileSize int64
+	Files    int
+	Record   int64
+	Depth    int     // requests in flight (default 1: strictly synchronous)
+	Limit    float64 // per-flow cap (the client's NIC or TCP window), bytes/s
+	// Sync flushes the devices after each file, inside the timing (IOR
+	// -e, fio end_fsync): a write stream's bytes are on the media.
+	Sync bool
+	Done func()
+
+	sim      *des.Sim
+	file     int
+	off      int64
+	inflight int
+	flushing bool
+	Start    des.Time
+	End      des.Time
+	Bytes    int64
+	Ops      int64
+	active   bool
+	// one queue per stage and target: requests wait their turn
+	stages [2][]stage
+}
+
+type stage struct {
+	busy  bool
+	queue []func(done func())
+}
+
+const evStream uint16 = 30
+
+// Run starts the stream now.
+func (st *Stream) Run(s *des.Sim) {
+	st.sim = s
+	st.Start = s.Now()
+	st.active = true
+	if st.Record <= 0 {
+		st.Record = 1 << 20
+	}
+	if st.Files <= 0 {
+		st.Files = 1
+	}
+	if st.Depth <= 0 {
+		st.Depth = 1
+	}
+	for i := range st.stages {
+		st.stages[i] = make([]stage, len(st.Targets))
+	}
+	st.fill()
+}
+
+// fill issues requests while the window allows.
+func (st *Stream) fill() {
+	for st.active && !st.flushing && st.inflight < st.Depth {
+		if st.off >= st.FileSize {
+			if st.inflight > 0 {
+				return // finish the file first
+			}
+			st.off = 0
+			st.file++
+			if st.Write && st.Sync {
+				st.flush()
+				return
+			}
+			if st.file >= st.Files {
+				st.finish()
+				return
+			}
+		}
+		st.request()
+	}
+}
+
+func (st *Stream) flush() {
+	st.flushing = true
+	left := len(st.Targets)
+	for _, t := range st.Targets {
+		t.Dev.Flush(func() {
+			if left--; left > 0 {
+				return
+			}
+			st.flushing = false
+			if st.file >= st.Files {
+				st.finish()
+				return
+			}
+			st.fill()
+		})
+	}
+}
+
+func (st *Stream) request() {
+	n := min(st.Record, st.FileSize-st.off)
+	off := int64(st.file)*st.FileSize + st.off
+	st.off += n
+	st.inflight++
+	k := int64(len(st.Targets))
+	left := len(st.Targets)
+	done := func() {
+		if left--; left > 0 {
+			return
+		}
+		st.inflight--
+		st.Bytes += n
+		st.Ops++
+		st.fill()
+	}
+	for i := range st.Targets {
+		// piece i of the request: an even share, the remainder on the last
+		piece := n / k
+		if int64(i) == k-1 {
+			piece = n - piece*(k-1)
+		}
+		lba := st.Targets[i].Base + off/k
+		net := func(next func()) { st.transfer(i, piece, next) }
+		dev := func(next func()) {
+			if st.Write {
+				st.Targets[i].Dev.Write(lba, piece, next)
+			} else {
+				st.Targets[i].Dev.Read(lba, piece, next)
+			}
+		}
+		first, second := net, dev
+		if !st.Write {
+			first, second = dev, net
+		}
+		st.enqueue(0, i, first, func() { st.enqueue(1, i, second, done) })
+	}
+}
+
+// enqueue runs work on stage s of target i when that stage is free, then
+// next.
+func (st *Stream) enqueue(s, i int, work func(func()), next func()) {
+	g := &st.stages[s][i]
+	g.queue = append(g.queue, func(release func()) {
+		work(func() {
+			release()
+			next()
+		})
+	})
+	st.kick(g)
+}
+
+func (st *Stream) kick(g *stage) {
+	if g.busy || len(g.queue) == 0 {
+		return
+	}
+	g.busy = true
+	w := g.queue[0]
+	g.queue = g.queue[1:]
+	w(func() {
+		g.busy = false
+		st.kick(g)
+	})
+}
+
+// transfer moves n bytes over target i's network path, then calls next.
+func (st *Stream) transfer(i int, n int64, next func()) {
+	path := st.Targets[i].Path
+	if len(path) == 0 && st.Limit <= 0 {
+		next()
+		return
+	}
+	st.sim.Fluid.Start(&des.Flow{Path: path, Limit: st.Limit, Size: n, Done: next, Kind: evStream, Obj: st.ID})
+}
+
+func (st *Stream) finish() {
+	if !st.active {
+		return
+	}
+	st.active = false
+	st.End = st.sim.Now()
+	if st.Done != nil {
+		st.Done()
+	}
+}
+
+// Rate is the stream's bytes over its start-to-end time, bytes/s.
+func (st *Stream) Rate() float64 {
+	d := (st.End - st.Start).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(st.Bytes) / d
+}
