@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,15 +31,17 @@ func (e *env) simCmd() *cobra.Command {
 
 func (e *env) simBoundCmd() *cobra.Command {
 	var jsonPath string
+	var sets []string
 	cmd := &cobra.Command{
 		Use:   "bound STUDY",
 		Short: "Analytic bound of a study and the term that binds it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := sim.Load(args[0])
+			st, err := loadStudy(args[0], sets)
 			if err != nil {
 				return err
 			}
+			c := st.Config
 			b := sim.Bound(c)
 			if err := writeJSONFile(jsonPath, b); err != nil {
 				return err
@@ -47,21 +50,24 @@ func (e *env) simBoundCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the bound as JSON to this file")
+	setFlag(cmd, &sets)
 	return cmd
 }
 
 func (e *env) simRunCmd() *cobra.Command {
 	var jsonPath string
 	var seed uint64
+	var sets []string
 	cmd := &cobra.Command{
 		Use:   "run STUDY",
 		Short: "Discrete-event run of a study",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := sim.Load(args[0])
+			st, err := loadStudy(args[0], sets)
 			if err != nil {
 				return err
 			}
+			c := st.Config
 			t0 := time.Now()
 			r, err := sim.Run(c, seed)
 			if err != nil {
@@ -79,6 +85,7 @@ func (e *env) simRunCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
+	setFlag(cmd, &sets)
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed (the same seed gives the same run)")
 	return cmd
 }
@@ -87,12 +94,13 @@ func (e *env) simSweepCmd() *cobra.Command {
 	var jsonPath, csvPath, svgPath string
 	var seed uint64
 	var workers int
+	var sets []string
 	cmd := &cobra.Command{
 		Use:   "sweep STUDY",
 		Short: "Run every point of a study's [sweep] in parallel",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := sim.LoadStudy(args[0])
+			st, err := loadStudy(args[0], sets)
 			if err != nil {
 				return err
 			}
@@ -138,6 +146,7 @@ func (e *env) simSweepCmd() *cobra.Command {
 	cmd.Flags().StringVar(&svgPath, "svg", "", "draw MB/s against the [plot] x key to this SVG file")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed for every point")
 	cmd.Flags().IntVar(&workers, "workers", 0, "points run at once (default: one per CPU)")
+	setFlag(cmd, &sets)
 	return cmd
 }
 
@@ -180,4 +189,25 @@ func writeJSONFile(path string, v any) error {
 		return nil
 	}
 	return bench.WriteFile(path, func(w io.Writer) error { return sim.WriteJSON(w, v) })
+}
+
+func setFlag(cmd *cobra.Command, sets *[]string) {
+	cmd.Flags().StringArrayVar(sets, "set", nil, "override a study parameter, e.g. --set workload.op=read (repeatable; takes the key out of a sweep)")
+}
+
+// loadStudy reads a study and applies --set overrides.
+func loadStudy(path string, sets []string) (*sim.Study, error) {
+	st, err := sim.LoadStudy(path)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want key=value, e.g. workload.op=read", kv)
+		}
+		m[k] = v
+	}
+	return st.Override(m)
 }

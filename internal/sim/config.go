@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -31,6 +30,9 @@ type PlotConfig struct {
 	X      string `toml:"x"`
 	Series string `toml:"series"`
 	LogX   *bool  `toml:"log_x"`
+	// Metric is "aggregate" (default) or "per_stream" (each stream's
+	// share: the aggregate over the streams of that kind).
+	Metric string `toml:"metric"`
 }
 
 // ClientConfig: N clients with NICs of I bytes/s and c CPU seconds per
@@ -89,17 +91,13 @@ type WorkloadConfig struct {
 	OneDevice bool `toml:"one_device"`
 }
 
-// Load reads a study.
+// Load reads a study's configuration.
 func Load(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	st, err := LoadStudy(path)
 	if err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
+		return nil, err
 	}
-	c, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("sim: %s: %w", path, err)
-	}
-	return c, nil
+	return st.Config, nil
 }
 
 // Parse reads a study from TOML; unknown keys are errors, so a typo is not

@@ -120,7 +120,7 @@ func (a *Array) Write(lba, size int64, done func()) {
 }
 
 // Flush destages what is left (a partial last stripe) and calls done when
-// the cache is clean.
+// the cache is clean and every member has its data on the media.
 func (a *Array) Flush(done func()) {
 	a.flushing = true
 	a.destage()
@@ -128,7 +128,16 @@ func (a *Array) Flush(done func()) {
 	check = func() {
 		if a.cacheUsed == 0 && a.inflight == 0 {
 			a.flushing = false
-			done()
+			// then the members' write buffers: on the media, not just
+			// acknowledged
+			left := len(a.members)
+			for _, m := range a.members {
+				m.Flush(func() {
+					if left--; left == 0 {
+						done()
+					}
+				})
+			}
 			return
 		}
 		a.sim.After(des.Millisecond, evArray, a.id, check)

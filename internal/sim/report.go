@@ -186,13 +186,22 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 		if series != "" {
 			name = series + "=" + p.Set[series]
 		}
-		if p.Result.ReadMBps > 0 && p.Result.WriteMBps > 0 {
-			add(name+" read", xv, p.Result.ReadMBps)
-			add(name+" write", xv, p.Result.WriteMBps)
-		} else {
-			add(name, xv, p.Result.MBps)
+		res := p.Result
+		div := func(n int) float64 {
+			if s.Plot.Metric == "per_stream" && n > 0 {
+				return float64(n)
+			}
+			return 1
 		}
-		if series == "" {
+		if res.ReadMBps > 0 && res.WriteMBps > 0 {
+			// mixed: even streams write, odd ones read
+			w := (res.Streams + 1) / 2
+			add(name+" read", xv, res.ReadMBps/div(res.Streams-w))
+			add(name+" write", xv, res.WriteMBps/div(w))
+		} else {
+			add(name, xv, res.MBps/div(res.Streams))
+		}
+		if series == "" && s.Plot.Metric != "per_stream" {
 			add("bound", xv, p.Result.Bound.MBps)
 		}
 	}
@@ -204,5 +213,9 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 	if title == "" {
 		title = r.Name
 	}
-	return chart.Line(title, xl, "MB/s", ss, logX, false)
+	yl := "MB/s"
+	if s.Plot.Metric == "per_stream" {
+		yl = "MB/s per stream"
+	}
+	return chart.Line(title, xl, yl, ss, logX, false)
 }

@@ -91,14 +91,67 @@ func (s *Study) Points() []map[string]string {
 	return pts
 }
 
+// Override returns the study with the dotted keys set (as With does) and
+// those keys taken out of the sweep: `--set workload.op=read` on a study
+// that sweeps the operation runs only the reads.
+func (s *Study) Override(set map[string]string) (*Study, error) {
+	if len(set) == 0 {
+		return s, nil
+	}
+	doc, err := s.apply(set)
+	if err != nil {
+		return nil, err
+	}
+	if sw, ok := doc["sweep"].(map[string]any); ok {
+		for k := range set {
+			delete(sw, k)
+		}
+	}
+	b, err := toml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("--set: %w", err)
+	}
+	return &Study{Config: c, src: b}, nil
+}
+
 // With returns the study with the dotted keys set to values (a value that
 // reads as a TOML number or boolean is one; anything else is a string).
 func (s *Study) With(set map[string]string) (*Config, error) {
+	doc, err := s.apply(set)
+	if err != nil {
+		return nil, err
+	}
+	delete(doc, "sweep")
+	b, err := toml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("sweep point %s: %w", pointName(sortedKeys(set), set), err)
+	}
+	return c, nil
+}
+
+func sortedKeys(set map[string]string) []string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// apply sets dotted keys in the study's TOML document, in key order.
+func (s *Study) apply(set map[string]string) (map[string]any, error) {
 	var doc map[string]any
 	if err := toml.Unmarshal(s.src, &doc); err != nil {
 		return nil, err
 	}
-	delete(doc, "sweep")
 	keys := make([]string, 0, len(set))
 	for k := range set {
 		keys = append(keys, k)
@@ -117,15 +170,7 @@ func (s *Study) With(set map[string]string) (*Config, error) {
 		}
 		m[parts[len(parts)-1]] = literal(set[k])
 	}
-	b, err := toml.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	c, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("sweep point %s: %w", pointName(keys, set), err)
-	}
-	return c, nil
+	return doc, nil
 }
 
 func literal(v string) any {
