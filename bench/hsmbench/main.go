@@ -36,6 +36,11 @@ var (
 	parts   = flag.String("parts", "large,small,scaling", "what to run")
 	gib     = flag.Int("gib", 4, "GiB of large files per drive in the large and scaling parts")
 	queueN  = flag.Int("queue", 100000, "files staged at once in the queue part")
+	rDrives = flag.String("recall-drives", "1,2,4", "drive counts of the recall part (the first calibrates)")
+	rCarts  = flag.Int("carts", 8, "cartridges of the recall part")
+	rPicks  = flag.Int("picks", 40, "files recalled per run in the recall part")
+	rReps   = flag.Int("reps", 3, "runs per drive count in the recall part")
+	rOut    = flag.String("out", "", "directory for the recall part's traces and studies (default under --data)")
 )
 
 func main() {
@@ -49,8 +54,6 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("# hsmbench %s, %s drives, time scale %s, native rate %.0f MB/s per drive, flush %v\n\n", time.Now().UTC().Format(time.RFC3339), g.Name, *scale, g.Rate/1e6, g.Flush)
-	fmt.Println("| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without the final flush |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	want := func(p string) bool {
 		for _, q := range splitComma(*parts) {
 			if q == p {
@@ -58,6 +61,10 @@ func main() {
 			}
 		}
 		return false
+	}
+	if want("large") || want("small") || want("scaling") {
+		fmt.Println("| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without the final flush |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	}
 	if want("large") {
 		run("1 GiB files", g, 1, *gib, 1<<30)
@@ -67,6 +74,17 @@ func main() {
 	}
 	if want("queue") {
 		queue(*queueN)
+	}
+	if want("recall") {
+		var ds []int
+		for _, f := range splitComma(*rDrives) {
+			var d int
+			if _, err := fmt.Sscan(f, &d); err != nil || d < 1 {
+				fail(fmt.Errorf("--recall-drives %q: want drive counts like 1,2,4", *rDrives))
+			}
+			ds = append(ds, d)
+		}
+		recall(g, ds, *rCarts, *rPicks, *rReps, *rOut)
 	}
 	if want("scaling") {
 		for _, n := range []int{1, 2, 4} {

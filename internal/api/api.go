@@ -155,10 +155,13 @@ type TapeCopy struct {
 	Copy   int    `json:"copy"`
 	Stripe int    `json:"stripe,omitempty"`
 	Volume string `json:"volume"`
-	Seq    int    `json:"seq"`    // tape file
-	Offset int64  `json:"offset"` // in the tape file's data
-	Length int64  `json:"length"`
-	CRC32C uint32 `json:"crc32c"`
+	Seq    int    `json:"seq"` // tape file
+	// Position is where the tape file starts, bytes from the beginning of
+	// the tape: what the recall scheduler orders reads by.
+	Position int64  `json:"position"`
+	Offset   int64  `json:"offset"` // in the tape file's data
+	Length   int64  `json:"length"`
+	CRC32C   uint32 `json:"crc32c"`
 }
 
 // StageRequest queues recalls of files that are on tape only.

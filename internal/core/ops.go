@@ -29,7 +29,7 @@ func layout(b catalog.Bitfile) *api.Layout {
 		l.Segments = append(l.Segments, api.Segment{Copy: s.Copy, Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C})
 	}
 	for _, t := range b.Tapes {
-		l.Tapes = append(l.Tapes, api.TapeCopy{Copy: t.Copy, Stripe: t.Stripe, Volume: t.Volume, Seq: t.Seq, Offset: t.Offset, Length: t.Length, CRC32C: t.CRC32C})
+		l.Tapes = append(l.Tapes, api.TapeCopy{Copy: t.Copy, Stripe: t.Stripe, Volume: t.Volume, Seq: t.Seq, Position: t.Position, Offset: t.Offset, Length: t.Length, CRC32C: t.CRC32C})
 	}
 	return l
 }

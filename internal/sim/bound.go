@@ -38,6 +38,10 @@ func Bound(c *Config) BoundResult {
 			b.Terms = append(b.Terms, Term{Name: name, What: what, MBps: round3(bps / 1e6)})
 		}
 	}
+	if w.Op == "recall" {
+		c.recallBound(add)
+		return b.bind()
+	}
 	// what the layout can reach
 	devs := M * c.Storage.PerServer
 	servers := M
@@ -71,6 +75,17 @@ func Bound(c *Config) BoundResult {
 	add("P·L", fmt.Sprintf("%d device ports × %s", devs, mbps(float64(c.Storage.Link))), float64(devs)*float64(c.Storage.Link))
 	dev, what := c.deviceRate()
 	add("P·R", fmt.Sprintf("%d × %s", devs, what), float64(devs)*dev)
+	if t := c.randomService(); t > 0 {
+		// a closed loop: no more than streams × depth requests in
+		// flight, none faster than one device's service time
+		q := streams * w.Depth
+		add("Q/t", fmt.Sprintf("%d requests in flight / %.3g ms each", q, t*1e3), float64(q)*float64(w.Record)/t)
+	}
+	return b.bind()
+}
+
+// bind sets S to the least term and marks it.
+func (b BoundResult) bind() BoundResult {
 	b.MBps = math.Inf(1)
 	bi := -1
 	for i, t := range b.Terms {
@@ -94,6 +109,19 @@ func (c *Config) deviceRate() (float64, string) {
 	case "disk", "raid5":
 		p := c.diskParams()
 		r := float64(p.RateOD) // files start at the outer edge
+		if t := c.randomService(); t > 0 {
+			r = float64(c.Workload.Record) / t
+			if c.Storage.Kind == "disk" {
+				return r, fmt.Sprintf("disk at %.0f random requests/s", 1/t)
+			}
+			// random reads use every member; a small write reads and
+			// writes data and parity: four member I/Os
+			n := float64(c.Storage.Array.Disks)
+			if op != "read" {
+				n /= 4
+			}
+			return n * r, fmt.Sprintf("RAID-5 of %d disks at %.0f random requests/s each", c.Storage.Array.Disks, 1/t)
+		}
 		if c.Storage.Kind == "disk" {
 			return r, "disk at " + mbps(r)
 		}
@@ -114,6 +142,33 @@ func (c *Config) deviceRate() (float64, string) {
 		}
 		return r, "device at " + mbps(r)
 	}
+}
+
+// randomService is one disk's time for a random request of the study's
+// record size (the mean seek over the span the streams use, half a
+// revolution, command overhead, transfer), in seconds; 0 unless the
+// workload is random on disks.
+func (c *Config) randomService() float64 {
+	if c.Workload.Pattern != "random" || c.Storage.Kind == "curve" {
+		return 0
+	}
+	p := c.diskParams()
+	w := c.Workload
+	// seeks stay within the span the device's streams use: the mean
+	// seek over a fraction f of the stroke is track + (avg − track)·√f
+	// (the disk model's √d curve)
+	devs := c.Servers.Count * c.Storage.PerServer
+	if w.OneDevice {
+		devs = 1
+	}
+	perDev := (c.Clients.Count*w.Streams + devs - 1) / devs
+	cap := float64(p.Capacity)
+	if c.Storage.Kind == "raid5" {
+		cap *= float64(c.Storage.Array.Disks - 1)
+	}
+	f := math.Min(1, float64(perDev)*float64(w.File)*float64(w.Files)/cap)
+	seek := p.SeekTrack + (p.SeekAvg-p.SeekTrack)*math.Sqrt(f)
+	return (seek+30e3/p.RPM+p.Overhead)/1e3 + float64(w.Record)/float64(p.RateOD)
 }
 
 func mbps(bps float64) string {

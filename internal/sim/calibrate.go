@@ -19,6 +19,7 @@ type Sample struct {
 	Op      string
 	Size    int64
 	Streams int
+	Servers int // scaling: devices each file is striped over
 	MBps    float64
 	Bytes   int64
 	Source  string // scenario and phase
@@ -27,6 +28,8 @@ type Sample struct {
 // Fit is a piecewise t(s) = t0 + s/R.
 type Fit struct {
 	Pieces []Piece
+	// Granule, when set, is the least a request costs (t0 + max(s, g)/R).
+	Granule int64
 	// RMS relative error of the fit over the points it was fitted on.
 	RMS float64
 }
@@ -72,15 +75,16 @@ func samples(rep *bench.Report) (curve, scaling []Sample) {
 				}
 				curve = append(curve, Sample{Op: op, Size: sz, Streams: 1, MBps: mb, Bytes: ph.Bytes, Source: res.Scenario + " " + ph.Name})
 			case "scaling":
-				if ph.Labels["servers"] != "1" {
+				n, err1 := strconv.Atoi(ph.Labels["clients"])
+				m, err2 := strconv.Atoi(ph.Labels["servers"])
+				if err1 != nil || err2 != nil {
 					continue
 				}
-				n, err := strconv.Atoi(ph.Labels["clients"])
-				if err != nil {
-					continue
+				sz, _ := bench.ParseSize(res.Params["transfer"])
+				if sz <= 0 {
+					sz, _ = bench.ParseSize(res.Params["block"])
 				}
-				sz, _ := bench.ParseSize(res.Params["block"])
-				scaling = append(scaling, Sample{Op: op, Size: sz, Streams: n, MBps: mb, Bytes: ph.Bytes, Source: res.Scenario + " " + ph.Name})
+				scaling = append(scaling, Sample{Op: op, Size: sz, Streams: n, Servers: m, MBps: mb, Bytes: ph.Bytes, Source: res.Scenario + " " + ph.Name})
 			}
 		}
 	}
@@ -89,11 +93,15 @@ func samples(rep *bench.Report) (curve, scaling []Sample) {
 
 // fitLine fits t = t0 + s·b by least squares on relative error (each row
 // divided by the measured t, so small and large requests count alike).
-func fitLine(ss []Sample) (t0, b, rms float64) {
+func fitLine(ss []Sample) (t0, b, rms float64) { return fitGranule(ss, 0) }
+
+// fitGranule fits t = t0 + max(s, g)·b: requests smaller than the granule
+// g cost as much as one granule.
+func fitGranule(ss []Sample, g int64) (t0, b, rms float64) {
 	var a11, a12, a22, y1, y2 float64
 	for _, s := range ss {
 		t := float64(s.Size) / (s.MBps * 1e6)
-		u, v := 1/t, float64(s.Size)/t
+		u, v := 1/t, float64(max(s.Size, g))/t
 		a11 += u * u
 		a12 += u * v
 		a22 += v * v
@@ -112,7 +120,7 @@ func fitLine(ss []Sample) (t0, b, rms float64) {
 	var e2 float64
 	for _, s := range ss {
 		t := float64(s.Size) / (s.MBps * 1e6)
-		e := (t0 + float64(s.Size)*b - t) / t
+		e := (t0 + float64(max(s.Size, g))*b - t) / t
 		e2 += e * e
 	}
 	return t0, b, math.Sqrt(e2 / float64(len(ss)))
@@ -136,6 +144,17 @@ func fitPiecewise(ss []Sample) *Fit {
 		r := math.Sqrt((r1*r1*n1 + r2*r2*n2) / (n1 + n2))
 		if r < best.RMS && r < rms/2 {
 			best = &Fit{Pieces: []Piece{p1, p2}, RMS: r}
+		}
+	}
+	// a granule: small requests cost a whole unit (a checksum chunk, a
+	// page); tried at powers of two, taken if it halves the error too
+	for g := int64(4 << 10); g <= 64<<20; g *= 2 {
+		if g <= ss[0].Size {
+			continue
+		}
+		t0, b, r := fitGranule(ss, g)
+		if r < best.RMS && r < rms/2 {
+			best = &Fit{Pieces: []Piece{{Upto: Size(math.MaxInt64), T0: math.Round(t0*1e7) / 1e4, Rate: Size(math.Round(1 / b))}}, RMS: r, Granule: g}
 		}
 	}
 	return best
@@ -180,14 +199,35 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 		cal.Used = append(cal.Used, fit...)
 		last := f.Pieces[len(f.Pieces)-1]
 		if op == "write" {
-			cal.Curve.WritePieces, cal.Curve.WriteRate, cal.Curve.WriteT0 = f.Pieces, last.Rate, last.T0
+			cal.Curve.WritePieces, cal.Curve.WriteRate, cal.Curve.WriteT0, cal.Curve.WriteGranule = f.Pieces, last.Rate, last.T0, Size(f.Granule)
 		} else {
-			cal.Curve.ReadPieces, cal.Curve.ReadRate, cal.Curve.ReadT0 = f.Pieces, last.Rate, last.T0
+			cal.Curve.ReadPieces, cal.Curve.ReadRate, cal.Curve.ReadT0, cal.Curve.ReadGranule = f.Pieces, last.Rate, last.T0, Size(f.Granule)
 		}
 	}
+	// A Strata server with several devices places the scaling runs'
+	// files on different devices (and stripes them over M): those runs
+	// are not n streams sharing one device, so they fit nothing and are
+	// all predictions — N streams striped over M of the server's devices.
+	if devs := rep.Target.Devices; rep.Target.Kind == "strata" && devs > 1 {
+		for _, s := range scaling {
+			p, err := predictStriped(&cal.Curve, s, devs)
+			if err != nil {
+				return nil, err
+			}
+			cal.Checks = append(cal.Checks, check(s, p))
+		}
+		scaling = nil
+	}
 	// capacity(n): the aggregate with n streams over the aggregate with
-	// one, from the scaling runs
+	// one, from the scaling runs (one server: a file system)
 	counts := map[int]bool{}
+	var one []Sample // on one server
+	for _, s := range scaling {
+		if s.Servers == 1 {
+			one = append(one, s)
+		}
+	}
+	scaling = one
 	for _, s := range scaling {
 		counts[s.Streams] = true
 	}
@@ -246,9 +286,13 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 		if err != nil {
 			return nil, err
 		}
-		cal.Checks = append(cal.Checks, Check{What: s.Source, Measured: round3(s.MBps), Predicted: round3(p), Error: math.Round((p-s.MBps)/s.MBps*1e4) / 1e4})
+		cal.Checks = append(cal.Checks, check(s, p))
 	}
 	return cal, nil
+}
+
+func check(s Sample, predicted float64) Check {
+	return Check{What: s.Source, Measured: round3(s.MBps), Predicted: round3(predicted), Error: math.Round((predicted-s.MBps)/s.MBps*1e4) / 1e4}
 }
 
 // CalibrateOptions: Holdout fits on part of the points and predicts the
@@ -274,6 +318,27 @@ func predict(cp *CurveParams, s Sample) (float64, error) {
 	c := &Config{Name: "predict " + s.Source,
 		Storage:  StorageConfig{Kind: "curve", Curve: cp},
 		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1, OneDevice: true}}
+	if err := c.fill(); err != nil {
+		return 0, err
+	}
+	r, err := Run(c, 1)
+	if err != nil {
+		return 0, err
+	}
+	return r.MBps, nil
+}
+
+// predictStriped runs a scaling point as Strata laid it out: N streams,
+// each file striped over M of the server's devs devices, consecutive files
+// starting on consecutive devices (placement balances by load).
+func predictStriped(cp *CurveParams, s Sample, devs int) (float64, error) {
+	per := s.Bytes / int64(max(1, s.Streams))
+	if per <= 0 {
+		per = s.Size
+	}
+	c := &Config{Name: "predict " + s.Source,
+		Storage:  StorageConfig{Kind: "curve", Curve: cp, PerServer: devs},
+		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1, Layout: "stripe", Stripe: s.Servers}}
 	if err := c.fill(); err != nil {
 		return 0, err
 	}
@@ -317,6 +382,9 @@ func (c *Calibration) WriteReport(w io.Writer) error {
 			if p.Upto < math.MaxInt64 {
 				upto = chart.SizeStr(int64(p.Upto))
 			}
+			if f.Granule > 0 {
+				upto += ", each at least " + chart.SizeStr(f.Granule)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.1f\t%.1f%%\n", op, upto, p.T0, float64(p.Rate)/1e6, f.RMS*100)
 		}
 	}
@@ -348,6 +416,12 @@ func (c *Calibration) WriteTOML(w io.Writer) error {
 	fmt.Fprintf(w, "# fitted by strata sim calibrate from %s on %s\n[storage]\nkind = \"curve\"\n\n[storage.curve]\n", c.Source, c.Target)
 	cp := c.Curve
 	fmt.Fprintf(w, "write_rate = %d\nwrite_t0_ms = %g\nread_rate = %d\nread_t0_ms = %g\n", int64(cp.WriteRate), cp.WriteT0, int64(cp.ReadRate), cp.ReadT0)
+	if cp.WriteGranule > 0 {
+		fmt.Fprintf(w, "write_granule = %d\n", int64(cp.WriteGranule))
+	}
+	if cp.ReadGranule > 0 {
+		fmt.Fprintf(w, "read_granule = %d\n", int64(cp.ReadGranule))
+	}
 	if len(cp.Streams) > 0 {
 		fmt.Fprintf(w, "streams = %s\n", ints(cp.Streams))
 		if cp.WriteScale != nil {

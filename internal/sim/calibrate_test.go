@@ -102,3 +102,50 @@ func TestCalibrateNeedsTheCurve(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// A Strata server whose movers read whole 1 MiB checksum chunks, on four
+// devices capped at 50 MB/s: reads below 1 MiB cost a chunk each. The fit
+// finds the granule, and the scaling runs (N streams striped over M of the
+// four devices) are predicted from the single-stream curve alone.
+func TestCalibrateGranuleAndStripedScaling(t *testing.T) {
+	const R, g = 50e6, 1 << 20
+	rep := &bench.Report{Tool: "strata bench", Version: "test", Target: bench.TargetInfo{Spec: "strata://synthetic", Kind: "strata", Devices: 4}}
+	char := bench.Result{Scenario: "cemss-char"}
+	for s := int64(8 << 10); s <= 64<<20; s *= 4 {
+		w := float64(s) / (float64(s) / R) / (1 << 20)
+		r := float64(s) / (float64(max(s, g)) / R) / (1 << 20)
+		lab := map[string]string{"io_size": chart.SizeStr(s)}
+		char.Phases = append(char.Phases,
+			bench.Phase{Name: "write " + chart.SizeStr(s), Labels: lab, MiBps: w, Bytes: 128 << 20},
+			bench.Phase{Name: "read " + chart.SizeStr(s), Labels: lab, MiBps: r, Bytes: 128 << 20})
+	}
+	sc := bench.Result{Scenario: "scaling", Params: map[string]string{"transfer": "4MiB"}}
+	for _, m := range []int{1, 2, 4} {
+		for _, n := range []int{1, 2, 4} {
+			agg := R * float64(min(4, n*m)) / (1 << 20)
+			lab := map[string]string{"clients": strconv.Itoa(n), "servers": strconv.Itoa(m)}
+			sc.Phases = append(sc.Phases,
+				bench.Phase{Name: "write N=" + strconv.Itoa(n) + " M=" + strconv.Itoa(m), Labels: lab, MiBps: agg, Bytes: int64(n) * 64 << 20},
+				bench.Phase{Name: "read N=" + strconv.Itoa(n) + " M=" + strconv.Itoa(m), Labels: lab, MiBps: agg, Bytes: int64(n) * 64 << 20})
+		}
+	}
+	rep.Results = []bench.Result{char, sc}
+	cal, err := Calibrate(rep, &CalibrateOptions{Holdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cal.Fits["read"]; f.Granule != g || math.Abs(float64(f.Pieces[0].Rate)/R-1) > 0.01 {
+		t.Errorf("read fit: granule %d, pieces %+v; want 1 MiB at 50 MB/s", f.Granule, f.Pieces)
+	}
+	if f := cal.Fits["write"]; f.Granule != 0 {
+		t.Errorf("write fit found a granule of %d", f.Granule)
+	}
+	if n := len(cal.Checks); n < 18 {
+		t.Fatalf("%d checks, want every scaling point predicted", n)
+	}
+	if med, worst := cal.Summary(); med > 0.01 || worst > 0.03 {
+		var b strings.Builder
+		cal.WriteReport(&b)
+		t.Fatalf("median %.3f worst %.3f:\n%s", med, worst, b.String())
+	}
+}

@@ -17,12 +17,16 @@ type Config struct {
 	Servers  ServerConfig   `toml:"servers"`
 	Storage  StorageConfig  `toml:"storage"`
 	Workload WorkloadConfig `toml:"workload"`
+	// Tape is the library recall workloads run on.
+	Tape TapeConfig `toml:"tape"`
 	// Sweep maps a parameter ("storage.array.stripe_unit") to the values
 	// it takes; sweep points are the cross product, in key order.
 	Sweep map[string][]string `toml:"sweep"`
 	// Plot names the sweep key on the x axis and the one that makes the
 	// curves (optional).
 	Plot PlotConfig `toml:"plot"`
+
+	dir string // the study file's directory: relative paths start there
 }
 
 // PlotConfig chooses a sweep's chart axes.
@@ -30,8 +34,10 @@ type PlotConfig struct {
 	X      string `toml:"x"`
 	Series string `toml:"series"`
 	LogX   *bool  `toml:"log_x"`
-	// Metric is "aggregate" (default) or "per_stream" (each stream's
-	// share: the aggregate over the streams of that kind).
+	// Metric is "aggregate" (default), "per_stream" (each stream's
+	// share: the aggregate over the streams of that kind), or for recall
+	// studies "latency_mean", "latency_p95" or "mounts"; "iops" is
+	// requests per second.
 	Metric string `toml:"metric"`
 }
 
@@ -73,9 +79,10 @@ type StorageConfig struct {
 	Curve     *CurveParams `toml:"curve"`
 }
 
-// WorkloadConfig: streams, as strata bench runs them.
+// WorkloadConfig: streams, as strata bench runs them, or recalls from
+// tape.
 type WorkloadConfig struct {
-	Op      string `toml:"op"`      // write, read, mixed (half the streams each)
+	Op      string `toml:"op"`      // write, read, mixed (half the streams each), recall
 	Streams int    `toml:"streams"` // per client
 	Record  Size   `toml:"record"`
 	File    Size   `toml:"file_size"`
@@ -89,6 +96,18 @@ type WorkloadConfig struct {
 	// Streams per device: when set, every stream of the study goes to
 	// the same device (seed 003's "N streams to one array").
 	OneDevice bool `toml:"one_device"`
+	// Pattern is "sequential" (default) or "random": each request at a
+	// random record-aligned offset of the stream's file.
+	Pattern string `toml:"pattern"`
+	// Requests, when set, ends each stream after that many requests
+	// (fio's number_ios): a random workload over a large file in seconds.
+	Requests int64 `toml:"requests"`
+	// Recall: Files files of File bytes drawn at random from the first
+	// Spread cartridges (0: all), all at once or ArrivalRate per second
+	// (Poisson); or the requests of a Trace (CSV, see ReadTrace).
+	ArrivalRate float64 `toml:"arrival_rate"`
+	Spread      int     `toml:"spread"`
+	Trace       string  `toml:"trace"`
 }
 
 // Load reads a study's configuration.
@@ -168,9 +187,9 @@ func (c *Config) fill() error {
 	switch w.Op {
 	case "":
 		w.Op = "write"
-	case "write", "read", "mixed":
+	case "write", "read", "mixed", "recall":
 	default:
-		return fmt.Errorf("workload.op %q: want write, read or mixed", w.Op)
+		return fmt.Errorf("workload.op %q: want write, read, mixed or recall", w.Op)
 	}
 	switch w.Layout {
 	case "":
@@ -194,7 +213,17 @@ func (c *Config) fill() error {
 	if w.Depth <= 0 {
 		w.Depth = 2
 	}
-	return nil
+	switch w.Pattern {
+	case "":
+		w.Pattern = "sequential"
+	case "sequential", "random":
+	default:
+		return fmt.Errorf("workload.pattern %q: want sequential or random", w.Pattern)
+	}
+	if w.ArrivalRate < 0 {
+		return fmt.Errorf("workload.arrival_rate = %g: want ≥ 0 requests/s", w.ArrivalRate)
+	}
+	return c.Tape.fill()
 }
 
 func presetNames() []string {

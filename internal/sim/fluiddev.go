@@ -25,6 +25,12 @@ type CurveParams struct {
 	// requests up to Upto bytes use that piece's fit.
 	ReadPieces  []Piece `toml:"read_pieces"`
 	WritePieces []Piece `toml:"write_pieces"`
+	// Granules, when set, are the least a request moves on the device:
+	// a smaller request costs as much as one granule (Strata's movers
+	// read and verify whole 1 MiB checksum chunks; a disk reads whole
+	// sectors, an SSD whole pages).
+	ReadGranule  Size `toml:"read_granule"`
+	WriteGranule Size `toml:"write_granule"`
 }
 
 // Piece is one segment of a piecewise t(s) = t0 + s/R fit.
@@ -117,8 +123,13 @@ func (d *CurveDevice) op(write bool, size int64, done func()) {
 			}
 		}
 	}
+	g := d.p.ReadGranule
+	if write {
+		g = d.p.WriteGranule
+	}
+	moved := max(size, int64(g))
 	d.sim.After(t0, evCurve, d.id, func() {
-		d.sim.Fluid.Start(&des.Flow{Path: []*des.Resource{d.res}, Limit: rate, Size: size, Done: end, Kind: evCurve, Obj: d.id})
+		d.sim.Fluid.Start(&des.Flow{Path: []*des.Resource{d.res}, Limit: rate, Size: moved, Done: end, Kind: evCurve, Obj: d.id})
 	})
 }
 

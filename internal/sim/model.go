@@ -19,6 +19,8 @@ type Result struct {
 	MBps      float64 `json:"mb_per_s"`       // aggregate: all bytes / (last end − first start)
 	ReadMBps  float64 `json:"read_mb_per_s"`  // mixed: aggregate of the readers
 	WriteMBps float64 `json:"write_mb_per_s"` // and of the writers
+	// IOPS is requests completed per second, all streams.
+	IOPS float64 `json:"ops_per_s"`
 	// PerStream is each stream's own rate, MB/s, in stream order.
 	PerStream   []float64 `json:"per_stream_mb_per_s"`
 	Events      uint64    `json:"events"`
@@ -28,6 +30,8 @@ type Result struct {
 	// capacity: where the DES says the limit is.
 	Busiest string      `json:"busiest,omitempty"`
 	Bound   BoundResult `json:"bound"`
+	// Recall is set for recall studies.
+	Recall *RecallResult `json:"recall,omitempty"`
 }
 
 // model is a built simulation.
@@ -130,19 +134,24 @@ func build(c *Config, seed uint64) (*model, error) {
 		write := w.Op == "write" || w.Op == "mixed" && g%2 == 0
 		st := &Stream{ID: int32(g), Write: write, FileSize: int64(w.File), Files: w.Files, Record: int64(w.Record),
 			Depth: w.Depth, Sync: w.Sync, Limit: limit}
+		st.MaxOps = w.Requests
+		if w.Pattern == "random" {
+			st.Random = s.Rand(uint64(g), 3)
+		}
 		var ds []int // global device indices
 		switch {
 		case w.OneDevice:
 			ds = []int{0}
 		case w.Layout == "stripe":
 			// PVFS's and Strata's way: every request over k devices,
-			// consecutive streams starting on consecutive devices
+			// each stream's file on the next k devices (placement
+			// balances by load: files overlap only when they must)
 			k := w.Stripe
 			if k <= 0 || k > devs {
 				k = devs
 			}
 			for i := 0; i < k; i++ {
-				d := (g + i) % devs
+				d := (g*k + i) % devs
 				// device d lives on server d mod M, so a stripe spreads
 				// over servers before it doubles up on one
 				ds = append(ds, d)
@@ -167,6 +176,9 @@ func build(c *Config, seed uint64) (*model, error) {
 
 // Run simulates the study once.
 func Run(c *Config, seed uint64) (*Result, error) {
+	if c.Workload.Op == "recall" {
+		return runRecall(c, seed)
+	}
 	m, err := build(c, seed)
 	if err != nil {
 		return nil, err
@@ -182,13 +194,14 @@ func Run(c *Config, seed uint64) (*Result, error) {
 	}
 	r := &Result{Name: c.Name, Seed: seed, Op: c.Workload.Op, Streams: len(m.streams), Events: s.Events(), Fingerprint: fmt.Sprintf("%016x", s.Fingerprint())}
 	var first, last des.Time = des.Forever, 0
-	var rb, wb int64
+	var rb, wb, ops int64
 	var rfirst, rlast, wfirst, wlast des.Time = des.Forever, 0, des.Forever, 0
 	for _, st := range m.streams {
 		if st.active {
 			return nil, fmt.Errorf("sim: %s: stream %d did not finish (%d of %d bytes): a model deadlock", c.Name, st.ID, st.Bytes, st.FileSize*int64(st.Files))
 		}
 		r.Bytes += st.Bytes
+		ops += st.Ops
 		first, last = min(first, st.Start), max(last, st.End)
 		r.PerStream = append(r.PerStream, round3(st.Rate()/1e6))
 		if st.Write {
@@ -202,6 +215,7 @@ func Run(c *Config, seed uint64) (*Result, error) {
 	r.Seconds = (last - first).Seconds()
 	if r.Seconds > 0 {
 		r.MBps = round3(float64(r.Bytes) / r.Seconds / 1e6)
+		r.IOPS = round3(float64(ops) / r.Seconds)
 	}
 	if d := (wlast - wfirst).Seconds(); wb > 0 && d > 0 {
 		r.WriteMBps = round3(float64(wb) / d / 1e6)

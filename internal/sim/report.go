@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"gonum.org/v1/plot/plotter"
 
@@ -39,7 +40,16 @@ func WriteBound(w io.Writer, name string, b BoundResult) error {
 func WriteResult(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "%s\n", r.Name)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "aggregate\t%.2f MB/s\t%d streams, %s %s in %.3f s simulated\n", r.MBps, r.Streams, r.Op, chart.SizeStr(r.Bytes), r.Seconds)
+	if x := r.Recall; x != nil {
+		fmt.Fprintf(tw, "recalled\t%.2f MB/s\t%d files, %s in %s simulated\n", x.MBps, x.Files, chart.SizeStr(x.Bytes), hms(x.Seconds))
+		fmt.Fprintf(tw, "latency\tmean %s\tp50 %s, p95 %s, p99 %s, max %s\n", hms(x.Mean), hms(x.P50), hms(x.P95), hms(x.P99), hms(x.Max))
+		fmt.Fprintf(tw, "drives\t%d mounts, %d locates\ttime mounting %.1f%%, positioning %.1f%%, streaming %.1f%%, server %.1f%%, idle %.1f%%\n",
+			x.Mounts, x.Locates, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Overhead, 100*x.Idle)
+		fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
+		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "aggregate\t%.2f MB/s\t%d streams, %s %s in %.3f s simulated, %.0f requests/s\n", r.MBps, r.Streams, r.Op, chart.SizeStr(r.Bytes), r.Seconds, r.IOPS)
 	if r.ReadMBps > 0 && r.WriteMBps > 0 {
 		fmt.Fprintf(tw, "readers\t%.2f MB/s\t\n", r.ReadMBps)
 		fmt.Fprintf(tw, "writers\t%.2f MB/s\t\n", r.WriteMBps)
@@ -51,6 +61,17 @@ func WriteResult(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 	return tw.Flush()
+}
+
+// hms prints seconds as a duration people read ("1h2m3s", "4.2s").
+func hms(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	if d >= time.Minute {
+		d = d.Round(time.Second)
+	} else {
+		d = d.Round(time.Millisecond)
+	}
+	return d.String()
 }
 
 func ratio(a, b float64) float64 {
@@ -75,7 +96,11 @@ func floats(v []float64, max int) string {
 // WriteSweepTable prints one row per point.
 func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	recall := r.recall()
 	head := append(append([]string{}, r.Keys...), "MB/s", "read MB/s", "write MB/s", "bound", "binds", "events", "")
+	if recall {
+		head = append(append([]string{}, r.Keys...), "MB/s", "mean wait", "p95 wait", "max wait", "mounts", "bound", "events", "")
+	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, p := range r.Points {
 		var row []string
@@ -86,7 +111,11 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 			row = append(row, "error: "+p.Error)
 		} else {
 			x := p.Result
-			row = append(row, f2(x.MBps), f2(x.ReadMBps), f2(x.WriteMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
+			if c := x.Recall; c != nil {
+				row = append(row, f2(x.MBps), hms(c.Mean), hms(c.P95), hms(c.Max), strconv.Itoa(c.Mounts), f2(x.Bound.MBps), strconv.FormatUint(x.Events, 10))
+			} else {
+				row = append(row, f2(x.MBps), f2(x.ReadMBps), f2(x.WriteMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
+			}
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
@@ -95,6 +124,16 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	}
 	_, err := fmt.Fprintf(w, "%d points in %.2f s (seed %d)\n", len(r.Points), r.WallSeconds, r.Seed)
 	return err
+}
+
+// recall says whether the sweep is of recall runs.
+func (r *SweepResult) recall() bool {
+	for _, p := range r.Points {
+		if p.Result != nil {
+			return p.Result.Recall != nil
+		}
+	}
+	return false
 }
 
 func f2(v float64) string {
@@ -107,7 +146,8 @@ func f2(v float64) string {
 // WriteSweepCSV writes one row per point.
 func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
-	cw.Write(append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error"))
+	cw.Write(append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error",
+		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts"))
 	for _, p := range r.Points {
 		var row []string
 		for _, k := range r.Keys {
@@ -115,8 +155,13 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 		}
 		if x := p.Result; x != nil {
 			row = append(row, ftoa(x.MBps), ftoa(x.ReadMBps), ftoa(x.WriteMBps), ftoa(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10), x.Fingerprint, "")
+			if c := x.Recall; c != nil {
+				row = append(row, ftoa(c.Mean), ftoa(c.P95), ftoa(c.Max), strconv.Itoa(c.Mounts))
+			} else {
+				row = append(row, "", "", "", "")
+			}
 		} else {
-			row = append(row, "", "", "", "", "", "", "", p.Error)
+			row = append(row, "", "", "", "", "", "", "", p.Error, "", "", "", "")
 		}
 		cw.Write(row)
 	}
@@ -135,7 +180,7 @@ func WriteJSON(w io.Writer, v any) error {
 }
 
 // numeric reads a sweep value as a number for a chart axis: sizes and
-// rates by their unit, plain numbers as they are.
+// rates by their unit, durations in seconds, plain numbers as they are.
 func numeric(v string) (float64, bool) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
 		return f, true
@@ -143,6 +188,26 @@ func numeric(v string) (float64, bool) {
 	var s Size
 	if err := s.UnmarshalText([]byte(v)); err == nil {
 		return float64(s), true
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d.Seconds(), true
+	}
+	return 0, false
+}
+
+// recallMetric is a recall run's value of a latency or mount metric.
+func recallMetric(r *Result, metric string) (float64, bool) {
+	c := r.Recall
+	if c == nil {
+		return 0, false
+	}
+	switch metric {
+	case "latency_mean":
+		return c.Mean, true
+	case "latency_p95":
+		return c.P95, true
+	case "mounts":
+		return float64(c.Mounts), true
 	}
 	return 0, false
 }
@@ -193,6 +258,14 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 			}
 			return 1
 		}
+		if s.Plot.Metric == "iops" {
+			add(name, xv, res.IOPS)
+			continue
+		}
+		if y, ok := recallMetric(res, s.Plot.Metric); ok {
+			add(name, xv, y)
+			continue
+		}
 		if res.ReadMBps > 0 && res.WriteMBps > 0 {
 			// mixed: even streams write, odd ones read
 			w := (res.Streams + 1) / 2
@@ -214,8 +287,17 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 		title = r.Name
 	}
 	yl := "MB/s"
-	if s.Plot.Metric == "per_stream" {
+	switch s.Plot.Metric {
+	case "per_stream":
 		yl = "MB/s per stream"
+	case "latency_mean":
+		yl = "mean recall wait, s"
+	case "latency_p95":
+		yl = "p95 recall wait, s"
+	case "mounts":
+		yl = "mounts"
+	case "iops":
+		yl = "requests/s"
 	}
 	return chart.Line(title, xl, yl, ss, logX, false)
 }

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math/rand/v2"
+
 	"github.com/strata-storage/strata/internal/des"
 )
 
@@ -42,7 +44,13 @@ type Stream struct {
 	// Sync flushes the devices after each file, inside the timing (IOR
 	// -e, fio end_fsync): a write stream's bytes are on the media.
 	Sync bool
-	Done func()
+	// Random, when set, places each request at a random record-aligned
+	// offset of the current file (HPCS scenarios 13 and 14: small-block
+	// random I/O) instead of the next one.
+	Random *rand.Rand
+	// MaxOps, when set, ends the stream after that many requests.
+	MaxOps int64
+	Done   func()
 
 	sim      *des.Sim
 	file     int
@@ -53,6 +61,7 @@ type Stream struct {
 	End      des.Time
 	Bytes    int64
 	Ops      int64
+	issued   int64
 	active   bool
 	// one queue per stage and target: requests wait their turn
 	stages [2][]stage
@@ -88,6 +97,12 @@ func (st *Stream) Run(s *des.Sim) {
 // fill issues requests while the window allows.
 func (st *Stream) fill() {
 	for st.active && !st.flushing && st.inflight < st.Depth {
+		if st.MaxOps > 0 && st.issued >= st.MaxOps {
+			if st.inflight == 0 {
+				st.finish()
+			}
+			return
+		}
 		if st.off >= st.FileSize {
 			if st.inflight > 0 {
 				return // finish the file first
@@ -128,8 +143,13 @@ func (st *Stream) flush() {
 func (st *Stream) request() {
 	n := min(st.Record, st.FileSize-st.off)
 	off := int64(st.file)*st.FileSize + st.off
+	if st.Random != nil {
+		n = min(st.Record, st.FileSize)
+		off = int64(st.file)*st.FileSize + st.Random.Int64N(max(1, st.FileSize/n))*n
+	}
 	st.off += n
 	st.inflight++
+	st.issued++
 	k := int64(len(st.Targets))
 	left := len(st.Targets)
 	done := func() {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -47,6 +48,7 @@ func LoadStudy(path string) (*Study, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", path, err)
 	}
+	c.dir = filepath.Dir(path)
 	return &Study{Config: c, src: b}, nil
 }
 
@@ -115,6 +117,7 @@ func (s *Study) Override(set map[string]string) (*Study, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--set: %w", err)
 	}
+	c.dir = s.dir
 	return &Study{Config: c, src: b}, nil
 }
 
@@ -134,6 +137,7 @@ func (s *Study) With(set map[string]string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sweep point %s: %w", pointName(sortedKeys(set), set), err)
 	}
+	c.dir = s.dir
 	return c, nil
 }
 

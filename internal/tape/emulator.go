@@ -374,16 +374,8 @@ func (e *Emulator) spend(ctx context.Context, d *drive, counter *time.Duration, 
 	return e.clk.Sleep(ctx, t)
 }
 
-// posOf maps a logical offset to a physical position. A cartridge smaller
-// than the generation's (tests, demonstrations) is spread over the whole
-// tape, so its tape files are as far apart, in locate time, as those of a
-// full cartridge.
-func (e *Emulator) posOf(off int64) Position {
-	if e.capacity == e.gen.Capacity {
-		return e.gen.PositionOf(off)
-	}
-	return e.gen.PositionOf(int64(float64(off) * float64(e.gen.Capacity) / float64(e.capacity)))
-}
+// posOf maps a logical offset to a physical position.
+func (e *Emulator) posOf(off int64) Position { return e.gen.PositionIn(off, e.capacity) }
 
 func (e *Emulator) setOff(d *drive, off int64) {
 	e.mu.Lock()

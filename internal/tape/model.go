@@ -107,6 +107,17 @@ func (g Generation) PositionOf(off int64) Position {
 	return Position{Wrap: w, LPos: f * g.Length}
 }
 
+// PositionIn is PositionOf on a cartridge that holds capacity bytes: a
+// cartridge smaller than the generation's (tests, demonstrations, the
+// simulator's scaled studies) is spread over the whole tape, so its tape
+// files are as far apart, in locate time, as those of a full cartridge.
+func (g Generation) PositionIn(off, capacity int64) Position {
+	if capacity <= 0 || capacity == g.Capacity {
+		return g.PositionOf(off)
+	}
+	return g.PositionOf(int64(float64(off) * float64(g.Capacity) / float64(capacity)))
+}
+
 // LocateSpeed is the tape speed while positioning, in m/s, chosen so that a
 // locate from BOT to a uniformly random position averages AvgLocate.
 func (g Generation) LocateSpeed() float64 {

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/bench"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/sim"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+// The recall part validates strata sim's tape model against Strata itself:
+// files migrated to an emulated library, purged, then staged at random;
+// what the library did (modelled time, mounts, locates) is measured, and
+// the same requests — written as a trace — are replayed by the simulator,
+// which runs the same scheduler and the same timing functions in virtual
+// time. The server's own time per recalled file is calibrated from the
+// runs on the first drive count and predicts the others.
+//
+// The emulator and the simulator share the tape physics, so this does not
+// validate LTO timing (no real drive here); it validates that the
+// simulator reproduces what Strata's recaller does with a library:
+// the batches, their order, the robot, and the software around them.
+
+const (
+	recallCapacity = 64 << 20 // per cartridge: spread over a whole tape
+	recallFile     = 1 << 20
+	recallAge      = "1m" // holds the queue until everything is staged
+)
+
+type recallRun struct {
+	drives, rep int
+	files       int
+	trace       string
+	meas        recallOutcome
+	des         recallOutcome
+}
+
+type recallOutcome struct {
+	makespan, mean float64 // modelled seconds
+	mounts         int
+	locates        int
+}
+
+func recall(g tape.Generation, driveList []int, carts, picks, reps int, out string) {
+	k, ok := scaleFactor(*scale)
+	if !ok || k == 1 {
+		fail(fmt.Errorf("recall: want a --scale like x100 (real time would take hours)"))
+	}
+	if out == "" {
+		out = filepath.Join(*dataDir, "recall")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fail(err)
+	}
+	poll := time.Duration(200 * float64(time.Millisecond) * k) // the recaller's ticker, in library time
+	var runs []*recallRun
+	for _, d := range driveList {
+		runs = append(runs, recallSet(g, d, carts, picks, reps, k, out)...)
+	}
+	// calibrate the server's time per file on the first drive count
+	study := func(r *recallRun, overheadMS float64) string {
+		return fmt.Sprintf(`name = "recall, %d drives, rep %d"
+note = "replays a trace measured by bench/hsmbench --parts recall"
+[tape]
+generation = %q
+drives = %d
+capacity = "%d"
+recall_min_files = 1000000
+recall_min_bytes = "1PB"
+recall_max_age = %q
+poll = %q
+overhead_ms = %g
+[workload]
+op = "recall"
+trace = %q
+`, r.drives, r.rep, g.Name, r.drives, recallCapacity, recallAge, poll.String(), overheadMS, filepath.Base(r.trace))
+	}
+	simulate := func(r *recallRun, overheadMS float64) recallOutcome {
+		st, err := sim.ParseStudy([]byte(study(r, overheadMS)))
+		if err != nil {
+			fail(err)
+		}
+		c, err := st.With(map[string]string{"workload.trace": filepath.Join(out, filepath.Base(r.trace))})
+		if err != nil {
+			fail(err)
+		}
+		res, err := sim.Run(c, 1)
+		if err != nil {
+			fail(err)
+		}
+		x := res.Recall
+		return recallOutcome{makespan: x.Seconds, mean: x.Mean, mounts: x.Mounts, locates: x.Locates}
+	}
+	var extra, files float64
+	for _, r := range runs {
+		if r.drives == driveList[0] {
+			o := simulate(r, 0)
+			extra += r.meas.makespan - o.makespan
+			files += float64(r.files)
+		}
+	}
+	overhead := math.Max(0, extra/files*1e3) * float64(driveList[0])
+	fmt.Printf("\n### Recall: Strata with an emulated %s library (time scale %s) against strata sim\n\n", g.Name, *scale)
+	fmt.Printf("%d cartridges of %d MiB spread over the whole tape, %d-MiB files, %d picked at random per run, staged at once; rules hold the queue for %s.\n",
+		carts, recallCapacity>>20, recallFile>>20, picks, recallAge)
+	fmt.Printf("Server time per file calibrated on the %d-drive runs: %.0f ms of library time (%.2f ms wall). Traces and studies: %s\n\n", driveList[0], overhead, overhead/k, out)
+	fmt.Println("| drives | rep | use | mounts meas / sim | locates meas / sim | makespan meas s | sim s | error | mean wait meas s | sim s | error |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	var errs []float64
+	for _, r := range runs {
+		r.des = simulate(r, overhead)
+		os.WriteFile(strings.TrimSuffix(r.trace, ".csv")+".toml", []byte(study(r, overhead)), 0o644)
+		use := "predict"
+		if r.drives == driveList[0] {
+			use = "calibrate"
+		}
+		e1 := (r.des.makespan - r.meas.makespan) / r.meas.makespan
+		e2 := (r.des.mean - r.meas.mean) / r.meas.mean
+		if use == "predict" {
+			errs = append(errs, math.Abs(e1), math.Abs(e2))
+		}
+		fmt.Printf("| %d | %d | %s | %d / %d | %d / %d | %.0f | %.0f | %+.1f %% | %.0f | %.0f | %+.1f %% |\n", r.drives, r.rep, use,
+			r.meas.mounts, r.des.mounts, r.meas.locates, r.des.locates, r.meas.makespan, r.des.makespan, 100*e1, r.meas.mean, r.des.mean, 100*e2)
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		fmt.Printf("\nPredicted runs: median |error| %.1f %%, worst %.1f %% (%d figures).\n", 100*errs[len(errs)/2], 100*errs[len(errs)-1], len(errs))
+	}
+}
+
+// recallSet builds a library with the given drives, fills carts cartridges
+// with files, and measures reps random recalls.
+func recallSet(g tape.Generation, drives, carts, picks, reps int, k float64, out string) []*recallRun {
+	ctx := context.Background()
+	s, c, stop := start(func(cfg *config.Config) {
+		cfg.Library = config.Library{Generation: g.Name, Drives: drives, Cartridges: carts, Capacity: recallCapacity, TimeScale: *scale, Path: *tapeDir}
+		cfg.HSM.MigrateDrives = 1
+		cfg.HSM.Aggregate = recallFile / 2 // every file its own tape file
+		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1000000, 1<<50, recallAge
+	})
+	defer stop()
+	// fill the cartridges (the last one partly), then leave only tape copies
+	per := recallCapacity * 9 / 10 / recallFile
+	n := per * carts
+	putN(ctx, c, "r", n, recallFile)
+	if _, err := c.Migrate(ctx); err != nil {
+		fail(err)
+	}
+	all := make([]string, n)
+	for i := range all {
+		all[i] = fmt.Sprintf("/r%06d", i)
+	}
+	for i := 0; i < n; i += 500 {
+		if _, err := c.Purge(ctx, all[i:min(i+500, n)]...); err != nil {
+			fail(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(drives), 7))
+	var runs []*recallRun
+	for rep := 1; rep <= reps; rep++ {
+		emptyDrives(ctx, s.Library)
+		perm := rng.Perm(n)[:picks]
+		paths := make([]string, picks)
+		var trace []sim.RecallRequest
+		for i, p := range perm {
+			paths[i] = all[p]
+			fi, err := c.Stat(ctx, paths[i])
+			if err != nil || len(fi.Layout.Tapes) != 1 {
+				fail(fmt.Errorf("recall: %s: want one tape copy: %v", paths[i], err))
+			}
+			tc := fi.Layout.Tapes[0]
+			trace = append(trace, sim.RecallRequest{Volume: tc.Volume, Offset: tc.Position + tc.Offset, Size: tc.Length})
+		}
+		before := s.Library.Stats()
+		t0 := time.Now()
+		if _, err := c.Stage(ctx, paths, 0); err != nil {
+			fail(err)
+		}
+		// the server queues the paths in order while the call lasts: the
+		// trace spreads them over it, so the scheduler's "oldest first"
+		// sees the same order in both
+		staged := time.Since(t0).Seconds() * k
+		for i := range trace {
+			trace[i].Time = staged * float64(i+1) / float64(len(trace))
+		}
+		// poll until every file is on disk; a file's wait ends at the
+		// poll that sees it (50 ms wall: 5 s of library time at x100)
+		left := slices.Clone(paths)
+		var waits []float64
+		for len(left) > 0 {
+			time.Sleep(50 * time.Millisecond)
+			var still []string
+			for _, p := range left {
+				st, err := c.StageStatus(ctx, p)
+				if err != nil || st.State == api.StageFailed {
+					fail(fmt.Errorf("recall %s: %+v %v", p, st, err))
+				}
+				if st.State == api.StageResident {
+					waits = append(waits, time.Since(t0).Seconds()*k)
+				} else {
+					still = append(still, p)
+				}
+			}
+			left = still
+		}
+		st := s.Library.Stats()
+		r := &recallRun{drives: drives, rep: rep, files: picks, trace: filepath.Join(out, fmt.Sprintf("recall-d%d-r%d.csv", drives, rep))}
+		r.meas = recallOutcome{makespan: slices.Max(waits), mean: mean(waits), mounts: int(st.Mounts - before.Mounts), locates: int(st.Locates - before.Locates)}
+		var buf bytes.Buffer
+		if err := sim.WriteTrace(&buf, trace); err != nil {
+			fail(err)
+		}
+		if err := bench.WriteFile(r.trace, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
+			fail(err)
+		}
+		runs = append(runs, r)
+		if _, err := c.Purge(ctx, paths...); err != nil {
+			fail(err)
+		}
+	}
+	return runs
+}
+
+// emptyDrives dismounts every cartridge, so each run starts as the
+// simulator's does: all cartridges in their slots.
+func emptyDrives(ctx context.Context, lib *tape.Emulator) {
+	for _, d := range lib.Drives() {
+		if d.Volume != "" {
+			if err := lib.Dismount(ctx, d.ID); err != nil {
+				fail(err)
+			}
+		}
+	}
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}

@@ -1,0 +1,554 @@
+package sim
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-storage/strata/internal/chart"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/des"
+	"github.com/strata-storage/strata/internal/sched"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+// The tape library in virtual time. Drives and the robot follow package
+// tape's timing model — the same functions the emulated library sleeps on
+// (mount = robot exchange + load; dismount = rewind + unload + exchange;
+// locate by wrap and longitudinal distance; streaming at the native rate)
+// — and the recall queue is package sched's Scheduler, the code strata
+// serve's recaller runs, asked for decisions at virtual times. A study
+// therefore predicts what Strata itself will do with a library of that
+// shape and a recall load, and a change to the scheduler changes the
+// prediction with no second copy to keep in step.
+
+// TapeConfig is the library and the recall rules ([tape]). The rule keys
+// and their defaults are strata serve's ([hsm] recall_*).
+type TapeConfig struct {
+	Generation string `toml:"generation"` // LTO-5 … LTO-9
+	Drives     int    `toml:"drives"`
+	// Cartridges hold the files a synthetic workload recalls, written
+	// front to back as migration appends them.
+	Cartridges int `toml:"cartridges"`
+	// Capacity per cartridge; smaller than the generation's spreads the
+	// data over the whole tape, as the emulator does.
+	Capacity Size    `toml:"capacity"`
+	Fill     float64 `toml:"fill"` // fraction of each cartridge written (default 0.9)
+	// Buffer is the disk space free for recalled files (0: unlimited);
+	// BufferRate the disk pool's write bandwidth all drives share.
+	Buffer     Size `toml:"buffer"`
+	BufferRate Rate `toml:"buffer_rate"`
+	// OverheadMS is the server's own time per recalled file (catalog,
+	// placement, commit), between one file's last byte and the next
+	// locate; calibrated from a measured run.
+	OverheadMS     float64 `toml:"overhead_ms"`
+	RecallMinFiles *int    `toml:"recall_min_files"`
+	RecallMinBytes *Size   `toml:"recall_min_bytes"`
+	RecallMaxAge   string  `toml:"recall_max_age"`
+	RecallDrives   int     `toml:"recall_drives"`
+	// Poll is the recaller's own period: it decides when woken by a
+	// request or a drive, and also every Poll, which is when an age
+	// threshold is noticed (on average Poll/2 after it passes). Strata's
+	// recaller polls every 200 ms of wall time: 20 s of library time at a
+	// time scale of x100. Empty: noticed at once.
+	Poll string `toml:"poll"`
+
+	gen   tape.Generation
+	poll  time.Duration
+	rules sched.Rules
+}
+
+// fill checks the library and resolves the generation and rules.
+func (t *TapeConfig) fill() error {
+	if t.Generation == "" {
+		t.Generation = "LTO-9"
+	}
+	g, err := tape.LookupGeneration(t.Generation)
+	if err != nil {
+		return fmt.Errorf("tape.generation: %w", err)
+	}
+	t.gen = g
+	if t.Drives <= 0 {
+		t.Drives = 1
+	}
+	if t.Cartridges <= 0 {
+		t.Cartridges = 10
+	}
+	if t.Capacity <= 0 {
+		t.Capacity = Size(g.Capacity)
+	}
+	if t.Fill <= 0 || t.Fill > 1 {
+		if t.Fill != 0 {
+			return fmt.Errorf("tape.fill = %g: want a fraction in (0, 1]", t.Fill)
+		}
+		t.Fill = 0.9
+	}
+	def := config.Default().HSM
+	t.rules = sched.Rules{MinFiles: def.RecallMinFiles, MinBytes: int64(def.RecallMinBytes), Drives: t.RecallDrives}
+	if t.RecallMinFiles != nil {
+		t.rules.MinFiles = *t.RecallMinFiles
+	}
+	if t.RecallMinBytes != nil {
+		t.rules.MinBytes = int64(*t.RecallMinBytes)
+	}
+	age := def.RecallMaxAge
+	if t.RecallMaxAge != "" {
+		age = t.RecallMaxAge
+	}
+	if t.rules.MaxAge, err = time.ParseDuration(age); err != nil || t.rules.MaxAge < 0 {
+		return fmt.Errorf("tape.recall_max_age %q: want a duration like 2m", age)
+	}
+	if t.Poll != "" {
+		if t.poll, err = time.ParseDuration(t.Poll); err != nil || t.poll < 0 {
+			return fmt.Errorf("tape.poll %q: want a duration like 20s", t.Poll)
+		}
+	}
+	return nil
+}
+
+// drives is how many drives recalls may hold at once.
+func (t *TapeConfig) recallDrives() int {
+	if t.rules.Drives > 0 && t.rules.Drives < t.Drives {
+		return t.rules.Drives
+	}
+	return t.Drives
+}
+
+// RecallResult is what a recall run reports: throughput, how long users
+// waited, and where the drives' time went.
+type RecallResult struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// Seconds is first request to last file on disk.
+	Seconds float64 `json:"seconds"`
+	MBps    float64 `json:"mb_per_s"`
+	// Latency is request to file on disk, seconds.
+	Mean float64 `json:"latency_mean_s"`
+	P50  float64 `json:"latency_p50_s"`
+	P95  float64 `json:"latency_p95_s"`
+	P99  float64 `json:"latency_p99_s"`
+	Max  float64 `json:"latency_max_s"`
+	// Mounts and Locates over all drives.
+	Mounts  int `json:"mounts"`
+	Locates int `json:"locates"`
+	// Drive time, as fractions of drives × Seconds.
+	Mounting    float64 `json:"mounting"`
+	Positioning float64 `json:"positioning"`
+	Transfer    float64 `json:"transfer"`
+	Overhead    float64 `json:"overhead"`
+	Idle        float64 `json:"idle"`
+}
+
+// RecallRequest is one recall of a trace: at Time seconds, Size bytes at
+// byte Offset of cartridge Volume.
+type RecallRequest struct {
+	Time   float64
+	Volume string
+	Offset int64
+	Size   int64
+}
+
+// ReadTrace reads a recall trace: CSV rows of time_s, volume, offset,
+// size (a header row is allowed), as bench/hsmbench --parts recall writes
+// them.
+func ReadTrace(r io.Reader) ([]RecallRequest, error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = 4
+	var out []RecallRequest
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		if line == 1 && rec[0] == "time_s" {
+			continue
+		}
+		t, e1 := strconv.ParseFloat(rec[0], 64)
+		off, e2 := strconv.ParseInt(rec[2], 10, 64)
+		size, e3 := strconv.ParseInt(rec[3], 10, 64)
+		if err := errors.Join(e1, e2, e3); err != nil || t < 0 || math.IsNaN(t) || math.IsInf(t, 0) || off < 0 || size < 0 || rec[1] == "" {
+			return nil, fmt.Errorf("trace: row %d: want time_s ≥ 0, volume, offset ≥ 0, size ≥ 0: %q", line, strings.Join(rec, ","))
+		}
+		out = append(out, RecallRequest{Time: t, Volume: rec[1], Offset: off, Size: size})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("trace: no requests")
+	}
+	return out, nil
+}
+
+// WriteTrace writes reqs in ReadTrace's format.
+func WriteTrace(w io.Writer, reqs []RecallRequest) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"time_s", "volume", "offset", "size"})
+	for _, q := range reqs {
+		cw.Write([]string{strconv.FormatFloat(q.Time, 'f', -1, 64), q.Volume, strconv.FormatInt(q.Offset, 10), strconv.FormatInt(q.Size, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// recallRequests is the study's workload: its trace, or files drawn at
+// random (without repeats) from the cartridges' contents, arriving all at
+// once or as a Poisson stream.
+func (c *Config) recallRequests(s *des.Sim) ([]RecallRequest, error) {
+	w, t := c.Workload, c.Tape
+	if w.Trace != "" {
+		p := w.Trace
+		if !filepath.IsAbs(p) && c.dir != "" {
+			p = filepath.Join(c.dir, p)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("workload.trace: %w", err)
+		}
+		defer f.Close()
+		return ReadTrace(f)
+	}
+	perCart := int64(t.Fill * float64(t.Capacity) / float64(w.File))
+	if perCart < 1 {
+		return nil, fmt.Errorf("workload.file_size %s does not fit on a %s cartridge", chart.SizeStr(int64(w.File)), chart.SizeStr(int64(t.Capacity)))
+	}
+	spread := t.Cartridges
+	if w.Spread > 0 && w.Spread < spread {
+		spread = w.Spread
+	}
+	if int64(w.Files) > int64(spread)*perCart {
+		return nil, fmt.Errorf("workload.files = %d: the %d cartridges hold only %d files of %s", w.Files, spread, int64(spread)*perCart, chart.SizeStr(int64(w.File)))
+	}
+	pick := s.Rand(0, 1)
+	gap := s.Rand(0, 2)
+	seen := make(map[int64]bool, w.Files) // membership only, never iterated
+	out := make([]RecallRequest, 0, w.Files)
+	now := 0.0
+	for len(out) < w.Files {
+		cart, slot := pick.IntN(spread), pick.Int64N(perCart)
+		k := int64(cart)*perCart + slot
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if w.ArrivalRate > 0 && len(out) > 0 {
+			now += gap.ExpFloat64() / w.ArrivalRate
+		}
+		out = append(out, RecallRequest{Time: now, Volume: fmt.Sprintf("V%05d", cart), Offset: slot * int64(w.File), Size: int64(w.File)})
+	}
+	return out, nil
+}
+
+// event kinds for the fingerprint
+const (
+	evTapeArrive uint16 = 50 + iota
+	evTapeDecide
+	evTapeRobot
+	evTapeLoad
+	evTapeUnload
+	evTapeLocate
+	evTapeXfer
+	evTapeCommit
+	evTapeAge
+)
+
+type tdrive struct {
+	id    string
+	idx   int32
+	vol   string
+	off   int64
+	busy  bool
+	head  *des.Resource
+	stats tape.Stats
+	over  des.Time
+}
+
+type recallModel struct {
+	sim     *des.Sim
+	g       tape.Generation
+	cap     int64
+	rules   sched.Rules
+	sch     *sched.Scheduler
+	drives  []*tdrive
+	byID    map[string]*tdrive // lookup only
+	robot   des.Time           // when the robot is next free
+	buf     *des.Resource
+	free    int64
+	over    des.Time
+	reqs    []RecallRequest
+	queued  []des.Time // by request ID
+	doneAt  []des.Time
+	decide  *des.Event
+	ageWake *des.Event
+	done    int
+	poll    time.Duration
+}
+
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (m *recallModel) now() time.Time { return epoch.Add(time.Duration(m.sim.Now())) }
+
+func (m *recallModel) pos(off int64) tape.Position { return m.g.PositionIn(off, m.cap) }
+
+// runRecall simulates the study's recalls through Strata's scheduler.
+func runRecall(c *Config, seed uint64) (*Result, error) {
+	s := des.NewSim(seed)
+	t := c.Tape
+	reqs, err := c.recallRequests(s)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
+	}
+	slices.SortStableFunc(reqs, func(a, b RecallRequest) int { return compareFloat(a.Time, b.Time) })
+	m := &recallModel{sim: s, g: t.gen, cap: int64(t.Capacity), rules: t.rules, sch: sched.New(t.rules),
+		byID: map[string]*tdrive{}, reqs: reqs, queued: make([]des.Time, len(reqs)), doneAt: make([]des.Time, len(reqs)),
+		free: math.MaxInt64 / 2, over: des.FromSeconds(t.OverheadMS / 1e3), poll: t.poll}
+	if t.Buffer > 0 {
+		m.free = int64(t.Buffer)
+	}
+	if t.BufferRate > 0 {
+		m.buf = s.Fluid.NewResource("recall buffer", float64(t.BufferRate))
+	}
+	for i := 0; i < t.Drives; i++ {
+		d := &tdrive{id: fmt.Sprintf("drive%d", i), idx: int32(i)}
+		d.head = s.Fluid.NewResource(d.id, t.gen.Rate)
+		m.drives = append(m.drives, d)
+		m.byID[d.id] = d
+	}
+	// arrivals chain: one pending event, however long the trace
+	var arrive func(i int)
+	arrive = func(i int) {
+		q := reqs[i]
+		m.queued[i] = s.Now()
+		m.sch.Add(sched.Request{ID: int64(i), Key: strconv.Itoa(i), Volume: q.Volume, Offset: q.Offset, Size: q.Size, Queued: m.now()})
+		m.poke()
+		if i+1 < len(reqs) {
+			s.Schedule(des.FromSeconds(reqs[i+1].Time), 0, evTapeArrive, int32(i+1), func() { arrive(i + 1) })
+		}
+	}
+	s.Schedule(des.FromSeconds(reqs[0].Time), 0, evTapeArrive, 0, func() { arrive(0) })
+	s.LimitEvents(2e9)
+	if _, err := s.Run(des.Forever); err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
+	}
+	if m.done != len(reqs) {
+		return nil, fmt.Errorf("sim: %s: %d of %d recalls never completed (the rules never let their cartridge be mounted?)", c.Name, len(reqs)-m.done, len(reqs))
+	}
+	return m.result(c, seed), nil
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// poke asks for a scheduling decision once the events of this instant are
+// done (priority 1 runs after them), as the recaller's loop does when
+// woken: requests arriving together are decided on together.
+func (m *recallModel) poke() {
+	if m.decide.Pending() {
+		return
+	}
+	m.decide = m.sim.Schedule(m.sim.Now(), 1, evTapeDecide, 0, m.decideNow)
+}
+
+func (m *recallModel) decideNow() {
+	ds := make([]sched.Drive, len(m.drives))
+	for i, d := range m.drives {
+		ds[i] = sched.Drive{ID: d.id, Volume: d.vol, Busy: d.busy}
+	}
+	for _, dec := range m.sch.Next(m.now(), ds, m.free) {
+		d := m.byID[dec.Drive]
+		d.busy = true
+		for _, q := range dec.Requests {
+			m.free -= q.Size
+		}
+		m.serve(d, dec)
+	}
+	m.wakeForAge()
+}
+
+// wakeForAge schedules a decision for when the oldest waiting request
+// reaches the rules' age, the one threshold that time alone crosses.
+func (m *recallModel) wakeForAge() {
+	if m.sch.Len() == 0 || m.rules.MaxAge <= 0 {
+		return
+	}
+	var at des.Time = des.Forever
+	for _, v := range m.sch.Summary(m.now()) {
+		if v.Drive != "" {
+			continue // served when its drive is done, without a threshold
+		}
+		if t := des.Time(v.Oldest.Sub(epoch) + m.rules.MaxAge); t < at {
+			at = t
+		}
+	}
+	if at == des.Forever || at <= m.sim.Now() {
+		return
+	}
+	at += des.Duration(m.poll / 2)
+	if m.ageWake.Pending() {
+		if m.ageWake.At() <= at {
+			return
+		}
+		m.sim.Cancel(m.ageWake)
+	}
+	m.ageWake = m.sim.Schedule(at, 1, evTapeAge, 0, m.poke)
+}
+
+// after runs fn once d has spent dt, charged to counter.
+func (m *recallModel) after(d *tdrive, dt des.Time, counter *time.Duration, kind uint16, fn func()) {
+	*counter += time.Duration(dt)
+	m.sim.After(dt, kind, d.idx, fn)
+}
+
+// robotMove takes the one robot for an exchange (first come, first served,
+// as the emulator's robot token is), waiting if it is busy.
+func (m *recallModel) robotMove(d *tdrive, fn func()) {
+	start := max(m.sim.Now(), m.robot)
+	m.robot = start + des.Duration(m.g.Exchange)
+	d.stats.Mounting += time.Duration(m.robot - m.sim.Now())
+	m.sim.Schedule(m.robot, 0, evTapeRobot, d.idx, fn)
+}
+
+// serve runs a decision as the recaller's serve does: dismount what the
+// drive holds if another cartridge is wanted, mount, then each request in
+// the scheduler's order: locate, stream into the disk buffer, commit.
+func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
+	reqs := dec.Requests
+	var next func(i int)
+	next = func(i int) {
+		if i == len(reqs) {
+			d.busy = false
+			m.sch.Done(dec.Volume, nil)
+			m.poke()
+			return
+		}
+		q := reqs[i]
+		read := func() {
+			d.off = q.Offset
+			f := &des.Flow{Path: []*des.Resource{d.head}, Size: q.Size, Kind: evTapeXfer, Obj: d.idx}
+			if m.buf != nil {
+				f.Path = append(f.Path, m.buf)
+			}
+			start := m.sim.Now()
+			f.Done = func() {
+				d.stats.Transfer += time.Duration(m.sim.Now() - start)
+				d.stats.BytesRead += q.Size
+				d.off += q.Size
+				m.sim.After(m.over, evTapeCommit, d.idx, func() {
+					d.over += m.over
+					m.doneAt[q.ID] = m.sim.Now()
+					m.done++
+					next(i + 1)
+				})
+			}
+			m.sim.Fluid.Start(f)
+		}
+		if d.off == q.Offset {
+			read()
+			return
+		}
+		// A cartridge just loaded sits before its label (off −1): the
+		// first read always locates, even to the first tape file.
+		dt := m.g.LocateTime(m.pos(d.off), m.pos(q.Offset))
+		if dt == 0 {
+			dt = m.g.LocateStart
+		}
+		d.stats.Locates++
+		m.after(d, des.Duration(dt), &d.stats.Positioning, evTapeLocate, read)
+	}
+	mount := func() {
+		if !dec.Mount {
+			next(0)
+			return
+		}
+		m.robotMove(d, func() {
+			m.after(d, des.Duration(m.g.Load), &d.stats.Mounting, evTapeLoad, func() {
+				d.vol, d.off = dec.Volume, -1
+				d.stats.Mounts++
+				next(0)
+			})
+		})
+	}
+	if !dec.Mount || d.vol == "" {
+		mount()
+		return
+	}
+	m.after(d, des.Duration(m.g.RewindTime(m.pos(d.off))), &d.stats.Positioning, evTapeUnload, func() {
+		d.off = 0
+		m.after(d, des.Duration(m.g.Unload), &d.stats.Mounting, evTapeUnload, func() {
+			m.robotMove(d, func() {
+				d.vol = ""
+				d.stats.Dismounts++
+				mount()
+			})
+		})
+	})
+}
+
+func (m *recallModel) result(c *Config, seed uint64) *Result {
+	s := m.sim
+	rr := &RecallResult{Files: len(m.reqs)}
+	var first, last des.Time = des.Forever, 0
+	lat := make([]float64, len(m.reqs))
+	sum := 0.0
+	for i, q := range m.reqs {
+		rr.Bytes += q.Size
+		first, last = min(first, m.queued[i]), max(last, m.doneAt[i])
+		lat[i] = (m.doneAt[i] - m.queued[i]).Seconds()
+		sum += lat[i]
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return round3(lat[min(len(lat)-1, int(math.Ceil(p*float64(len(lat))))-1)]) }
+	rr.Mean = round3(sum / float64(len(lat)))
+	rr.P50, rr.P95, rr.P99, rr.Max = pct(0.50), pct(0.95), pct(0.99), round3(lat[len(lat)-1])
+	span := last - first
+	rr.Seconds = round3(span.Seconds())
+	if span > 0 {
+		rr.MBps = round3(float64(rr.Bytes) / span.Seconds() / 1e6)
+	}
+	var st tape.Stats
+	var over des.Time
+	for _, d := range m.drives {
+		st.Mounts += d.stats.Mounts
+		st.Locates += d.stats.Locates
+		st.Mounting += d.stats.Mounting
+		st.Positioning += d.stats.Positioning
+		st.Transfer += d.stats.Transfer
+		over += d.over
+	}
+	rr.Mounts, rr.Locates = int(st.Mounts), int(st.Locates)
+	if total := float64(span) * float64(len(m.drives)); total > 0 {
+		rr.Mounting = round3(float64(st.Mounting) / total)
+		rr.Positioning = round3(float64(st.Positioning) / total)
+		rr.Transfer = round3(float64(st.Transfer) / total)
+		rr.Overhead = round3(float64(over) / total)
+		rr.Idle = round3(math.Max(0, 1-rr.Mounting-rr.Positioning-rr.Transfer-rr.Overhead))
+	}
+	return &Result{Name: c.Name, Seed: seed, Op: "recall", Bytes: rr.Bytes, Seconds: rr.Seconds, MBps: rr.MBps,
+		Events: s.Events(), Fingerprint: fmt.Sprintf("%016x", s.Fingerprint()), Recall: rr, Bound: Bound(c)}
+}
+
+// recallBound is the analytic side of a recall study: drives streaming at
+// the native rate, and the disk buffer they land in. Mounts and locates
+// only lower what the drives reach; the DES says by how much.
+func (c *Config) recallBound(add func(name, what string, bps float64)) {
+	t := c.Tape
+	d := t.recallDrives()
+	add("D·T", fmt.Sprintf("%d %s drives × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
+	add("buffer", "recall buffer writes "+mbps(float64(t.BufferRate)), float64(t.BufferRate))
+}
