@@ -116,7 +116,7 @@ func TestRecallRules(t *testing.T) {
 	// one drive at a time, each on an empty drive (no dismounts): four
 	// mounts, locates and reads in a row
 	each := g.MountTime() + g.LocateTime(tape.Position{}, g.PositionOf(1e12)) + g.TransferTime(1e9)
-	if got := time.Duration(quota.Seconds * 1e9); (got - 4*each).Abs() > time.Millisecond || all.Seconds >= quota.Seconds/2 {
+	if got := time.Duration(quota.Seconds * 1e9); (got-4*each).Abs() > time.Millisecond || all.Seconds >= quota.Seconds/2 {
 		t.Errorf("recall_drives = 1 took %v (want %v), 4 drives %.0f s", got, 4*each, all.Seconds)
 	}
 	if all.Mounts != 4 || quota.Mounts != 4 {
