@@ -59,7 +59,7 @@ func (h *HSMConfig) defaults() {
 		h.Aggregate = 1 << 30
 	}
 	if h.FlushBytes <= 0 {
-		h.FlushBytes = 16 << 30
+		h.FlushBytes = sched.DefaultFlushBytes
 	}
 	if h.HighWater <= 0 {
 		h.HighWater = 0.9

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
@@ -132,26 +133,27 @@ type batch struct {
 }
 
 // batches groups files into tape files of about cfg.Aggregate bytes, in
-// the order given (bitfile order: files written together stay together).
+// the order given (bitfile order: files written together stay together),
+// by sched.Aggregate — the rule strata sim models migration with.
 func (h *hsm) batches(cands []catalog.Candidate) []batch {
-	var out []batch
-	var cur batch
-	for _, cd := range cands {
-		if len(cur.files) > 0 && (cur.bytes+cd.Bitfile.Size > h.cfg.Aggregate || len(cur.files) >= maxAggregateFiles) {
-			out = append(out, cur)
-			cur = batch{}
-		}
-		cur.files = append(cur.files, cd)
-		cur.bytes += cd.Bitfile.Size
+	sizes := make([]int64, len(cands))
+	for i, cd := range cands {
+		sizes[i] = cd.Bitfile.Size
 	}
-	if len(cur.files) > 0 {
-		out = append(out, cur)
+	starts := sched.Aggregate(sizes, h.cfg.Aggregate)
+	out := make([]batch, len(starts))
+	for k, from := range starts {
+		to := len(cands)
+		if k+1 < len(starts) {
+			to = starts[k+1]
+		}
+		for _, cd := range cands[from:to] {
+			out[k].files = append(out[k].files, cd)
+			out[k].bytes += cd.Bitfile.Size
+		}
 	}
 	return out
 }
-
-// maxAggregateFiles bounds a tape file's header.
-const maxAggregateFiles = 10000
 
 func (h *hsm) migratePass(ctx context.Context, cands []catalog.Candidate) (api.HSMResult, error) {
 	work := make(chan batch)

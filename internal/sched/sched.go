@@ -361,3 +361,34 @@ func sortByPosition(rs []Request) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 }
+
+// MaxAggregateFiles bounds the files in one tape file (its header lists
+// them all).
+const MaxAggregateFiles = 10000
+
+// DefaultFlushBytes is how much a migration stream writes between
+// synchronising file marks: a flush costs seconds, so it is paid per tens
+// of gigabytes, not per tape file, as CTA does.
+const DefaultFlushBytes = 16 << 30
+
+// Aggregate groups files, in the order given, into tape files of about
+// target bytes: a tape file is closed when the next file would take it
+// past target or past MaxAggregateFiles (a file larger than target is a
+// tape file of its own). It returns the index of the first file of each
+// group. Migration (and the simulator's model of it) both use it.
+func Aggregate(sizes []int64, target int64) []int {
+	var starts []int
+	var bytes int64
+	n := 0
+	for i, s := range sizes {
+		if n > 0 && (bytes+s > target || n >= MaxAggregateFiles) {
+			bytes, n = 0, 0
+		}
+		if n == 0 {
+			starts = append(starts, i)
+		}
+		bytes += s
+		n++
+	}
+	return starts
+}

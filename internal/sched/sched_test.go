@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -305,4 +306,27 @@ func BenchmarkQueue100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(worst)/1e6, "worst-ms/decision")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rounds)/1e6, "ms/round")
+}
+
+func TestAggregate(t *testing.T) {
+	for _, c := range []struct {
+		sizes  []int64
+		target int64
+		want   []int
+	}{
+		{nil, 10, nil},
+		{[]int64{3, 3, 3, 3}, 10, []int{0, 3}},
+		{[]int64{20, 1, 1}, 10, []int{0, 1}},    // a large file is a tape file of its own
+		{[]int64{1, 20, 1}, 10, []int{0, 1, 2}}, // and closes the one before
+		{[]int64{5, 5, 5}, 10, []int{0, 2}},     // exactly the target fits
+		{[]int64{0, 0, 0}, 0, []int{0}},         // empty files fit any target
+	} {
+		if got := sched.Aggregate(c.sizes, c.target); !slices.Equal(got, c.want) {
+			t.Errorf("sched.Aggregate(%v, %d) = %v, want %v", c.sizes, c.target, got, c.want)
+		}
+	}
+	many := make([]int64, sched.MaxAggregateFiles+1)
+	if got := sched.Aggregate(many, 1<<30); !slices.Equal(got, []int{0, sched.MaxAggregateFiles}) {
+		t.Errorf("%d empty files: groups start at %v", len(many), got)
+	}
 }

@@ -38,7 +38,7 @@ func Bound(c *Config) BoundResult {
 			b.Terms = append(b.Terms, Term{Name: name, What: what, MBps: round3(bps / 1e6)})
 		}
 	}
-	if w.Op == "recall" {
+	if w.Op == "recall" || w.Op == "migrate" {
 		c.recallBound(add)
 		return b.bind()
 	}
@@ -75,6 +75,10 @@ func Bound(c *Config) BoundResult {
 	add("P·L", fmt.Sprintf("%d device ports × %s", devs, mbps(float64(c.Storage.Link))), float64(devs)*float64(c.Storage.Link))
 	dev, what := c.deviceRate()
 	add("P·R", fmt.Sprintf("%d × %s", devs, what), float64(devs)*dev)
+	if cp := c.Storage.Curve; c.Storage.Kind == "curve" {
+		r := cp.sharedRate(w.Op != "read")
+		add("M·shared", fmt.Sprintf("%d servers × %s shared by their devices", servers, mbps(r)), float64(servers)*r)
+	}
 	if t := c.randomService(); t > 0 {
 		// a closed loop: no more than streams × depth requests in
 		// flight, none faster than one device's service time

@@ -82,7 +82,7 @@ type StorageConfig struct {
 // WorkloadConfig: streams, as strata bench runs them, or recalls from
 // tape.
 type WorkloadConfig struct {
-	Op      string `toml:"op"`      // write, read, mixed (half the streams each), recall
+	Op      string `toml:"op"`      // write, read, mixed (half the streams each), recall, migrate
 	Streams int    `toml:"streams"` // per client
 	Record  Size   `toml:"record"`
 	File    Size   `toml:"file_size"`
@@ -187,9 +187,9 @@ func (c *Config) fill() error {
 	switch w.Op {
 	case "":
 		w.Op = "write"
-	case "write", "read", "mixed", "recall":
+	case "write", "read", "mixed", "recall", "migrate":
 	default:
-		return fmt.Errorf("workload.op %q: want write, read, mixed or recall", w.Op)
+		return fmt.Errorf("workload.op %q: want write, read, mixed, recall or migrate", w.Op)
 	}
 	switch w.Layout {
 	case "":

@@ -31,6 +31,11 @@ type CurveParams struct {
 	// sectors, an SSD whole pages).
 	ReadGranule  Size `toml:"read_granule"`
 	WriteGranule Size `toml:"write_granule"`
+	// Shared rates, when set, are the most all of one server's curve
+	// devices move together: the machine they share (CPUs, memory
+	// copy, the one disk under several device directories).
+	SharedReadRate  Rate `toml:"shared_read_rate"`
+	SharedWriteRate Rate `toml:"shared_write_rate"`
 }
 
 // Piece is one segment of a piecewise t(s) = t0 + s/R fit.
@@ -43,18 +48,20 @@ type Piece struct {
 // CurveDevice is a fluid device: each request waits its t0, then flows
 // through the device's resource, shared max-min with the other streams.
 type CurveDevice struct {
-	sim *des.Sim
-	p   CurveParams
-	res *des.Resource
-	id  int32
-	out int // requests in the device (for Flush)
-	wt  []func()
+	sim    *des.Sim
+	p      CurveParams
+	res    *des.Resource
+	shared *des.Resource // the server's shared limit, or nil
+	id     int32
+	out    int // requests in the device (for Flush)
+	wt     []func()
 }
 
 // NewCurveDevice makes a curve device; write says which rate bounds the
-// shared resource (a study's streams read or write, rarely both).
-func NewCurveDevice(s *des.Sim, id int32, name string, p CurveParams, write bool) *CurveDevice {
-	d := &CurveDevice{sim: s, p: p, id: id}
+// shared resource (a study's streams read or write, rarely both). shared,
+// if not nil, is the limit the server's devices share.
+func NewCurveDevice(s *des.Sim, id int32, name string, p CurveParams, write bool, shared *des.Resource) *CurveDevice {
+	d := &CurveDevice{sim: s, p: p, id: id, shared: shared}
 	rate := float64(p.ReadRate)
 	if write {
 		rate = float64(p.WriteRate)
@@ -64,6 +71,14 @@ func NewCurveDevice(s *des.Sim, id int32, name string, p CurveParams, write bool
 		d.res.CapN = func(n int) float64 { return rate * interp(p.Streams, sc, n) }
 	}
 	return d
+}
+
+// sharedRate is the server-wide limit for the operation (0: none).
+func (p *CurveParams) sharedRate(write bool) float64 {
+	if write {
+		return float64(p.SharedWriteRate)
+	}
+	return float64(p.SharedReadRate)
 }
 
 // scale is capacity(n)/capacity(1) for the operation, nil if not given.
@@ -129,7 +144,11 @@ func (d *CurveDevice) op(write bool, size int64, done func()) {
 	}
 	moved := max(size, int64(g))
 	d.sim.After(t0, evCurve, d.id, func() {
-		d.sim.Fluid.Start(&des.Flow{Path: []*des.Resource{d.res}, Limit: rate, Size: moved, Done: end, Kind: evCurve, Obj: d.id})
+		path := []*des.Resource{d.res}
+		if d.shared != nil {
+			path = append(path, d.shared)
+		}
+		d.sim.Fluid.Start(&des.Flow{Path: path, Limit: rate, Size: moved, Done: end, Kind: evCurve, Obj: d.id})
 	})
 }
 

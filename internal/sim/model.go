@@ -30,8 +30,9 @@ type Result struct {
 	// capacity: where the DES says the limit is.
 	Busiest string      `json:"busiest,omitempty"`
 	Bound   BoundResult `json:"bound"`
-	// Recall is set for recall studies.
-	Recall *RecallResult `json:"recall,omitempty"`
+	// Recall and Migrate are set for tape studies.
+	Recall  *RecallResult  `json:"recall,omitempty"`
+	Migrate *MigrateResult `json:"migrate,omitempty"`
 }
 
 // model is a built simulation.
@@ -76,6 +77,10 @@ func build(c *Config, seed uint64) (*model, error) {
 	dp := c.diskParams()
 	devID := int32(0)
 	for j := range srv {
+		var shared *des.Resource
+		if cp := c.Storage.Curve; c.Storage.Kind == "curve" {
+			shared = newRes(fmt.Sprintf("server%d.shared", j), cp.sharedRate(w.Op != "read"))
+		}
 		srv[j].up = newRes(fmt.Sprintf("server%d.nic.out", j), float64(c.Servers.NIC))
 		srv[j].down = newRes(fmt.Sprintf("server%d.nic.in", j), float64(c.Servers.NIC))
 		srv[j].copy = newRes(fmt.Sprintf("server%d.copy", j), float64(c.Servers.Copy))
@@ -89,7 +94,7 @@ func build(c *Config, seed uint64) (*model, error) {
 			case "raid5":
 				d = NewArray(s, devID, c.Storage.Array, dp)
 			case "curve":
-				cd := NewCurveDevice(s, devID, fmt.Sprintf("server%d.dev%d", j, k), *c.Storage.Curve, w.Op != "read")
+				cd := NewCurveDevice(s, devID, fmt.Sprintf("server%d.dev%d", j, k), *c.Storage.Curve, w.Op != "read", shared)
 				m.res = append(m.res, cd.res)
 				d = cd
 			}
@@ -176,8 +181,11 @@ func build(c *Config, seed uint64) (*model, error) {
 
 // Run simulates the study once.
 func Run(c *Config, seed uint64) (*Result, error) {
-	if c.Workload.Op == "recall" {
+	switch c.Workload.Op {
+	case "recall":
 		return runRecall(c, seed)
+	case "migrate":
+		return runMigrate(c, seed)
 	}
 	m, err := build(c, seed)
 	if err != nil {

@@ -49,6 +49,16 @@ func WriteResult(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 		return tw.Flush()
 	}
+	if x := r.Migrate; x != nil {
+		fmt.Fprintf(tw, "migrated\t%.2f MB/s\t%d files, %s in %d tape files on %d cartridges, %d passes; %s from the first file to the last on tape\n",
+			x.MBps, x.Files, chart.SizeStr(x.Bytes), x.TapeFiles, x.Cartridges, x.Passes, hms(x.Seconds))
+		fmt.Fprintf(tw, "time to tape\tmean %s\tp95 %s, max %s (creation to the flush after it)\n", hms(x.Mean), hms(x.P95), hms(x.Max))
+		fmt.Fprintf(tw, "drives\t%d mounts, %d flushes\ttime mounting %.1f%%, positioning and flushing %.1f%%, streaming %.1f%%, idle %.1f%% (while passes run)\n",
+			x.Mounts, x.Flushes, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Idle)
+		fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
+		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
+		return tw.Flush()
+	}
 	fmt.Fprintf(tw, "aggregate\t%.2f MB/s\t%d streams, %s %s in %.3f s simulated, %.0f requests/s\n", r.MBps, r.Streams, r.Op, chart.SizeStr(r.Bytes), r.Seconds, r.IOPS)
 	if r.ReadMBps > 0 && r.WriteMBps > 0 {
 		fmt.Fprintf(tw, "readers\t%.2f MB/s\t\n", r.ReadMBps)
@@ -111,8 +121,8 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 			row = append(row, "error: "+p.Error)
 		} else {
 			x := p.Result
-			if c := x.Recall; c != nil {
-				row = append(row, f2(x.MBps), hms(c.Mean), hms(c.P95), hms(c.Max), strconv.Itoa(c.Mounts), f2(x.Bound.MBps), strconv.FormatUint(x.Events, 10))
+			if mean, p95, mx, mounts, ok := tapeSummary(x); ok {
+				row = append(row, f2(x.MBps), hms(mean), hms(p95), hms(mx), strconv.Itoa(mounts), f2(x.Bound.MBps), strconv.FormatUint(x.Events, 10))
 			} else {
 				row = append(row, f2(x.MBps), f2(x.ReadMBps), f2(x.WriteMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
 			}
@@ -126,14 +136,27 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	return err
 }
 
-// recall says whether the sweep is of recall runs.
+// recall says whether the sweep is of tape runs (recall or migration).
 func (r *SweepResult) recall() bool {
 	for _, p := range r.Points {
 		if p.Result != nil {
-			return p.Result.Recall != nil
+			_, _, _, _, ok := tapeSummary(p.Result)
+			return ok
 		}
 	}
 	return false
+}
+
+// tapeSummary is a tape run's waits (recall: request to disk; migration:
+// creation to tape) and mounts.
+func tapeSummary(r *Result) (mean, p95, max float64, mounts int, ok bool) {
+	if c := r.Recall; c != nil {
+		return c.Mean, c.P95, c.Max, c.Mounts, true
+	}
+	if c := r.Migrate; c != nil {
+		return c.Mean, c.P95, c.Max, c.Mounts, true
+	}
+	return 0, 0, 0, 0, false
 }
 
 func f2(v float64) string {
@@ -147,7 +170,7 @@ func f2(v float64) string {
 func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
 	cw.Write(append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error",
-		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts"))
+		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts", "ops_per_s"))
 	for _, p := range r.Points {
 		var row []string
 		for _, k := range r.Keys {
@@ -155,13 +178,14 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 		}
 		if x := p.Result; x != nil {
 			row = append(row, ftoa(x.MBps), ftoa(x.ReadMBps), ftoa(x.WriteMBps), ftoa(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10), x.Fingerprint, "")
-			if c := x.Recall; c != nil {
-				row = append(row, ftoa(c.Mean), ftoa(c.P95), ftoa(c.Max), strconv.Itoa(c.Mounts))
+			if mean, p95, mx, mounts, ok := tapeSummary(x); ok {
+				row = append(row, ftoa(mean), ftoa(p95), ftoa(mx), strconv.Itoa(mounts))
 			} else {
 				row = append(row, "", "", "", "")
 			}
+			row = append(row, ftoa(x.IOPS))
 		} else {
-			row = append(row, "", "", "", "", "", "", "", p.Error, "", "", "", "")
+			row = append(row, "", "", "", "", "", "", "", p.Error, "", "", "", "", "")
 		}
 		cw.Write(row)
 	}
@@ -197,17 +221,17 @@ func numeric(v string) (float64, bool) {
 
 // recallMetric is a recall run's value of a latency or mount metric.
 func recallMetric(r *Result, metric string) (float64, bool) {
-	c := r.Recall
-	if c == nil {
+	mean, p95, _, mounts, ok := tapeSummary(r)
+	if !ok {
 		return 0, false
 	}
 	switch metric {
 	case "latency_mean":
-		return c.Mean, true
+		return mean, true
 	case "latency_p95":
-		return c.P95, true
+		return p95, true
 	case "mounts":
-		return float64(c.Mounts), true
+		return float64(mounts), true
 	}
 	return 0, false
 }
@@ -291,9 +315,9 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 	case "per_stream":
 		yl = "MB/s per stream"
 	case "latency_mean":
-		yl = "mean recall wait, s"
+		yl = "mean wait, s (recall: to disk; migration: to tape)"
 	case "latency_p95":
-		yl = "p95 recall wait, s"
+		yl = "p95 wait, s"
 	case "mounts":
 		yl = "mounts"
 	case "iops":

@@ -60,10 +60,21 @@ type TapeConfig struct {
 	// recaller polls every 200 ms of wall time: 20 s of library time at a
 	// time scale of x100. Empty: noticed at once.
 	Poll string `toml:"poll"`
+	// Migration (workload.op = "migrate"), with strata serve's [hsm]
+	// keys and defaults: streams, tape file size, the policy's period
+	// and age; flush_bytes is the data between synchronising file marks.
+	MigrateDrives *int   `toml:"migrate_drives"`
+	Aggregate     Size   `toml:"aggregate"`
+	FlushBytes    Size   `toml:"flush_bytes"`
+	MigrateEvery  string `toml:"migrate_every"`
+	MigrateAfter  string `toml:"migrate_after"`
 
-	gen   tape.Generation
-	poll  time.Duration
-	rules sched.Rules
+	gen           tape.Generation
+	poll          time.Duration
+	migrateDrives int
+	migrateEvery  time.Duration
+	migrateAfter  time.Duration
+	rules         sched.Rules
 }
 
 // fill checks the library and resolves the generation and rules.
@@ -105,6 +116,33 @@ func (t *TapeConfig) fill() error {
 	}
 	if t.rules.MaxAge, err = time.ParseDuration(age); err != nil || t.rules.MaxAge < 0 {
 		return fmt.Errorf("tape.recall_max_age %q: want a duration like 2m", age)
+	}
+	t.migrateDrives = def.MigrateDrives
+	if t.MigrateDrives != nil {
+		t.migrateDrives = *t.MigrateDrives
+	}
+	if t.migrateDrives < 1 {
+		return fmt.Errorf("tape.migrate_drives = %d: want at least 1", t.migrateDrives)
+	}
+	if t.Aggregate <= 0 {
+		t.Aggregate = def.Aggregate
+	}
+	if t.FlushBytes <= 0 {
+		t.FlushBytes = sched.DefaultFlushBytes
+	}
+	for _, x := range []struct {
+		key, v, def string
+		dst         *time.Duration
+	}{{"migrate_every", t.MigrateEvery, def.MigrateEvery, &t.migrateEvery}, {"migrate_after", t.MigrateAfter, def.MigrateAfter, &t.migrateAfter}} {
+		v := x.v
+		if v == "" {
+			v = x.def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || x.key == "migrate_every" && d == 0 {
+			return fmt.Errorf("tape.%s %q: want a duration like %s", x.key, v, x.def)
+		}
+		*x.dst = d
 	}
 	if t.Poll != "" {
 		if t.poll, err = time.ParseDuration(t.Poll); err != nil || t.poll < 0 {
@@ -549,6 +587,12 @@ func (m *recallModel) result(c *Config, seed uint64) *Result {
 func (c *Config) recallBound(add func(name, what string, bps float64)) {
 	t := c.Tape
 	d := t.recallDrives()
+	if c.Workload.Op == "migrate" {
+		d = min(t.migrateDrives, t.Drives)
+		add("D·T", fmt.Sprintf("%d %s drives migrating × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
+		add("disk", "disk reads "+mbps(float64(t.BufferRate)), float64(t.BufferRate))
+		return
+	}
 	add("D·T", fmt.Sprintf("%d %s drives × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
 	add("buffer", "recall buffer writes "+mbps(float64(t.BufferRate)), float64(t.BufferRate))
 }

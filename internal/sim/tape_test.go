@@ -2,8 +2,10 @@ package sim
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +259,50 @@ func FuzzReadTrace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The tape validation's traces (docs/sim/recall-run1, measured on Strata
+// with the emulated library) replay to the predictions published in
+// docs/sim/validation-recall.txt: a model change that moves them must
+// come with a new validation run.
+func TestRecallValidationReplays(t *testing.T) {
+	b, err := os.ReadFile("../../docs/sim/validation-recall.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 13 || (strings.TrimSpace(f[3]) != "calibrate" && strings.TrimSpace(f[3]) != "predict") {
+			continue
+		}
+		cell := func(i int) string { return strings.TrimSpace(f[i]) }
+		name := filepath.Join("../../docs/sim/recall-run1", "recall-d"+cell(1)+"-r"+cell(2)+".toml")
+		s, err := LoadStudy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := recallRun(t, s.Config)
+		var makespan, mean float64
+		fmtSscan(t, cell(7), &makespan)
+		fmtSscan(t, cell(10), &mean)
+		mounts := strings.TrimSpace(strings.Split(cell(4), "/")[1])
+		locates := strings.TrimSpace(strings.Split(cell(5), "/")[1])
+		if math.Abs(r.Seconds-makespan) > 1 || math.Abs(r.Mean-mean) > 1 || strconv.Itoa(r.Mounts) != mounts || strconv.Itoa(r.Locates) != locates {
+			t.Errorf("%s: makespan %.0f mean %.0f mounts %d locates %d; published %s %s %s %s", name, r.Seconds, r.Mean, r.Mounts, r.Locates, cell(7), cell(10), mounts, locates)
+		}
+		rows++
+	}
+	if rows != 9 {
+		t.Errorf("%d validation rows replayed, want 9", rows)
+	}
+}
+
+func fmtSscan(t *testing.T, s string, v *float64) {
+	t.Helper()
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	*v = x
 }

@@ -1,0 +1,399 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/strata-storage/strata/internal/des"
+	"github.com/strata-storage/strata/internal/sched"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+// Migration in virtual time. Files are created (all at once or as a
+// Poisson stream), become candidates migrate_after later, and a policy
+// pass every migrate_every takes the candidates in creation order, groups
+// them into tape files with sched.Aggregate — the function strata serve's
+// migrator calls — and hands the tape files to migrate_drives streams.
+// Each stream does what core's migration writer does: hold a drive for the
+// pass; append at the end of data of its cartridge (a locate when the head
+// is elsewhere), streaming at the native rate while the disk is read;
+// flush (a synchronising file mark) every flush_bytes and at the end of the
+// pass — a file counts as migrated at the flush after it; change cartridge
+// (flush, dismount, mount the next one with room) when the tape file does
+// not fit. The writer's control flow is mirrored here, not shared: it is
+// interleaved with catalog and library I/O in core. The timings (package
+// tape) and the grouping (package sched) are shared.
+
+// MigrateResult is what a migration run reports.
+type MigrateResult struct {
+	Files      int   `json:"files"`
+	Bytes      int64 `json:"bytes"`
+	TapeFiles  int   `json:"tape_files"`
+	Passes     int   `json:"passes"`
+	Cartridges int   `json:"cartridges_used"`
+	// Seconds is the first file's creation to the last file on tape.
+	Seconds float64 `json:"seconds"`
+	// MBps is the bytes over the time passes were running: what the
+	// drives deliver while migrating.
+	MBps float64 `json:"mb_per_s"`
+	// TimeToTape is creation to the flush that made the copy durable, s.
+	Mean float64 `json:"time_to_tape_mean_s"`
+	P95  float64 `json:"time_to_tape_p95_s"`
+	Max  float64 `json:"time_to_tape_max_s"`
+	// Drive time, as fractions of migrate_drives × the time in passes.
+	Mounts      int     `json:"mounts"`
+	Flushes     int     `json:"flushes"`
+	Mounting    float64 `json:"mounting"`
+	Positioning float64 `json:"positioning"` // locates, rewinds and flushes
+	Transfer    float64 `json:"transfer"`
+	Idle        float64 `json:"idle"`
+}
+
+type migFile struct {
+	created des.Time
+	size    int64
+	done    des.Time
+	queued  bool // taken by a pass
+}
+
+type cart struct {
+	name  string
+	end   int64 // end of data
+	drive *tdrive
+}
+
+type migModel struct {
+	sim       *des.Sim
+	c         *Config
+	g         tape.Generation
+	cap       int64
+	files     []migFile
+	next      int // first file no pass has taken
+	carts     []*cart
+	drives    []*tdrive
+	buf       *des.Resource
+	passes    int
+	inPass    des.Time // total time passes ran
+	passAt    des.Time
+	running   bool
+	robotAt   des.Time // when the robot is next free
+	tick      bool     // a policy tick came while a pass ran
+	every     des.Time
+	after     des.Time
+	migrated  int
+	tapeFiles int
+	flushes   int
+}
+
+// writerState is one migration stream for one pass.
+type writerState struct {
+	d       *tdrive
+	cart    *cart
+	pending []int // files written since the last flush
+	bytes   int64
+}
+
+func runMigrate(c *Config, seed uint64) (*Result, error) {
+	t := c.Tape
+	w := c.Workload
+	s := des.NewSim(seed)
+	m := &migModel{sim: s, c: c, g: t.gen, cap: int64(t.Capacity), every: des.Duration(t.migrateEvery), after: des.Duration(t.migrateAfter)}
+	need := int64(w.File) + 512 + 1<<20 // core's room check for a one-file tape file
+	if need > m.cap {
+		return nil, fmt.Errorf("sim: %s: workload.file_size %d does not fit on a %d-byte cartridge", c.Name, w.File, m.cap)
+	}
+	gap := s.Rand(0, 2)
+	now := 0.0
+	for i := 0; i < w.Files; i++ {
+		if w.ArrivalRate > 0 && i > 0 {
+			now += gap.ExpFloat64() / w.ArrivalRate
+		}
+		m.files = append(m.files, migFile{created: des.FromSeconds(now), size: int64(w.File)})
+	}
+	if total := int64(w.Files) * need; total > int64(t.Cartridges)*m.cap {
+		return nil, fmt.Errorf("sim: %s: %d files of %d bytes need more than the %d cartridges", c.Name, w.Files, w.File, t.Cartridges)
+	}
+	for i := 0; i < t.Cartridges; i++ {
+		m.carts = append(m.carts, &cart{name: fmt.Sprintf("V%05d", i)})
+	}
+	for i := 0; i < t.Drives; i++ {
+		d := &tdrive{id: fmt.Sprintf("drive%d", i), idx: int32(i)}
+		d.head = s.Fluid.NewResource(d.id, t.gen.Rate)
+		m.drives = append(m.drives, d)
+	}
+	if t.BufferRate > 0 {
+		m.buf = s.Fluid.NewResource("disk reads", float64(t.BufferRate))
+	}
+	// the policy's ticker: a tick that comes during a pass waits for it
+	// (Go's ticker keeps one), later ones are dropped
+	var tick func()
+	tick = func() {
+		if m.running {
+			m.tick = true
+		} else {
+			m.pass()
+		}
+		if m.migrated < len(m.files) {
+			s.After(m.every, evMigTick, 0, tick)
+		}
+	}
+	s.After(m.every, evMigTick, 0, tick)
+	s.LimitEvents(2e9)
+	if _, err := s.Run(des.Forever); err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
+	}
+	if m.migrated != len(m.files) {
+		return nil, fmt.Errorf("sim: %s: %d of %d files never reached tape", c.Name, len(m.files)-m.migrated, len(m.files))
+	}
+	return m.result(seed), nil
+}
+
+const (
+	evMigTick uint16 = 70 + iota
+	evMigLocate
+	evMigXfer
+	evMigFlush
+	evMigMount
+)
+
+// pass takes every candidate (created at least migrate_after ago), groups
+// them into tape files and runs the streams until all are written.
+func (m *migModel) pass() {
+	now := m.sim.Now()
+	var take []int
+	for i := m.next; i < len(m.files) && len(take) < 100000; i++ {
+		if m.files[i].created+m.after > now {
+			break // files are in creation order
+		}
+		take = append(take, i)
+	}
+	if len(take) == 0 {
+		return
+	}
+	m.next = take[len(take)-1] + 1
+	sizes := make([]int64, len(take))
+	for k, i := range take {
+		sizes[k] = m.files[i].size
+		m.files[i].queued = true
+	}
+	starts := sched.Aggregate(sizes, int64(m.c.Tape.Aggregate))
+	var batches [][]int
+	for k, from := range starts {
+		to := len(take)
+		if k+1 < len(starts) {
+			to = starts[k+1]
+		}
+		batches = append(batches, take[from:to])
+	}
+	m.tapeFiles += len(batches)
+	m.passes++
+	m.running, m.passAt = true, now
+	nw := min(m.c.Tape.migrateDrives, len(m.drives))
+	left := nw
+	queue := batches
+	done := func() {
+		if left--; left > 0 {
+			return
+		}
+		m.running = false
+		m.inPass += m.sim.Now() - m.passAt
+		if m.tick {
+			m.tick = false
+			m.pass()
+		}
+	}
+	for k := 0; k < nw; k++ {
+		w := &writerState{d: m.drives[k]}
+		if w.d.vol != "" {
+			w.cart = m.cartNamed(w.d.vol)
+		}
+		var loop func()
+		loop = func() {
+			if len(queue) == 0 {
+				m.flush(w, done)
+				return
+			}
+			b := queue[0]
+			queue = queue[1:]
+			m.write(w, b, loop)
+		}
+		loop()
+	}
+}
+
+func (m *migModel) cartNamed(v string) *cart {
+	for _, c := range m.carts {
+		if c.name == v {
+			return c
+		}
+	}
+	return nil
+}
+
+// write appends one tape file of the files b, changing cartridge first if
+// it does not fit, and flushes after when enough is pending.
+func (m *migModel) write(w *writerState, b []int, then func()) {
+	var bytes int64
+	for _, i := range b {
+		bytes += m.files[i].size
+	}
+	need := bytes + int64(len(b))*512 + 1<<20
+	appendIt := func() {
+		c := w.cart
+		d := w.d
+		move := des.Time(0)
+		if d.off != c.end {
+			move = des.Duration(m.g.LocateTime(m.g.PositionIn(d.off, m.cap), m.g.PositionIn(c.end, m.cap)))
+			d.stats.Locates++
+			d.stats.Positioning += time.Duration(move)
+		}
+		m.sim.After(move, evMigLocate, d.idx, func() {
+			d.off = c.end
+			f := &des.Flow{Path: []*des.Resource{d.head}, Size: bytes, Kind: evMigXfer, Obj: d.idx}
+			if m.buf != nil {
+				f.Path = append(f.Path, m.buf)
+			}
+			start := m.sim.Now()
+			f.Done = func() {
+				d.stats.Transfer += time.Duration(m.sim.Now() - start)
+				c.end += bytes + 1<<10 // header and trailer
+				d.off = c.end
+				w.pending = append(w.pending, b...)
+				w.bytes += bytes
+				if w.bytes >= int64(m.c.Tape.FlushBytes) {
+					m.flush(w, then)
+					return
+				}
+				then()
+			}
+			m.sim.Fluid.Start(f)
+		})
+	}
+	if w.cart != nil && w.cart.end+need <= m.cap {
+		appendIt()
+		return
+	}
+	// change cartridge: flush what is pending, dismount, mount the next
+	// one with room
+	m.flush(w, func() {
+		next := m.pick(need, w.cart)
+		if next == nil {
+			panic("sim: migration found no cartridge with room (checked at start)")
+		}
+		m.change(w.d, w.cart, next, func() {
+			w.cart = next
+			appendIt()
+		})
+	})
+}
+
+// pick is the first cartridge with room that no drive holds.
+func (m *migModel) pick(need int64, not *cart) *cart {
+	for _, c := range m.carts {
+		if c != not && c.drive == nil && c.end+need <= m.cap {
+			return c
+		}
+	}
+	return nil
+}
+
+// change dismounts from (if any) and mounts to on d.
+func (m *migModel) change(d *tdrive, from, to *cart, then func()) {
+	mount := func() {
+		to.drive = d
+		m.robotMove(d, func() {
+			d.stats.Mounting += m.g.Load
+			m.sim.After(des.Duration(m.g.Load), evMigMount, d.idx, func() {
+				d.vol, d.off = to.name, 0
+				d.stats.Mounts++
+				then()
+			})
+		})
+	}
+	if from == nil {
+		mount()
+		return
+	}
+	rw := m.g.RewindTime(m.g.PositionIn(d.off, m.cap))
+	d.stats.Positioning += rw
+	d.stats.Mounting += m.g.Unload
+	m.sim.After(des.Duration(rw+m.g.Unload), evMigMount, d.idx, func() {
+		m.robotMove(d, func() {
+			from.drive = nil
+			d.vol, d.off = "", 0
+			d.stats.Dismounts++
+			mount()
+		})
+	})
+}
+
+// robotMove is one exchange of the library's one robot, first come first
+// served among the streams.
+func (m *migModel) robotMove(d *tdrive, fn func()) {
+	m.robotAt = max(m.sim.Now(), m.robotAt) + des.Duration(m.g.Exchange)
+	d.stats.Mounting += time.Duration(m.robotAt - m.sim.Now())
+	m.sim.Schedule(m.robotAt, 0, evMigMount, d.idx, fn)
+}
+
+// flush makes the pending tape files durable; their files are migrated.
+func (m *migModel) flush(w *writerState, then func()) {
+	if len(w.pending) == 0 {
+		then()
+		return
+	}
+	d := w.d
+	d.stats.Positioning += m.g.Flush
+	m.sim.After(des.Duration(m.g.Flush), evMigFlush, d.idx, func() {
+		m.flushes++
+		for _, i := range w.pending {
+			m.files[i].done = m.sim.Now()
+			m.migrated++
+		}
+		w.pending, w.bytes = w.pending[:0], 0
+		then()
+	})
+}
+
+func (m *migModel) result(seed uint64) *Result {
+	mr := &MigrateResult{Files: len(m.files), TapeFiles: m.tapeFiles, Passes: m.passes, Flushes: m.flushes}
+	var last des.Time
+	lat := make([]float64, len(m.files))
+	sum := 0.0
+	for i, f := range m.files {
+		mr.Bytes += f.size
+		last = max(last, f.done)
+		lat[i] = (f.done - f.created).Seconds()
+		sum += lat[i]
+	}
+	slices.Sort(lat)
+	mr.Mean = round3(sum / float64(len(lat)))
+	mr.P95 = round3(lat[min(len(lat)-1, int(math.Ceil(0.95*float64(len(lat))))-1)])
+	mr.Max = round3(lat[len(lat)-1])
+	mr.Seconds = round3((last - m.files[0].created).Seconds())
+	if m.inPass > 0 {
+		mr.MBps = round3(float64(mr.Bytes) / m.inPass.Seconds() / 1e6)
+	}
+	for _, c := range m.carts {
+		if c.end > 0 {
+			mr.Cartridges++
+		}
+	}
+	var st tape.Stats
+	for _, d := range m.drives {
+		st.Mounts += d.stats.Mounts
+		st.Mounting += d.stats.Mounting
+		st.Positioning += d.stats.Positioning
+		st.Transfer += d.stats.Transfer
+	}
+	mr.Mounts = int(st.Mounts)
+	if total := float64(m.inPass) * float64(min(m.c.Tape.migrateDrives, len(m.drives))); total > 0 {
+		mr.Mounting = round3(float64(st.Mounting) / total)
+		mr.Positioning = round3(float64(st.Positioning) / total)
+		mr.Transfer = round3(float64(st.Transfer) / total)
+		mr.Idle = round3(math.Max(0, 1-mr.Mounting-mr.Positioning-mr.Transfer))
+	}
+	return &Result{Name: m.c.Name, Seed: seed, Op: "migrate", Bytes: mr.Bytes, Seconds: mr.Seconds, MBps: mr.MBps,
+		Events: m.sim.Events(), Fingerprint: fmt.Sprintf("%016x", m.sim.Fingerprint()), Migrate: mr, Bound: Bound(m.c)}
+}
