@@ -227,19 +227,7 @@ func queue(n int) {
 	})
 	defer stop()
 	t0 := time.Now()
-	putN(ctx, c, "q", n, 4096)
-	if _, err := c.Migrate(ctx); err != nil {
-		fail(err)
-	}
-	paths := make([]string, n)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/q%06d", i)
-	}
-	for i := 0; i < n; i += 1000 {
-		if _, err := c.Purge(ctx, paths[i:min(i+1000, n)]...); err != nil {
-			fail(err)
-		}
-	}
+	paths := onTapeOnly(ctx, c, "q", n, 4096)
 	setup := time.Since(t0)
 	t1 := time.Now()
 	for i := 0; i < n; i += 1000 {
@@ -270,6 +258,25 @@ func queue(n int) {
 	fmt.Printf("| stage %d files, 1,000 paths per request | %.2f s | %.0f requests/s |\n", n, stage.Seconds(), float64(n)/stage.Seconds())
 	fmt.Printf("| status of the last one (position %d of %d queued) | %.1f ms | |\n", st.Position, queued, status.Seconds()*1e3)
 	fmt.Printf("| admin queue (library listing) | %.1f ms | |\n", list.Seconds()*1e3)
+}
+
+// onTapeOnly writes n files of size bytes, migrates them and purges their
+// disk copies, and returns their paths.
+func onTapeOnly(ctx context.Context, c *client.Client, prefix string, n int, size int64) []string {
+	putN(ctx, c, prefix, n, size)
+	if _, err := c.Migrate(ctx); err != nil {
+		fail(err)
+	}
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/%s%06d", prefix, i)
+	}
+	for i := 0; i < n; i += 1000 {
+		if _, err := c.Purge(ctx, paths[i:min(i+1000, n)]...); err != nil {
+			fail(err)
+		}
+	}
+	return paths
 }
 
 // start runs a server in-process on fresh directories, configured by edit,

@@ -154,19 +154,7 @@ func recallSet(g tape.Generation, drives, carts, picks, reps int, k float64, out
 	// fill the cartridges (the last one partly), then leave only tape copies
 	per := recallCapacity * 9 / 10 / recallFile
 	n := per * carts
-	putN(ctx, c, "r", n, recallFile)
-	if _, err := c.Migrate(ctx); err != nil {
-		fail(err)
-	}
-	all := make([]string, n)
-	for i := range all {
-		all[i] = fmt.Sprintf("/r%06d", i)
-	}
-	for i := 0; i < n; i += 500 {
-		if _, err := c.Purge(ctx, all[i:min(i+500, n)]...); err != nil {
-			fail(err)
-		}
-	}
+	all := onTapeOnly(ctx, c, "r", n, recallFile)
 	rng := rand.New(rand.NewPCG(uint64(drives), 7))
 	var runs []*recallRun
 	for rep := 1; rep <= reps; rep++ {

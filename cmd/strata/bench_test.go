@@ -166,6 +166,20 @@ func TestSim(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
+	// a recall trace measured on Strata, replayed from another directory:
+	// the trace path is relative to the study
+	out, errs, code = run("sim", "run", filepath.Join("..", "..", "docs", "sim", "recall-run1", "recall-d2-r1.toml"))
+	if code != 0 || !strings.Contains(out, "40 files") || !strings.Contains(out, "8 mounts, 40 locates") {
+		t.Fatalf("recall run: %d %s %s", code, out, errs)
+	}
+	out, errs, code = run("sim", "sweep", ex("migrate-alice.toml"), "--set", "tape.migrate_drives=4", "--set", "workload.files=200")
+	if code == 0 || !strings.Contains(errs, "no [sweep]") {
+		t.Fatalf("a sweep whose only key was set: %d %s %s", code, out, errs)
+	}
+	out, errs, code = run("sim", "run", ex("migrate-alice.toml"), "--set", "tape.migrate_drives=4", "--set", "workload.files=200")
+	if code != 0 || !strings.Contains(out, "time to tape") {
+		t.Fatalf("migrate run: %d %s %s", code, out, errs)
+	}
 	// bad input: one line, non-zero
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[workload]\nop = \"sideways\"\n"), 0o644)

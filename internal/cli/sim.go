@@ -21,7 +21,9 @@ func (e *env) simCmd() *cobra.Command {
 		Long: `Model a storage system described by a study file (TOML; see examples/sim/):
 
   strata sim bound STUDY         the analytic bound S = min(N/c, N·I, M·I, P·R, …) and its binding term
-  strata sim run STUDY           a discrete-event run (deterministic for a seed)
+  strata sim run STUDY           a discrete-event run (deterministic for a seed): disk
+                                 and array streams, tape recalls through Strata's
+                                 scheduler, migration
   strata sim sweep STUDY         every point of the study's [sweep], in parallel
   strata sim calibrate BENCH     fit device curves from strata bench JSON`,
 	}

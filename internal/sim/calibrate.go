@@ -334,34 +334,28 @@ func contains(xs []int, x int) bool {
 // predict runs the measured configuration — n streams, one device, the
 // measured request and file sizes — on the calibrated device.
 func predict(cp *CurveParams, s Sample) (float64, error) {
-	per := s.Bytes / int64(max(1, s.Streams))
-	if per <= 0 {
-		per = s.Size
-	}
-	c := &Config{Name: "predict " + s.Source,
-		Storage:  StorageConfig{Kind: "curve", Curve: cp},
-		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1, OneDevice: true}}
-	if err := c.fill(); err != nil {
-		return 0, err
-	}
-	r, err := Run(c, 1)
-	if err != nil {
-		return 0, err
-	}
-	return r.MBps, nil
+	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp}, func(w *WorkloadConfig) { w.OneDevice = true })
 }
 
 // predictStriped runs a scaling point as Strata laid it out: N streams,
 // each file striped over M of the server's devs devices, consecutive files
-// starting on consecutive devices (placement balances by load).
+// on consecutive devices (placement balances by load).
 func predictStriped(cp *CurveParams, s Sample, devs int) (float64, error) {
+	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp, PerServer: devs}, func(w *WorkloadConfig) {
+		w.Layout, w.Stripe = "stripe", s.Servers
+	})
+}
+
+// predictOn runs sample s's streams, request and file sizes on storage,
+// laid out by layout, and returns the DES's aggregate MB/s.
+func predictOn(s Sample, storage StorageConfig, layout func(*WorkloadConfig)) (float64, error) {
 	per := s.Bytes / int64(max(1, s.Streams))
 	if per <= 0 {
 		per = s.Size
 	}
-	c := &Config{Name: "predict " + s.Source,
-		Storage:  StorageConfig{Kind: "curve", Curve: cp, PerServer: devs},
-		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1, Layout: "stripe", Stripe: s.Servers}}
+	c := &Config{Name: "predict " + s.Source, Storage: storage,
+		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1}}
+	layout(&c.Workload)
 	if err := c.fill(); err != nil {
 		return 0, err
 	}

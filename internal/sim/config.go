@@ -184,19 +184,17 @@ func (c *Config) fill() error {
 		return fmt.Errorf("storage.kind %q: want disk, raid5 or curve", c.Storage.Kind)
 	}
 	w := &c.Workload
-	switch w.Op {
-	case "":
-		w.Op = "write"
-	case "write", "read", "mixed", "recall", "migrate":
-	default:
-		return fmt.Errorf("workload.op %q: want write, read, mixed, recall or migrate", w.Op)
+	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate"); err != nil {
+		return err
 	}
-	switch w.Layout {
-	case "":
-		w.Layout = "distribute"
-	case "distribute", "stripe":
-	default:
-		return fmt.Errorf("workload.layout %q: want distribute or stripe", w.Layout)
+	if err := oneOf("workload.layout", &w.Layout, "distribute", "stripe"); err != nil {
+		return err
+	}
+	if err := oneOf("workload.pattern", &w.Pattern, "sequential", "random"); err != nil {
+		return err
+	}
+	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops"); err != nil {
+		return err
 	}
 	if w.Streams <= 0 {
 		w.Streams = 1
@@ -213,17 +211,25 @@ func (c *Config) fill() error {
 	if w.Depth <= 0 {
 		w.Depth = 2
 	}
-	switch w.Pattern {
-	case "":
-		w.Pattern = "sequential"
-	case "sequential", "random":
-	default:
-		return fmt.Errorf("workload.pattern %q: want sequential or random", w.Pattern)
-	}
 	if w.ArrivalRate < 0 {
 		return fmt.Errorf("workload.arrival_rate = %g: want ≥ 0 requests/s", w.ArrivalRate)
 	}
 	return c.Tape.fill()
+}
+
+// oneOf checks that *v is one of allowed, the first being the default
+// when *v is empty.
+func oneOf(key string, v *string, allowed ...string) error {
+	if *v == "" {
+		*v = allowed[0]
+		return nil
+	}
+	for _, a := range allowed {
+		if *v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %q: want %s or %s", key, *v, strings.Join(allowed[:len(allowed)-1], ", "), allowed[len(allowed)-1])
 }
 
 func presetNames() []string {

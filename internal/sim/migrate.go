@@ -382,10 +382,7 @@ func (m *migModel) result(seed uint64) *Result {
 	}
 	var st tape.Stats
 	for _, d := range m.drives {
-		st.Mounts += d.stats.Mounts
-		st.Mounting += d.stats.Mounting
-		st.Positioning += d.stats.Positioning
-		st.Transfer += d.stats.Transfer
+		st.Add(d.stats)
 	}
 	mr.Mounts = int(st.Mounts)
 	if total := float64(m.inPass) * float64(min(m.c.Tape.migrateDrives, len(m.drives))); total > 0 {

@@ -562,11 +562,7 @@ func (m *recallModel) result(c *Config, seed uint64) *Result {
 	var st tape.Stats
 	var over des.Time
 	for _, d := range m.drives {
-		st.Mounts += d.stats.Mounts
-		st.Locates += d.stats.Locates
-		st.Mounting += d.stats.Mounting
-		st.Positioning += d.stats.Positioning
-		st.Transfer += d.stats.Transfer
+		st.Add(d.stats)
 		over += d.over
 	}
 	rr.Mounts, rr.Locates = int(st.Mounts), int(st.Locates)

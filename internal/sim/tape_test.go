@@ -197,13 +197,18 @@ func TestRecallRulesSweep(t *testing.T) {
 	}
 }
 
-func TestRecallErrors(t *testing.T) {
+// Bad tape studies fail with one line naming the key.
+func TestTapeStudyErrors(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"[workload]\nop = \"recall\"\n[tape]\ngeneration = \"LTO-2\"", "tape.generation"},
 		{"[workload]\nop = \"recall\"\n[tape]\nrecall_max_age = \"soon\"", "recall_max_age"},
 		{"[workload]\nop = \"recall\"\n[tape]\nfill = 2.0", "tape.fill"},
 		{"[workload]\nop = \"recall\"\nfiles = 100\nfile_size = \"1TB\"\n[tape]\ncartridges = 1\ncapacity = \"10TB\"", "hold only 9"},
 		{"[workload]\nop = \"recall\"\ntrace = \"/nonexistent/trace.csv\"", "workload.trace"},
+		{"[workload]\nop = \"migrate\"\nfile_size = \"1TB\"\n[tape]\ncapacity = \"100GB\"", "does not fit"},
+		{"[workload]\nop = \"migrate\"\nfiles = 100\nfile_size = \"50GB\"\n[tape]\ncapacity = \"100GB\"\ncartridges = 2", "need more than"},
+		{"[workload]\nop = \"migrate\"\n[tape]\nmigrate_every = \"0s\"", "migrate_every"},
+		{"[workload]\nop = \"migrate\"\n[tape]\nmigrate_drives = 0", "migrate_drives"},
 	} {
 		s, err := ParseStudy([]byte(c.src))
 		if err == nil {
@@ -261,40 +266,42 @@ func FuzzReadTrace(f *testing.F) {
 	})
 }
 
-// The tape validation's traces (docs/sim/recall-run1, measured on Strata
+// The tape validation's traces (docs/sim/recall-run*, measured on Strata
 // with the emulated library) replay to the predictions published in
-// docs/sim/validation-recall.txt: a model change that moves them must
+// docs/sim/validation-recall-run*.txt: a model change that moves them must
 // come with a new validation run.
 func TestRecallValidationReplays(t *testing.T) {
-	b, err := os.ReadFile("../../docs/sim/validation-recall.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 13 || (strings.TrimSpace(f[3]) != "calibrate" && strings.TrimSpace(f[3]) != "predict") {
-			continue
-		}
-		cell := func(i int) string { return strings.TrimSpace(f[i]) }
-		name := filepath.Join("../../docs/sim/recall-run1", "recall-d"+cell(1)+"-r"+cell(2)+".toml")
-		s, err := LoadStudy(name)
+	for _, runDir := range []string{"recall-run1", "recall-run2"} {
+		b, err := os.ReadFile("../../docs/sim/validation-" + runDir + ".txt")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := recallRun(t, s.Config)
-		var makespan, mean float64
-		fmtSscan(t, cell(7), &makespan)
-		fmtSscan(t, cell(10), &mean)
-		mounts := strings.TrimSpace(strings.Split(cell(4), "/")[1])
-		locates := strings.TrimSpace(strings.Split(cell(5), "/")[1])
-		if math.Abs(r.Seconds-makespan) > 1 || math.Abs(r.Mean-mean) > 1 || strconv.Itoa(r.Mounts) != mounts || strconv.Itoa(r.Locates) != locates {
-			t.Errorf("%s: makespan %.0f mean %.0f mounts %d locates %d; published %s %s %s %s", name, r.Seconds, r.Mean, r.Mounts, r.Locates, cell(7), cell(10), mounts, locates)
+		rows := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Split(line, "|")
+			if len(f) != 13 || (strings.TrimSpace(f[3]) != "calibrate" && strings.TrimSpace(f[3]) != "predict") {
+				continue
+			}
+			cell := func(i int) string { return strings.TrimSpace(f[i]) }
+			name := filepath.Join("../../docs/sim", runDir, "recall-d"+cell(1)+"-r"+cell(2)+".toml")
+			s, err := LoadStudy(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := recallRun(t, s.Config)
+			var makespan, mean float64
+			fmtSscan(t, cell(7), &makespan)
+			fmtSscan(t, cell(10), &mean)
+			mounts := strings.TrimSpace(strings.Split(cell(4), "/")[1])
+			locates := strings.TrimSpace(strings.Split(cell(5), "/")[1])
+			if math.Abs(r.Seconds-makespan) > 1 || math.Abs(r.Mean-mean) > 1 || strconv.Itoa(r.Mounts) != mounts || strconv.Itoa(r.Locates) != locates {
+				t.Errorf("%s: makespan %.0f mean %.0f mounts %d locates %d; published %s %s %s %s", name, r.Seconds, r.Mean, r.Mounts, r.Locates, cell(7), cell(10), mounts, locates)
+			}
+			rows++
 		}
-		rows++
-	}
-	if rows != 9 {
-		t.Errorf("%d validation rows replayed, want 9", rows)
+		if rows != 9 {
+			t.Errorf("%s: %d validation rows replayed, want 9", runDir, rows)
+		}
 	}
 }
 

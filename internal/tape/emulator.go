@@ -287,7 +287,7 @@ func (e *Emulator) Stats() Stats {
 	defer e.mu.Unlock()
 	var s Stats
 	for _, d := range e.drives {
-		s.add(d.stats)
+		s.Add(d.stats)
 	}
 	return s
 }

@@ -119,7 +119,8 @@ type Stats struct {
 	BytesRead    int64         `json:"bytes_read"`
 }
 
-func (s *Stats) add(o Stats) {
+// Add adds o's counts and times to s.
+func (s *Stats) Add(o Stats) {
 	s.Mounts += o.Mounts
 	s.Dismounts += o.Dismounts
 	s.Locates += o.Locates
