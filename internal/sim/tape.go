@@ -591,4 +591,20 @@ func (c *Config) recallBound(add func(name, what string, bps float64)) {
 	}
 	add("D·T", fmt.Sprintf("%d %s drives × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
 	add("buffer", "recall buffer writes "+mbps(float64(t.BufferRate)), float64(t.BufferRate))
+	w := c.Workload
+	if w.Trace != "" {
+		return
+	}
+	// files drawn at random lie a third of the tape apart on average,
+	// on another wrap: each costs that locate before it streams (mounts
+	// come on top, so this still bounds from above while a batch holds
+	// fewer files than the tape has wraps)
+	size := float64(w.File)
+	g := t.gen
+	locate := g.LocateStart + g.WrapChange + time.Duration(g.Length/3/g.LocateSpeed()*float64(time.Second))
+	per := locate.Seconds() + size/g.Rate + t.OverheadMS/1e3
+	add("D·s/(L+s/T)", fmt.Sprintf("%d drives × a %s file per %.1f s random locate + %.1f s streaming", d, chart.SizeStr(int64(size)), locate.Seconds(), size/g.Rate), float64(d)*size/per)
+	if w.ArrivalRate > 0 {
+		add("λ·s", fmt.Sprintf("%.3g requests/s × %s offered", w.ArrivalRate, chart.SizeStr(int64(size))), w.ArrivalRate*size)
+	}
 }

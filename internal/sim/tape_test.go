@@ -154,8 +154,15 @@ arrival_rate = 0.01
 	if err != nil || other.Fingerprint == r1.Fingerprint {
 		t.Errorf("seed 2 gave the same run as seed 1 (%v)", err)
 	}
-	if r1.Bound.Binding != "D·T" || r1.Bound.MBps != 800 {
-		t.Errorf("bound %+v, want D·T at 800 MB/s", r1.Bound)
+	// 0.01 × 2 GB/s offered binds; the drives' positioning-bound rate is
+	// 2 × 2 GB / (44.6 s + 5 s)
+	if r1.Bound.Binding != "λ·s" || r1.Bound.MBps != 20 || r1.MBps > r1.Bound.MBps*1.02 {
+		t.Errorf("bound %+v, DES %.1f MB/s: want λ·s at 20 MB/s", r1.Bound, r1.MBps)
+	}
+	for _, term := range r1.Bound.Terms {
+		if term.Name == "D·s/(L+s/T)" && (term.MBps < 79 || term.MBps > 82) {
+			t.Errorf("positioning term %+v, want about 80.6 MB/s", term)
+		}
 	}
 	c4, err := s.With(map[string]string{"tape.drives": "4"})
 	if err != nil {
