@@ -122,7 +122,9 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 		return nil
 	}
 	cfg.defaults()
-	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sched.New(cfg.Rules),
+	sch := sched.New(cfg.Rules)
+	sch.Tape = geometry(cfg.Library)
+	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sch,
 		busy: map[string]string{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
 }
 
@@ -317,6 +319,17 @@ func (h *hsm) pathOf(ctx context.Context, in catalog.Inode) string {
 		return fmt.Sprintf("<inode %d>", in.ID)
 	}
 	return p
+}
+
+// geometry is the library's tape layout for the scheduler's read order:
+// the generation, and the cartridges' capacity (an emulated library's may
+// be smaller than the generation's, spread over the whole tape).
+func geometry(lib tape.Library) *sched.Geometry {
+	g := &sched.Geometry{Gen: lib.Generation()}
+	if cs := lib.Cartridges(); len(cs) > 0 {
+		g.Capacity = cs[0].Capacity
+	}
+	return g
 }
 
 func uniq(vs []string) []string {

@@ -330,3 +330,42 @@ func TestAggregate(t *testing.T) {
 		t.Errorf("%d empty files: groups start at %v", len(many), got)
 	}
 }
+
+// With the tape's geometry a batch is read in one sweep: forward wraps by
+// rising longitudinal position, then reverse wraps by falling position.
+// On LTO-9, 9e12 starts forward wrap 140, 3e12 is 690 m along forward wrap
+// 46; 2e12, 1e12 and 5e12 are 920, 460 and 230 m along reverse wraps 31,
+// 15 and 77. Without it, byte order.
+func TestBatchSweepOrder(t *testing.T) {
+	offs := []int64{1e12, 2e12, 3e12, 5e12, 9e12}
+	for _, c := range []struct {
+		geo  *sched.Geometry
+		want []int64
+	}{
+		{nil, []int64{1e12, 2e12, 3e12, 5e12, 9e12}},
+		{&sched.Geometry{Gen: tape.Generations["LTO-9"]}, []int64{9e12, 3e12, 2e12, 1e12, 5e12}},
+		// a small cartridge spread over the whole tape orders the same
+		{&sched.Geometry{Gen: tape.Generations["LTO-9"], Capacity: 18e9}, []int64{9e12, 3e12, 2e12, 1e12, 5e12}},
+	} {
+		s := sched.New(sched.Rules{MinFiles: 1})
+		s.Tape = c.geo
+		scale := int64(1)
+		if c.geo != nil && c.geo.Capacity > 0 {
+			scale = c.geo.Gen.Capacity / c.geo.Capacity
+		}
+		for i, o := range offs {
+			s.Add(req(int64(i), "V", o/scale, 1, 0))
+		}
+		ds := s.Next(t0, []sched.Drive{{ID: "d0"}}, 1<<40)
+		if len(ds) != 1 {
+			t.Fatalf("%d decisions", len(ds))
+		}
+		var got []int64
+		for _, r := range ds[0].Requests {
+			got = append(got, r.Offset*scale)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("geometry %v: read order %v, want %v", c.geo != nil, got, c.want)
+		}
+	}
+}

@@ -346,7 +346,9 @@ func runRecall(c *Config, seed uint64) (*Result, error) {
 		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
 	}
 	slices.SortStableFunc(reqs, func(a, b RecallRequest) int { return compareFloat(a.Time, b.Time) })
-	m := &recallModel{sim: s, g: t.gen, cap: int64(t.Capacity), rules: t.rules, sch: sched.New(t.rules),
+	sch := sched.New(t.rules)
+	sch.Tape = &sched.Geometry{Gen: t.gen, Capacity: int64(t.Capacity)}
+	m := &recallModel{sim: s, g: t.gen, cap: int64(t.Capacity), rules: t.rules, sch: sch,
 		byID: map[string]*tdrive{}, reqs: reqs, queued: make([]des.Time, len(reqs)), doneAt: make([]des.Time, len(reqs)),
 		free: math.MaxInt64 / 2, over: des.FromSeconds(t.OverheadMS / 1e3), poll: t.poll}
 	if t.Buffer > 0 {
@@ -591,19 +593,13 @@ func (c *Config) recallBound(add func(name, what string, bps float64)) {
 	}
 	add("D·T", fmt.Sprintf("%d %s drives × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
 	add("buffer", "recall buffer writes "+mbps(float64(t.BufferRate)), float64(t.BufferRate))
+	// Positioning has no bound of its own: how close a batch's files
+	// lie depends on how many the rules let queue (the DES's answer).
 	w := c.Workload
 	if w.Trace != "" {
 		return
 	}
-	// files drawn at random lie a third of the tape apart on average,
-	// on another wrap: each costs that locate before it streams (mounts
-	// come on top, so this still bounds from above while a batch holds
-	// fewer files than the tape has wraps)
 	size := float64(w.File)
-	g := t.gen
-	locate := g.LocateStart + g.WrapChange + time.Duration(g.Length/3/g.LocateSpeed()*float64(time.Second))
-	per := locate.Seconds() + size/g.Rate + t.OverheadMS/1e3
-	add("D·s/(L+s/T)", fmt.Sprintf("%d drives × a %s file per %.1f s random locate + %.1f s streaming", d, chart.SizeStr(int64(size)), locate.Seconds(), size/g.Rate), float64(d)*size/per)
 	if w.ArrivalRate > 0 {
 		add("λ·s", fmt.Sprintf("%.3g requests/s × %s offered", w.ArrivalRate, chart.SizeStr(int64(size))), w.ArrivalRate*size)
 	}
