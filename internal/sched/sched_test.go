@@ -289,6 +289,7 @@ func BenchmarkQueue100k(b *testing.B) {
 	var rounds, worst int64
 	for i := 0; i < b.N; i++ {
 		s := sched.New(sched.Rules{MinFiles: 100, MaxAge: time.Minute})
+		s.Tape = &sched.Geometry{Gen: tape.Generations["LTO-9"]} // as core runs it
 		for _, q := range reqs {
 			s.Add(q)
 		}
