@@ -41,6 +41,18 @@ func openPosix(root string, o Options) (*posix, error) {
 	return &posix{root: abs, direct: o.Direct, fsType: fsTypeName(int64(st.Type))}, nil
 }
 
+// localFS says whether the target is a local file system, whose stat
+// returns in microseconds: only there may a call skip the Go scheduler's
+// hand-off (rawLstat). A stat on NFS, FUSE (Strata's own mount) or a
+// cluster file system can block for as long as the server takes.
+func (t *posix) localFS() bool {
+	switch t.fsType {
+	case "ext4", "tmpfs", "xfs", "btrfs":
+		return true
+	}
+	return false
+}
+
 // fsTypeName names the common statfs magic numbers.
 func fsTypeName(magic int64) string {
 	switch magic {
@@ -406,7 +418,11 @@ func (t *posix) Remove(ctx context.Context, p string) error {
 // should spend its time in the file system, not in allocation.
 func (t *posix) Stat(ctx context.Context, p string) error {
 	var st unix.Stat_t
-	if err := unix.Lstat(t.abs(p), &st); err != nil {
+	lstat := unix.Lstat
+	if t.localFS() {
+		lstat = rawLstat
+	}
+	if err := lstat(t.abs(p), &st); err != nil {
 		return &os.PathError{Op: "lstat", Path: p, Err: err}
 	}
 	return nil

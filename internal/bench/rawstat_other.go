@@ -1,0 +1,8 @@
+//go:build !(linux && amd64)
+
+package bench
+
+import "golang.org/x/sys/unix"
+
+// rawLstat is unix.Lstat where no raw variant is written.
+func rawLstat(path string, st *unix.Stat_t) error { return unix.Lstat(path, st) }

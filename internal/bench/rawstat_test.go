@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawLstat answers as lstat does: the same inode for a file, ENOENT for a
+// missing one, the link itself for a symlink, and long paths too.
+func TestRawLstatIsLstat(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	if err := os.WriteFile(f, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := filepath.Join(dir, "l")
+	if err := os.Symlink(f, l); err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(dir, strings.Repeat("d", 200), strings.Repeat("e", 200), strings.Repeat("g", 200))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{f, l, dir, deep} {
+		var a, b unix.Stat_t
+		if err := rawLstat(p, &a); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if err := unix.Lstat(p, &b); err != nil {
+			t.Fatal(err)
+		}
+		if a.Ino != b.Ino || a.Mode != b.Mode || a.Size != b.Size {
+			t.Errorf("%s: raw %+v, lstat %+v", p, a, b)
+		}
+	}
+	var st unix.Stat_t
+	if err := rawLstat(filepath.Join(dir, "missing"), &st); !errors.Is(err, unix.ENOENT) {
+		t.Errorf("missing file: %v, want ENOENT", err)
+	}
+	if err := rawLstat("a\x00b", &st); err == nil {
+		t.Error("a path with a NUL byte was statted")
+	}
+}
