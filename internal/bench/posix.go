@@ -408,7 +408,11 @@ func (t *posix) Touch(ctx context.Context, p string, data []byte) error {
 
 // Remove unlinks a file (os.Remove tries rmdir too when unlink fails).
 func (t *posix) Remove(ctx context.Context, p string) error {
-	if err := unix.Unlink(t.abs(p)); err != nil {
+	unlink := unix.Unlink
+	if t.localFS() {
+		unlink = rawUnlink
+	}
+	if err := unlink(t.abs(p)); err != nil {
 		return &os.PathError{Op: "unlink", Path: p, Err: err}
 	}
 	return nil

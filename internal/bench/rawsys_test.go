@@ -11,8 +11,9 @@ import (
 )
 
 // rawLstat answers as lstat does: the same inode for a file, ENOENT for a
-// missing one, the link itself for a symlink, and long paths too.
-func TestRawLstatIsLstat(t *testing.T) {
+// missing one, the link itself for a symlink, and long paths too; rawUnlink
+// as unlink does.
+func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "f")
 	if err := os.WriteFile(f, []byte("abc"), 0o644); err != nil {
@@ -44,5 +45,14 @@ func TestRawLstatIsLstat(t *testing.T) {
 	}
 	if err := rawLstat("a\x00b", &st); err == nil {
 		t.Error("a path with a NUL byte was statted")
+	}
+	if err := rawUnlink(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := rawUnlink(f); !errors.Is(err, unix.ENOENT) {
+		t.Errorf("second unlink: %v, want ENOENT", err)
+	}
+	if err := rawUnlink(dir); !errors.Is(err, unix.EISDIR) {
+		t.Errorf("unlink of a directory: %v, want EISDIR", err)
 	}
 }

@@ -6,3 +6,6 @@ import "golang.org/x/sys/unix"
 
 // rawLstat is unix.Lstat where no raw variant is written.
 func rawLstat(path string, st *unix.Stat_t) error { return unix.Lstat(path, st) }
+
+// rawUnlink is unix.Unlink where no raw variant is written.
+func rawUnlink(path string) error { return unix.Unlink(path) }
