@@ -55,7 +55,6 @@ type migFile struct {
 	created des.Time
 	size    int64
 	done    des.Time
-	queued  bool // taken by a pass
 }
 
 type cart struct {
@@ -176,7 +175,6 @@ func (m *migModel) pass() {
 	sizes := make([]int64, len(take))
 	for k, i := range take {
 		sizes[k] = m.files[i].size
-		m.files[i].queued = true
 	}
 	starts := sched.Aggregate(sizes, int64(m.c.Tape.Aggregate))
 	var batches [][]int
