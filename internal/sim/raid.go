@@ -35,6 +35,7 @@ type Array struct {
 	dirty     []extent // cached data not yet sent to the members, in arrival order
 	inflight  int      // stripes being written
 	flushing  bool
+	drainWait []func() // Flush calls waiting for the cache to drain
 }
 
 type extent struct{ lba, end int64 }
@@ -123,26 +124,34 @@ func (a *Array) Write(lba, size int64, done func()) {
 // the cache is clean and every member has its data on the media.
 func (a *Array) Flush(done func()) {
 	a.flushing = true
-	a.destage()
-	var check func()
-	check = func() {
-		if a.cacheUsed == 0 && a.inflight == 0 {
-			a.flushing = false
-			// then the members' write buffers: on the media, not just
-			// acknowledged
-			left := len(a.members)
-			for _, m := range a.members {
-				m.Flush(func() {
-					if left--; left == 0 {
-						done()
-					}
-				})
-			}
-			return
+	a.drainWait = append(a.drainWait, func() {
+		// then the members' write buffers: on the media, not just
+		// acknowledged
+		left := len(a.members)
+		for _, m := range a.members {
+			m.Flush(func() {
+				if left--; left == 0 {
+					done()
+				}
+			})
 		}
-		a.sim.After(des.Millisecond, evArray, a.id, check)
+	})
+	a.destage()
+	a.drained()
+}
+
+// drained runs the waiting Flush calls once the controller cache is empty
+// and no stripe is in flight.
+func (a *Array) drained() {
+	if a.cacheUsed != 0 || a.inflight != 0 || len(a.drainWait) == 0 {
+		return
 	}
-	check()
+	a.flushing = false
+	w := a.drainWait
+	a.drainWait = nil
+	for _, f := range w {
+		f()
+	}
 }
 
 func (a *Array) cacheSize() int64 {
@@ -234,6 +243,7 @@ func (a *Array) writeStripe(lba, size int64) {
 		a.inflight--
 		a.cacheUsed -= size
 		a.admit()
+		a.drained()
 	}
 	write := func() {
 		for _, c := range cmds {
