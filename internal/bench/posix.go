@@ -336,8 +336,9 @@ func (r *posixReader) Close() error { return r.f.Close() }
 // locking and poller bookkeeping cost a fifth of a 4 KiB read from the page
 // cache, which fio does not pay either.
 type posixRW struct {
-	f  *os.File
-	fd int
+	f   *os.File
+	fd  int
+	raw bool // local file system: pwrite without the scheduler hand-off
 }
 
 func (t *posix) OpenRW(ctx context.Context, p string) (ReadWriter, error) {
@@ -345,12 +346,16 @@ func (t *posix) OpenRW(ctx context.Context, p string) (ReadWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return posixRW{f, int(f.Fd())}, nil
+	return posixRW{f, int(f.Fd()), t.localFS()}, nil
 }
 
 func (rw posixRW) ReadAt(p []byte, off int64) (int, error) { return pread(rw.fd, p, off) }
 func (rw posixRW) WriteAt(p []byte, off int64) (int, error) {
-	n, err := unix.Pwrite(rw.fd, p, off)
+	pwrite := unix.Pwrite
+	if rw.raw {
+		pwrite = rawPwrite
+	}
+	n, err := pwrite(rw.fd, p, off)
 	if err == nil && n < len(p) {
 		err = errShort
 	}

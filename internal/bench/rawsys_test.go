@@ -12,7 +12,7 @@ import (
 
 // rawLstat answers as lstat does: the same inode for a file, ENOENT for a
 // missing one, the link itself for a symlink, and long paths too; rawUnlink
-// as unlink does.
+// as unlink does; rawPwrite as pwrite does.
 func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "f")
@@ -54,5 +54,20 @@ func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 	}
 	if err := rawUnlink(dir); !errors.Is(err, unix.EISDIR) {
 		t.Errorf("unlink of a directory: %v, want EISDIR", err)
+	}
+	g, err := os.Create(filepath.Join(dir, "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if n, err := rawPwrite(int(g.Fd()), []byte("hello"), 4096); err != nil || n != 5 {
+		t.Fatalf("pwrite: %d %v", n, err)
+	}
+	b := make([]byte, 5)
+	if _, err := g.ReadAt(b, 4096); err != nil || string(b) != "hello" {
+		t.Errorf("read back %q %v", b, err)
+	}
+	if n, err := rawPwrite(-1, []byte("x"), 0); n != 0 || !errors.Is(err, unix.EBADF) {
+		t.Errorf("bad fd: %d %v, want 0 EBADF", n, err)
 	}
 }
