@@ -551,3 +551,56 @@ func TestThousandRecallsThroughTheServer(t *testing.T) {
 		t.Fatalf("%d mounts to recall files from %d cartridges", mounts, used)
 	}
 }
+
+// A new file takes the class of service of its nearest ancestor directory
+// that names one, as the namespace says now: the core caches what each
+// directory hands down, and setting, changing or moving a directory must
+// not leave that cache behind.
+func TestDirectoryClassOfServiceInherited(t *testing.T) {
+	c, _ := newClient(t, nil)
+	if _, err := c.Mkdir(ctx, "/a/b/c", true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mkdir(ctx, "/x", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	setCOS := func(p, cos string) {
+		t.Helper()
+		if _, err := c.SetAttr(ctx, client.SetAttr{Path: p, COS: &cos}); err != nil {
+			t.Fatalf("set class of %s: %v", p, err)
+		}
+	}
+	n := 0
+	check := func(dir, want string) {
+		t.Helper()
+		for _, size := range []int{0, 100} { // empty files commit at create
+			n++
+			p := fmt.Sprintf("%s/f%d", dir, n)
+			fi, err := c.Put(ctx, p, bytes.NewReader(make([]byte, size)), int64(size), client.PutOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.COS != want {
+				t.Fatalf("%s (%d bytes): class %q, want %q", p, size, fi.COS, want)
+			}
+		}
+	}
+	check("/a/b/c", "default") // resolves /a/b/c into the cache
+	setCOS("/a", "archive")
+	check("/a/b/c", "archive")
+	setCOS("/a/b", "dual")
+	check("/a/b/c", "dual")
+	check("/a", "archive")
+	setCOS("/", "dual")
+	check("/x", "dual")
+	setCOS("/x", "archive")
+	if err := c.Rename(ctx, "/a/b", "/x/b", false); err != nil {
+		t.Fatal(err)
+	}
+	setCOS("/x/b", "")
+	check("/x/b/c", "archive") // from /x now, not /a
+	setCOS("/x", "")
+	check("/x/b/c", "dual") // from /
+	setCOS("/", "")
+	check("/x/b/c", "default")
+}

@@ -12,14 +12,25 @@ import (
 
 // dcache caches directory entries that name directories, so resolving a
 // deep path costs one catalog lookup (the last component) instead of one per
-// component. The core is the only writer of the namespace, so it invalidates
-// exactly: a rename or removal of a directory clears the cache. A generation
-// number keeps a lookup that raced with such a change from re-inserting a
-// stale entry.
+// component. Each entry also carries the class of service the directory
+// hands down to new files (its own, else its nearest ancestor's), so a
+// create does not walk back up the tree through the catalog either. The
+// core is the only writer of the namespace, so it invalidates exactly: a
+// rename or removal of a directory, or a change of a directory's class of
+// service, clears the cache. A generation number keeps a lookup that raced
+// with such a change from re-inserting a stale entry.
 type dcache struct {
 	mu  sync.RWMutex
 	gen uint64
-	m   map[dkey]int64
+	m   map[dkey]dentry
+	// root's inherited class of service, once read
+	rootCOS string
+	rootOK  bool
+}
+
+type dentry struct {
+	id  int64
+	cos string // class of service inherited by files created below
 }
 
 type dkey struct {
@@ -29,54 +40,89 @@ type dkey struct {
 
 const dcacheMax = 1 << 18
 
-func (d *dcache) init() { d.m = map[dkey]int64{} }
+func (d *dcache) init() { d.m = map[dkey]dentry{} }
 
-func (d *dcache) get(parent int64, name string) (int64, uint64, bool) {
+func (d *dcache) get(parent int64, name string) (dentry, uint64, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	id, ok := d.m[dkey{parent, name}]
-	return id, d.gen, ok
+	e, ok := d.m[dkey{parent, name}]
+	return e, d.gen, ok
 }
 
-func (d *dcache) put(parent int64, name string, id int64, gen uint64) {
+func (d *dcache) put(parent int64, name string, e dentry, gen uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if gen != d.gen {
 		return
 	}
 	if len(d.m) >= dcacheMax {
-		d.m = map[dkey]int64{}
+		d.m = map[dkey]dentry{}
 	}
-	d.m[dkey{parent, name}] = id
+	d.m[dkey{parent, name}] = e
+}
+
+func (d *dcache) root() (string, uint64, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.rootCOS, d.gen, d.rootOK
+}
+
+func (d *dcache) putRoot(cos string, gen uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if gen == d.gen {
+		d.rootCOS, d.rootOK = cos, true
+	}
 }
 
 func (d *dcache) invalidate() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.gen++
-	d.m = map[dkey]int64{}
+	d.m = map[dkey]dentry{}
+	d.rootCOS, d.rootOK = "", false
 }
 
 // resolveDir returns the inode ID of the directory named by comps.
 func (c *Core) resolveDir(ctx context.Context, comps []string) (int64, error) {
-	id := catalog.RootID
+	e, err := c.resolveDirCOS(ctx, comps)
+	return e.id, err
+}
+
+// resolveDirCOS returns the directory named by comps with the class of
+// service it hands down to new files.
+func (c *Core) resolveDirCOS(ctx context.Context, comps []string) (dentry, error) {
+	cos, gen, ok := c.dc.root()
+	if !ok {
+		root, err := c.store.Get(ctx, catalog.RootID)
+		if err != nil {
+			return dentry{}, fmt.Errorf("/: %w", err)
+		}
+		cos = root.COS
+		c.dc.putRoot(cos, gen)
+	}
+	cur := dentry{id: catalog.RootID, cos: cos}
 	for i, name := range comps {
-		if child, _, ok := c.dc.get(id, name); ok {
-			id = child
+		child, gen, ok := c.dc.get(cur.id, name)
+		if ok {
+			cur = child
 			continue
 		}
-		_, gen, _ := c.dc.get(0, "")
-		in, err := c.store.Lookup(ctx, id, name)
+		in, err := c.store.Lookup(ctx, cur.id, name)
 		if err != nil {
-			return 0, notFoundAt(err, comps[:i+1])
+			return dentry{}, notFoundAt(err, comps[:i+1])
 		}
 		if in.Kind != catalog.KindDir {
-			return 0, api.Errorf(api.ErrNotDir, "%s", joinPath(comps[:i+1]))
+			return dentry{}, api.Errorf(api.ErrNotDir, "%s", joinPath(comps[:i+1]))
 		}
-		c.dc.put(id, name, in.ID, gen)
-		id = in.ID
+		child = dentry{id: in.ID, cos: cur.cos}
+		if in.COS != "" {
+			child.cos = in.COS
+		}
+		c.dc.put(cur.id, name, child, gen)
+		cur = child
 	}
-	return id, nil
+	return cur, nil
 }
 
 // resolve returns the inode named by comps.

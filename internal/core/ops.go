@@ -180,27 +180,21 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 	return info(joinPath(comps), in), nil
 }
 
-// chooseCOS picks a new file's class of service: the one asked for, else
-// the nearest ancestor directory's default, else the first size rule the
-// file fits, else the server's default.
 // maxStripeUnit bounds a client's stripe unit override (a unit is the most
 // one stripe holds before the next takes over; beyond this it means no
 // striping at all, which a width of 1 says better).
 const maxStripeUnit = 1 << 34
 
-func (c *Core) chooseCOS(ctx context.Context, asked string, parent, size int64) (COS, error) {
+// chooseCOS picks a new file's class of service: the one asked for, else
+// the one its directory inherited (the nearest ancestor directory's
+// default), else the first size rule the file fits, else the server's
+// default.
+func (c *Core) chooseCOS(asked, inherited string, size int64) (COS, error) {
 	if asked != "" {
 		return c.cosFor(asked)
 	}
-	for id := parent; id != 0; {
-		in, err := c.store.Get(ctx, id)
-		if err != nil {
-			return COS{}, err
-		}
-		if in.COS != "" {
-			return c.cosFor(in.COS)
-		}
-		id = in.Parent
+	if inherited != "" {
+		return c.cosFor(inherited)
 	}
 	for _, r := range c.cfg.SizeRules {
 		if size <= r.MaxSize {
@@ -238,11 +232,12 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if r.Size < 0 {
 		return api.CreateResponse{}, api.Errorf(api.ErrInvalid, "create %s: negative size", r.Path)
 	}
-	parent, err := c.resolveDir(ctx, dirComps)
+	dir, err := c.resolveDirCOS(ctx, dirComps)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
-	k, err := c.chooseCOS(ctx, r.COS, parent, r.Size)
+	parent := dir.id
+	k, err := c.chooseCOS(r.COS, dir.cos, r.Size)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
@@ -342,11 +337,12 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 		want.CRC32C = got.CRC32C
 	}
 	b.Size, b.Fixity = r.Size, r.Fixity
-	parent, err := c.resolveDir(ctx, dirComps)
+	dir, err := c.resolveDirCOS(ctx, dirComps)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
-	k, err := c.chooseCOS(ctx, r.COS, parent, b.Size)
+	parent := dir.id
+	k, err := c.chooseCOS(r.COS, dir.cos, b.Size)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
@@ -495,6 +491,9 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 		a.Atime = &t
 	}
 	in, err = c.store.SetAttr(ctx, in.ID, a)
+	if in.Kind == catalog.KindDir && r.COS != nil {
+		c.dc.invalidate() // what the directory hands down changed
+	}
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("setattr %s: %w", r.Path, err)
 	}
