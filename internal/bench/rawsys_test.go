@@ -29,7 +29,7 @@ func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 	}
 	for _, p := range []string{f, l, dir, deep} {
 		var a, b unix.Stat_t
-		if err := rawLstat(p, &a); err != nil {
+		if err := rawLstat(filepath.Dir(p), filepath.Base(p), &a); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		if err := unix.Lstat(p, &b); err != nil {
@@ -40,19 +40,19 @@ func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 		}
 	}
 	var st unix.Stat_t
-	if err := rawLstat(filepath.Join(dir, "missing"), &st); !errors.Is(err, unix.ENOENT) {
+	if err := rawLstat(dir, "missing", &st); !errors.Is(err, unix.ENOENT) {
 		t.Errorf("missing file: %v, want ENOENT", err)
 	}
-	if err := rawLstat("a\x00b", &st); err == nil {
+	if err := rawLstat(dir, "a\x00b", &st); err == nil {
 		t.Error("a path with a NUL byte was statted")
 	}
-	if err := rawUnlink(f); err != nil {
+	if err := rawUnlink(filepath.Dir(f), filepath.Base(f)); err != nil {
 		t.Fatal(err)
 	}
-	if err := rawUnlink(f); !errors.Is(err, unix.ENOENT) {
+	if err := rawUnlink(filepath.Dir(f), filepath.Base(f)); !errors.Is(err, unix.ENOENT) {
 		t.Errorf("second unlink: %v, want ENOENT", err)
 	}
-	if err := rawUnlink(dir); !errors.Is(err, unix.EISDIR) {
+	if err := rawUnlink(filepath.Dir(dir), filepath.Base(dir)); !errors.Is(err, unix.EISDIR) {
 		t.Errorf("unlink of a directory: %v, want EISDIR", err)
 	}
 	g, err := os.Create(filepath.Join(dir, "w"))
