@@ -78,18 +78,19 @@ BYTES=$((SIZE_MB<<20))
 
 if [[ " $PARTS " == *" single "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 1 1 0)"
-  dw=(); ddw=(); sp=(); dr=(); ddr=(); sg=(); sgt=(); spn=()
+  dw=(); ddw=(); sp=(); dr=(); ddr=(); sg=(); sgt=(); spn=(); sps=()
   for r in $(seq "$REPS"); do
     warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=1M conv=fsync status=none; t1=$(now); dw+=("$(rate $BYTES "$t0" "$t1")")
     rm -f "$SCRATCH/dd.dat"
     warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M oflag=direct conv=fsync status=none; t1=$(now); ddw+=("$(rate $BYTES "$t0" "$t1")")
     warm "$SRC"; t0=$(now); "$S" put "$SRC" /f$r; t1=$(now); sp+=("$(rate $BYTES "$t0" "$t1")")
     warm "$SRC"; t0=$(now); "$S" put --no-fixity "$SRC" /n$r; t1=$(now); spn+=("$(rate $BYTES "$t0" "$t1")")
+    warm "$SRC"; t0=$(now); "$S" put --fixity sha256 "$SRC" /s$r; t1=$(now); sps+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=1M status=none; t1=$(now); dr+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); "$S" --tcp-only get /f$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")")
-    "$S" rm /f$r /n$r; rm -f "$SCRATCH/dd.dat"; settle
+    "$S" rm /f$r /n$r /s$r; rm -f "$SCRATCH/dd.dat"; settle
   done
   stop
   best() { python3 -c "import sys; print(max(int(x) for x in sys.argv[1:]))" "$@"; }
@@ -99,11 +100,12 @@ if [[ " $PARTS " == *" single "* ]]; then
   echo "cold read with dd bs=1M buffered $(median "${dr[@]}"), dd bs=4M O_DIRECT $(median "${ddr[@]}")."
   echo "Ratios are against the best write and the best read baseline."
   echo; echo "| operation | baseline | strata | ratio |"; echo "|---|---|---|---|"
-  echo "| put (with SHA-256 fixity, the default) | $bw | $(median "${sp[@]}") | $(ratio "$(median "${sp[@]}")" "$bw") |"
+  echo "| put (with BLAKE3 fixity, the default) | $bw | $(median "${sp[@]}") | $(ratio "$(median "${sp[@]}")" "$bw") |"
+  echo "| put --fixity sha256 | $bw | $(median "${sps[@]}") | $(ratio "$(median "${sps[@]}")" "$bw") |"
   echo "| put --no-fixity (CRC32C only) | $bw | $(median "${spn[@]}") | $(ratio "$(median "${spn[@]}")" "$bw") |"
   echo "| get - (cold cache; the mover's Unix socket, as on one host) | $br | $(median "${sg[@]}") | $(ratio "$(median "${sg[@]}")" "$br") |"
   echo "| get --tcp-only - (cold cache; loopback TCP, as from another host) | $br | $(median "${sgt[@]}") | $(ratio "$(median "${sgt[@]}")" "$br") |"
-  echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; put ${sp[*]}; put --no-fixity ${spn[*]};"
+  echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; put ${sp[*]}; put --no-fixity ${spn[*]}; put --fixity sha256 ${sps[*]};"
   echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; get ${sg[*]}; get --tcp-only ${sgt[*]}"
 fi
 

@@ -86,7 +86,7 @@ func TestRoundTripSizes(t *testing.T) {
 				}
 				return
 			}
-			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "sha256:") {
+			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "blake3:") {
 				t.Fatalf("stat: %+v", st.Layout)
 			}
 			var sum int64
@@ -328,4 +328,40 @@ func TestReadRecordsAccessTime(t *testing.T) {
 		st, err := c.Stat(ctx, "/a")
 		return err == nil && st.Atime.After(fi.Mtime)
 	}, "atime to move past mtime after a read")
+}
+
+// A put records the whole-file hash it was asked for (BLAKE3 unless told),
+// through Put and through a streamed Upload alike, and a get verifies it
+// with the algorithm the record names. An unknown algorithm fails before
+// anything is created.
+func TestFixityAlgorithms(t *testing.T) {
+	c, _ := newClient(t, nil)
+	data := randBytes(7, 3<<20+5)
+	for _, tc := range []struct{ alg, prefix string }{{"", "blake3:"}, {client.FixityBLAKE3, "blake3:"}, {client.FixitySHA256, "sha256:"}} {
+		p := "/fx-" + tc.alg
+		fi := roundTrip(t, c, p, data, client.PutOptions{Fixity: tc.alg})
+		if !strings.HasPrefix(fi.Fixity, tc.prefix) {
+			t.Errorf("%q: recorded %q", tc.alg, fi.Fixity)
+		}
+		u, err := c.Create(ctx, p+"-streamed", int64(len(data)), client.PutOptions{Fixity: tc.alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		sfi, err := u.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sfi.Fixity != fi.Fixity {
+			t.Errorf("%q: streamed upload recorded %q, put %q", tc.alg, sfi.Fixity, fi.Fixity)
+		}
+	}
+	if _, err := c.Put(ctx, "/fx-md5", bytes.NewReader(data), int64(len(data)), client.PutOptions{Fixity: "md5"}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("md5: %v, want ErrInvalid", err)
+	}
+	if _, err := c.Stat(ctx, "/fx-md5"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("after a refused put: %v", err)
+	}
 }

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -19,8 +17,8 @@ import (
 
 // GetOptions tune a Get.
 type GetOptions struct {
-	// VerifyFixity recomputes the whole-file SHA-256 and fails if it differs
-	// from the one recorded at put. (CRC32C is always verified.)
+	// VerifyFixity recomputes the whole-file hash recorded at put (BLAKE3
+	// or SHA-256) and fails if it differs. (CRC32C is always verified.)
 	VerifyFixity bool
 	// Progress is called with byte counts as data is written to dst.
 	Progress func(n int64)
@@ -48,15 +46,18 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 		return &fi, nil
 	}
 	var h hash.Hash
+	var alg string
 	if o.VerifyFixity && fi.Fixity != "" {
-		h = sha256.New()
+		if h, alg, err = recordedHash(fi.Fixity); err != nil {
+			return nil, fmt.Errorf("get %s: %w", path, err)
+		}
 	}
 	if len(or.Stripes) == 1 {
 		t := or.Stripes[0]
 		if err := c.readSegment(ctx, t, &directSink{dst: dst, h: h, progress: o.Progress}); err != nil {
 			return nil, fmt.Errorf("get %s: segment 0 (device %s, object %s): %w", path, t.Device, t.Object, err)
 		}
-		return &fi, checkFixity(path, &fi, h)
+		return &fi, checkFixity(path, &fi, alg, h)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -93,7 +94,7 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 	if werr != nil {
 		return nil, fmt.Errorf("get %s: %w", path, werr)
 	}
-	return &fi, checkFixity(path, &fi, h)
+	return &fi, checkFixity(path, &fi, alg, h)
 }
 
 // open fetches a file's read layout, waiting for its recall from tape
@@ -111,11 +112,11 @@ func (c *Client) open(ctx context.Context, path string, o GetOptions) (api.OpenR
 
 // checkFixity compares the recomputed whole-file digest, if any, with the
 // one recorded at put.
-func checkFixity(path string, fi *FileInfo, h hash.Hash) error {
+func checkFixity(path string, fi *FileInfo, alg string, h hash.Hash) error {
 	if h == nil {
 		return nil
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != fi.Fixity {
+	if got := fixityString(alg, h); got != fi.Fixity {
 		return api.Errorf(api.ErrCorrupt, "get %s: fixity %s, recorded %s", path, got, fi.Fixity)
 	}
 	return nil

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +22,10 @@ type PutOptions struct {
 	StripeUnit int64
 	Overwrite  bool   // replace an existing file atomically
 	Mode       uint32 // 0 for 0644
-	// NoFixity skips the whole-file SHA-256 (CRC32C still protects every
+	// Fixity names the whole-file hash to record: FixityBLAKE3 (the
+	// default, for "") or FixitySHA256.
+	Fixity string
+	// NoFixity records no whole-file hash (CRC32C still protects every
 	// frame and segment).
 	NoFixity bool
 	// Progress is called with byte counts as data is sent, from several
@@ -36,6 +37,9 @@ type PutOptions struct {
 // when every stripe is durable on its mover and the core has committed it;
 // on any failure nothing is visible and the space is given back.
 func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
+	if _, _, err := newHash(o.Fixity); err != nil && !o.NoFixity {
+		return nil, fmt.Errorf("put %s: %w", path, err)
+	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
 		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
@@ -75,7 +79,7 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	var fixity string
 	var ferr error
 	if !o.NoFixity {
-		fixity, ferr = sha256Of(ctx, src, size)
+		fixity, ferr = fixityOf(ctx, o.Fixity, src, size)
 	}
 	wg.Wait()
 	for k, err := range errs {
@@ -96,11 +100,14 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	return &fi, nil
 }
 
-// sha256Of hashes the source in file order. It re-reads the source rather
+// fixityOf hashes the source in file order. It re-reads the source rather
 // than tapping the stripe streams: those run in parallel and out of order,
 // while the re-read is served from the page cache the stripes just filled.
-func sha256Of(ctx context.Context, src io.ReaderAt, size int64) (string, error) {
-	h := sha256.New()
+func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size int64) (string, error) {
+	h, alg, err := newHash(alg)
+	if err != nil {
+		return "", err
+	}
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < size; {
 		if ctx.Err() != nil {
@@ -113,7 +120,7 @@ func sha256Of(ctx context.Context, src io.ReaderAt, size int64) (string, error) 
 			return "", fmt.Errorf("read source at %d: %w", off, err)
 		}
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return fixityString(alg, h), nil
 }
 
 // attemptsError reports the last failure, with the earlier ones when the

@@ -3,8 +3,6 @@ package client
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -37,6 +35,7 @@ type Upload struct {
 	stop  context.CancelFunc
 	off   int64     // file-order position of Write
 	h     hash.Hash // fixity of Write's bytes; nil with NoFixity or per-stripe writes
+	alg   string    // h's algorithm
 	seq   bool      // Write was used
 	mu    sync.Mutex
 	parts []*stripeStream
@@ -50,18 +49,23 @@ type Upload struct {
 // those of a file of that length). o.Progress,
 // o.COS, o.Stripes, o.StripeUnit, o.Mode and o.Overwrite apply as for Put.
 func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptions) (*Upload, error) {
+	var h hash.Hash
+	var alg string
+	if !o.NoFixity {
+		var err error
+		if h, alg, err = newHash(o.Fixity); err != nil {
+			return nil, fmt.Errorf("put %s: %w", path, err)
+		}
+	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
 		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
 	if err != nil {
 		return nil, err
 	}
-	u := &Upload{c: c, path: path, size: size, o: o, cr: cr, file: cr.File}
+	u := &Upload{c: c, path: path, size: size, o: o, cr: cr, file: cr.File, h: h, alg: alg}
 	u.ctx, u.stop = context.WithCancel(ctx)
 	u.parts = make([]*stripeStream, len(cr.Stripes))
-	if !o.NoFixity {
-		u.h = sha256.New()
-	}
 	return u, nil
 }
 
@@ -174,7 +178,7 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	}
 	var fixity string
 	if u.h != nil {
-		fixity = "sha256:" + hex.EncodeToString(u.h.Sum(nil))
+		fixity = fixityString(u.alg, u.h)
 	}
 	var fi FileInfo
 	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: size, Segments: receipts,

@@ -264,7 +264,7 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 	for _, cd := range b.files {
 		in := cd.Inode
 		hdr.Entries = append(hdr.Entries, tape.Entry{Path: h.pathOf(ctx, in), Bitfile: cd.Bitfile.ID, Offset: off, Size: cd.Bitfile.Size,
-			SHA256: cd.Bitfile.Fixity, Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS})
+			Fixity: cd.Bitfile.Fixity, Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS})
 		off += cd.Bitfile.Size
 	}
 	fw, err := h.lib.Append(ctx, w.drive, hdr)
@@ -568,7 +568,7 @@ func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMRe
 // drive and checks it against the CRC32C the catalog has for that stripe.
 func (h *hsm) writeStripe(ctx context.Context, l *lane, cd catalog.Candidate, path, copyID string, i int) (catalog.TapeCopy, error) {
 	seg, in := cd.Bitfile.Segments[i], cd.Inode
-	hdr := &tape.Header{Entries: []tape.Entry{{Path: path, Bitfile: cd.Bitfile.ID, Size: seg.Length, SHA256: cd.Bitfile.Fixity,
+	hdr := &tape.Header{Entries: []tape.Entry{{Path: path, Bitfile: cd.Bitfile.ID, Size: seg.Length, Fixity: cd.Bitfile.Fixity,
 		Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS,
 		Stripe: i, Stripes: len(cd.Bitfile.Segments), StripeUnit: cd.Bitfile.StripeUnit, FileSize: cd.Bitfile.Size, CopyID: copyID}}}
 	fw, err := h.lib.Append(ctx, l.drive, hdr)

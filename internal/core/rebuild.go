@@ -119,7 +119,7 @@ func Rebuild(ctx context.Context, lib tape.Library, store catalog.Store, log *sl
 		if err != nil {
 			return res, err
 		}
-		b.Fixity = f.e.SHA256
+		b.Fixity = f.e.Fixity
 		in := catalog.Inode{Parent: parent, Name: comps[len(comps)-1], Mode: f.e.Mode, UID: f.e.UID, GID: f.e.GID, Size: size,
 			Mtime: f.e.Mtime, Ctime: f.e.Mtime, Atime: f.e.Mtime, COS: f.e.COS}
 		if _, err := store.Commit(ctx, in, &b, false); err != nil {

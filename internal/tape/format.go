@@ -37,12 +37,18 @@ type Entry struct {
 	Offset  int64  `json:"offset"` // in the tape file's data
 	Size    int64  `json:"size"`
 	CRC32C  uint32 `json:"crc32c"`
-	SHA256  string `json:"sha256,omitempty"`
-	Mode    uint32 `json:"mode"`
-	UID     uint32 `json:"uid"`
-	GID     uint32 `json:"gid"`
-	Mtime   int64  `json:"mtime"` // unix nanoseconds
-	COS     string `json:"cos,omitempty"`
+	// Fixity is the file's whole-file hash as recorded at put,
+	// "ALGORITHM:HEX" (blake3 or sha256).
+	Fixity string `json:"fixity,omitempty"`
+	// LegacySHA256 is where labels written before fixity algorithms were
+	// named kept the same string ("sha256:HEX"); DecodeHeader moves it to
+	// Fixity.
+	LegacySHA256 string `json:"sha256,omitempty"`
+	Mode         uint32 `json:"mode"`
+	UID          uint32 `json:"uid"`
+	GID          uint32 `json:"gid"`
+	Mtime        int64  `json:"mtime"` // unix nanoseconds
+	COS          string `json:"cos,omitempty"`
 	// A striped copy keeps stripe Stripe of Stripes (of the file's
 	// StripeUnit-wide round-robin layout, FileSize bytes in all) in this
 	// entry; its stripes share CopyID. Unstriped entries leave these zero.
@@ -132,7 +138,10 @@ func DecodeHeader(r io.Reader) (*Header, int64, error) {
 		return nil, 0, err
 	}
 	var end int64
-	for _, e := range h.Entries {
+	for i, e := range h.Entries {
+		if e.Fixity == "" {
+			h.Entries[i].Fixity, h.Entries[i].LegacySHA256 = e.LegacySHA256, ""
+		}
 		if e.Offset < end || e.Size < 0 {
 			return nil, 0, fmt.Errorf("%w: entries overlap or out of order", ErrLabel)
 		}

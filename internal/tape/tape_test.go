@@ -335,3 +335,27 @@ func FuzzDecodeHeader(f *testing.F) {
 		}
 	})
 }
+
+// Labels written before fixity algorithms were named kept the whole-file
+// hash under "sha256"; they still decode, into Fixity, next to new labels.
+func TestHeaderFixityLegacyKey(t *testing.T) {
+	b, err := EncodeHeader(&Header{Volume: "T00000", Seq: 1, Entries: []Entry{
+		{Path: "/old", Size: 3, LegacySHA256: "sha256:ab"},
+		{Path: "/new", Offset: 3, Size: 5, Fixity: "blake3:cd"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"sha256":"sha256:ab"`)) || !bytes.Contains(b, []byte(`"fixity":"blake3:cd"`)) {
+		t.Fatalf("label %s", b)
+	}
+	h, _, err := DecodeHeader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"sha256:ab", "blake3:cd"} {
+		if e := h.Entries[i]; e.Fixity != want || e.LegacySHA256 != "" {
+			t.Errorf("entry %d: fixity %q legacy %q, want %q", i, e.Fixity, e.LegacySHA256, want)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package client
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// The recorded forms are the standard digests (known-answer vectors), a
+// get recomputes with the algorithm the record names, and a mismatch or an
+// unknown algorithm is an error, never a pass.
+func TestFixity(t *testing.T) {
+	abc := map[string]string{
+		"":       "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85",
+		"blake3": "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85",
+		"sha256": "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+	}
+	for alg, want := range abc {
+		h, name, err := newHash(alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte("abc"))
+		if got := fixityString(name, h); got != want {
+			t.Errorf("%q: %s, want %s", alg, got, want)
+		}
+		fi := &FileInfo{Fixity: want}
+		h, name, err = recordedHash(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte("abc"))
+		if err := checkFixity("/f", fi, name, h); err != nil {
+			t.Errorf("%s: %v", want, err)
+		}
+		h.Reset()
+		h.Write([]byte("abd"))
+		if err := checkFixity("/f", fi, name, h); !errors.Is(err, api.ErrCorrupt) {
+			t.Errorf("%s of other data: %v, want ErrCorrupt", want, err)
+		}
+	}
+	for _, bad := range []string{"md5:900150983cd24fb0d6963f7d28e17f72", "nocolon", ":00"} {
+		if _, _, err := recordedHash(bad); err == nil {
+			t.Errorf("recorded %q accepted", bad)
+		}
+	}
+	if _, _, err := newHash("md5"); !errors.Is(err, api.ErrInvalid) {
+		t.Errorf("md5: %v, want ErrInvalid", err)
+	}
+}
