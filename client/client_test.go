@@ -86,7 +86,7 @@ func TestRoundTripSizes(t *testing.T) {
 				}
 				return
 			}
-			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "blake3:") {
+			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "sha256:") {
 				t.Fatalf("stat: %+v", st.Layout)
 			}
 			var sum int64
@@ -330,14 +330,14 @@ func TestReadRecordsAccessTime(t *testing.T) {
 	}, "atime to move past mtime after a read")
 }
 
-// A put records the whole-file hash it was asked for (BLAKE3 unless told),
+// A put records the whole-file hash it was asked for (SHA-256 unless told),
 // through Put and through a streamed Upload alike, and a get verifies it
 // with the algorithm the record names. An unknown algorithm fails before
 // anything is created.
 func TestFixityAlgorithms(t *testing.T) {
 	c, _ := newClient(t, nil)
 	data := randBytes(7, 3<<20+5)
-	for _, tc := range []struct{ alg, prefix string }{{"", "blake3:"}, {client.FixityBLAKE3, "blake3:"}, {client.FixitySHA256, "sha256:"}} {
+	for _, tc := range []struct{ alg, prefix string }{{"", "sha256:"}, {client.FixityBLAKE3, "blake3:"}, {client.FixitySHA256, "sha256:"}} {
 		p := "/fx-" + tc.alg
 		fi := roundTrip(t, c, p, data, client.PutOptions{Fixity: tc.alg})
 		if !strings.HasPrefix(fi.Fixity, tc.prefix) {

@@ -16,17 +16,17 @@ import (
 // CRC32C of every segment, as "ALGORITHM:HEX", for audits years later and
 // for a get with VerifyFixity.
 //
-// BLAKE3 is the default because it keeps up with the data path: on one core
-// of the development machine it hashes several GB/s (SIMD over many 1 KiB
-// chunks at once), where SHA-256 with the CPU's SHA instructions does
-// ~1.8 GB/s and bounded a single put at ~0.6 of the disk's speed
-// (PERFORMANCE.md). SHA-256 stays available for sites whose audit tools
-// expect it.
+// SHA-256 is the default: audit tools know it, and CPUs with SHA
+// instructions hash it at ~1.9 GB/s a core. BLAKE3 hashes 4–5 GB/s a core
+// (SIMD over many 1 KiB chunks at once) and is the choice where SHA-256
+// has no hardware help; on the development machine, two vCPUs that share
+// one core's vector units, its AVX-512 hashing slowed the put's other
+// work more than it saved (PERFORMANCE.md), so it is not the default.
 const (
-	FixityBLAKE3 = "blake3"
 	FixitySHA256 = "sha256"
+	FixityBLAKE3 = "blake3"
 	// DefaultFixity is what a put records unless told otherwise.
-	DefaultFixity = FixityBLAKE3
+	DefaultFixity = FixitySHA256
 )
 
 // newHash returns a hash for algorithm alg ("" for the default).

@@ -98,7 +98,7 @@ file is replaced (atomically) only with -f.`,
 	cmd.Flags().BoolVarP(&o.Overwrite, "force", "f", false, "replace an existing file")
 	cmd.Flags().StringVar(&o.COS, "cos", "", "class of service (default: the server's default)")
 	cmd.Flags().IntVar(&o.Stripes, "stripes", 0, "stripe width (default: the class of service's)")
-	cmd.Flags().StringVar(&o.Fixity, "fixity", client.DefaultFixity, "whole-file hash to record: blake3 or sha256")
+	cmd.Flags().StringVar(&o.Fixity, "fixity", client.DefaultFixity, "whole-file hash to record: sha256 or blake3")
 	cmd.Flags().BoolVar(&o.NoFixity, "no-fixity", false, "record no whole-file hash (CRC32C still protects the data)")
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "permission bits in octal (default 0644)")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
