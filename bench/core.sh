@@ -149,7 +149,7 @@ if [[ " $PARTS " == *" md "* ]]; then
   echo; echo "| target | clients | create | stat | remove |"; echo "|---|---|---|---|---|"
   for c in 1 8; do
     files=$((c == 1 ? 10000 : 3000))
-    for tgt in "--server 127.0.0.1:$PORT" "--posix $SCRATCH" "--posix $SCRATCH --sync"; do
+    for tgt in "--server 127.0.0.1:$PORT" "--server 127.0.0.1:$PORT --tcp" "--posix $SCRATCH" "--posix $SCRATCH --sync"; do
       cr=(); st=(); rm_=()
       for r in $(seq "$REPS"); do
         j=$("$OUT/corebench" md $tgt --clients $c --files $files)
@@ -161,7 +161,8 @@ if [[ " $PARTS " == *" md "* ]]; then
       case $tgt in
         *--sync) name="local $fstype, fsync per create (durable, like strata)";;
         --posix*) name="local $fstype, no fsync";;
-        *) name="strata (durable: catalog fsynced per group commit)";;
+        *--tcp) name="strata over loopback TCP (a client on another host takes this path)";;
+        *) name="strata, a client on its host (core's Unix socket; durable: catalog fsynced per group commit)";;
       esac
       echo "| $name | $c | $(median "${cr[@]}") | $(median "${st[@]}") | $(median "${rm_[@]}") |"
     done

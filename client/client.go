@@ -97,10 +97,35 @@ func New(addr string) (*Client, error) {
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
 }
 
-// TCPOnly makes the client reach movers over TCP even when they run on
-// this host and offer a Unix socket (which is faster; see
-// mover.Endpoint). Tests of the network path use it.
-func (c *Client) TCPOnly(on bool) { c.pool.SetTCPOnly(on) }
+// TCPOnly makes the client reach the core and movers over TCP even when
+// they run on this host and offer a Unix socket (which is faster; see
+// mover.Endpoint). Tests and benchmarks of the network path use it.
+func (c *Client) TCPOnly(on bool) {
+	c.pool.SetTCPOnly(on)
+	if t, ok := c.hc.Transport.(*transport); ok {
+		t.mu.Lock()
+		t.tcpOnly = on
+		t.mu.Unlock()
+		// Connections already made keep their kind; start afresh.
+		t.CloseIdleConnections()
+	}
+}
+
+// ControlSocket returns the Unix socket the client reaches the core
+// through, or "" while it uses TCP (another host, TCPOnly, an https URL,
+// or before the first request).
+func (c *Client) ControlSocket() string {
+	t, ok := c.hc.Transport.(*transport)
+	if !ok {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tcpOnly || t.socket == noSocket {
+		return ""
+	}
+	return t.socket
+}
 
 func endpoint(t api.StripeTarget) mover.Endpoint {
 	return mover.Endpoint{Addr: t.Mover, Socket: t.Socket, Host: t.Host}

@@ -365,3 +365,58 @@ func TestFixityAlgorithms(t *testing.T) {
 		t.Fatalf("after a refused put: %v", err)
 	}
 }
+
+// TestControlSocket: a client on the core's host moves from TCP to the
+// core's Unix socket after its first request, and falls back to TCP
+// whenever the socket is off, refused by the caller, or gone.
+func TestControlSocket(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		off     bool // server without a socket
+		tcpOnly bool
+		remove  bool // socket file removed after the client learned it
+	}{
+		{name: "local"},
+		{name: "server-off", off: true},
+		{name: "tcp-only", tcpOnly: true},
+		{name: "socket-gone", remove: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, dir := newClient(t, func(cfg *config.Config) {
+				if tc.off {
+					cfg.Socket = "off"
+				}
+			})
+			c.TCPOnly(tc.tcpOnly)
+			if _, err := c.Mkdir(ctx, "/d", false, 0); err != nil {
+				t.Fatal(err)
+			}
+			sock, _ := filepath.Abs(filepath.Join(dir, "strata.sock"))
+			want := sock
+			if tc.off || tc.tcpOnly {
+				want = ""
+			}
+			if got := c.ControlSocket(); got != want {
+				t.Fatalf("control socket %q, want %q", got, want)
+			}
+			if tc.remove {
+				if err := os.Remove(sock); err != nil {
+					t.Fatal(err)
+				}
+				c.Close() // drop pooled connections: the next one is dialled
+				want = ""
+			}
+			for i := range 3 {
+				if _, err := c.Put(ctx, fmt.Sprintf("/d/f%d", i), bytes.NewReader([]byte("x")), 1, client.PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := c.ControlSocket(); got != want {
+				t.Fatalf("after requests: control socket %q, want %q", got, want)
+			}
+			if _, err := c.Stat(ctx, "/d/f2"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

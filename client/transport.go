@@ -3,13 +3,18 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/mover"
 )
 
 // transport is the control plane's http.RoundTripper: HTTP/1.1 keep-alive
@@ -18,13 +23,21 @@ import (
 // leaves out is http.Transport's per-connection reader and writer
 // goroutines, whose hand-offs cost a third of a metadata round trip on a
 // 2-core machine (measured: 56k vs 87k requests/s against the same server).
+//
+// On its first connection it asks the core (/v1/local) for a Unix socket
+// serving the same API; when the core runs on this host, every later
+// connection uses it, as clients do with a local mover's socket.
 type transport struct {
-	addr   string
-	dialer net.Dialer
-	mu     sync.Mutex
-	idle   []*pconn
-	closed bool
+	addr    string
+	dialer  net.Dialer
+	mu      sync.Mutex
+	idle    []*pconn
+	closed  bool
+	tcpOnly bool
+	socket  string // "" not asked yet; noSocket: none usable
 }
+
+const noSocket = "-"
 
 const maxIdleConns = 64
 
@@ -47,11 +60,98 @@ func (t *transport) get(ctx context.Context) (*pconn, bool, error) {
 		return pc, true, nil
 	}
 	t.mu.Unlock()
+	pc, err := t.dial(ctx)
+	return pc, false, err
+}
+
+func newPconn(c net.Conn) *pconn {
+	return &pconn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}
+}
+
+// dial connects to the core: through its Unix socket when one is known,
+// else over TCP, asking for the socket the first time.
+func (t *transport) dial(ctx context.Context) (*pconn, error) {
+	t.mu.Lock()
+	sock, tcpOnly := t.socket, t.tcpOnly
+	t.mu.Unlock()
+	if !tcpOnly && sock != "" && sock != noSocket {
+		if c, err := t.dialer.DialContext(ctx, "unix", sock); err == nil {
+			return newPconn(c), nil
+		}
+		// Gone (the server restarted without it) or not ours to use: ask
+		// again on the TCP connection below.
+		t.setSocket("")
+		sock = ""
+	}
 	c, err := t.dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return &pconn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}, false, nil
+	pc := newPconn(c)
+	if tcpOnly || sock != "" {
+		return pc, nil
+	}
+	sock, err = t.probe(ctx, pc)
+	if err != nil {
+		pc.c.Close()
+		return nil, err
+	}
+	if sock != noSocket {
+		if uc, err := t.dialer.DialContext(ctx, "unix", sock); err == nil {
+			pc.c.Close()
+			pc = newPconn(uc)
+		} else {
+			sock = noSocket // e.g. no permission on it: TCP it is
+		}
+	}
+	t.setSocket(sock)
+	return pc, nil
+}
+
+func (t *transport) setSocket(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.socket = s
+}
+
+// probe asks the core on pc for its Unix socket and returns it, or
+// noSocket when it has none this client can use (another host, an older
+// server). pc stays usable unless probe fails.
+func (t *transport) probe(ctx context.Context, pc *pconn) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+t.addr+"/v1/local", nil)
+	if err != nil {
+		return "", err
+	}
+	stop := context.AfterFunc(ctx, func() { pc.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := req.Write(pc.bw); err != nil {
+		return "", err
+	}
+	if err := pc.bw.Flush(); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(pc.br, req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var l api.Local
+	if resp.StatusCode == http.StatusOK {
+		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&l)
+	}
+	if _, cerr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("ask for the local socket: %w", err)
+	}
+	if resp.Close {
+		return "", fmt.Errorf("ask for the local socket: server closed the connection")
+	}
+	if l.Socket == "" || l.Host == "" || l.Host != mover.HostID() {
+		return noSocket, nil
+	}
+	return l.Socket, nil
 }
 
 func (t *transport) put(pc *pconn) {

@@ -3,6 +3,7 @@
 // docs/PERFORMANCE.md. It is driven by bench/core.sh.
 //
 //	corebench md --server ADDR --clients N --files F   creates, stats, removes via Strata
+//	                                                   (--tcp: not through the core's Unix socket)
 //	corebench md --posix DIR --clients N --files F     the same on a local file system
 //
 // A create is the creation and commit of an empty file (one API call: an
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -122,6 +124,8 @@ func main() {
 	clients := fs.Int("clients", 1, "concurrent clients")
 	files := fs.Int("files", 10000, "files per client")
 	durable := fs.Bool("sync", false, "posix: fsync each created file and its directory")
+	tcp := fs.Bool("tcp", false, "strata: reach the core over TCP even on its host (default: its Unix socket, as any local client)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the create phase (this process: the clients) to FILE")
 	fs.Parse(os.Args[2:])
 	var o ops
 	root := fmt.Sprintf("/md-%d", time.Now().UnixNano())
@@ -132,6 +136,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		c.TCPOnly(*tcp)
 		o = strataOps{c}
 	case *posix != "":
 		o, root, target = posixOps{sync: *durable}, filepath.Join(*posix, fmt.Sprintf("md-%d", time.Now().UnixNano())), "posix:"+*posix
@@ -147,11 +152,29 @@ func main() {
 	}
 	name := func(w, i int) string { return o.join(dirs[w], fmt.Sprintf("f%07d", i)) }
 	res := map[string]any{"target": target, "clients": *clients, "files_per_client": *files, "sync": *durable}
+	if so, ok := o.(strataOps); ok {
+		res["control"] = "tcp"
+		if so.c.ControlSocket() != "" {
+			res["control"] = "unix"
+		}
+	}
 	for _, ph := range []struct {
 		name string
 		fn   func(string) error
 	}{{"create", o.create}, {"stat", o.stat}, {"remove", o.remove}} {
+		if ph.name == "create" && *cpuprofile != "" {
+			f, err := os.Create(*cpuprofile)
+			if err != nil {
+				fail(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fail(err)
+			}
+		}
 		rate, err := phase(*clients, *files, func(w, i int) error { return ph.fn(name(w, i)) })
+		if ph.name == "create" && *cpuprofile != "" {
+			pprof.StopCPUProfile()
+		}
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", ph.name, err))
 		}

@@ -405,6 +405,13 @@ type DFResponse struct {
 	Pools   []PoolInfo   `json:"pools"`
 }
 
+// Local is the core's answer to /v1/local: a Unix socket serving the same
+// API, for clients whose HostID (mover.HostID) matches Host.
+type Local struct {
+	Socket string `json:"socket,omitempty"`
+	Host   string `json:"host,omitempty"`
+}
+
 // MoverRegistration announces a mover and its devices to the core.
 type MoverRegistration struct {
 	ID      string       `json:"id"`

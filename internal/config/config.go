@@ -132,7 +132,11 @@ type Mover struct {
 
 // Config is the whole file.
 type Config struct {
-	Listen       string     `toml:"listen"`
+	Listen string `toml:"listen"`
+	// Socket is a Unix socket serving the control API to clients on this
+	// host (faster than loopback TCP); default data_dir/strata.sock, "off"
+	// for none. Clients find it by asking the TCP address (/v1/local).
+	Socket       string     `toml:"socket"`
 	DataDir      string     `toml:"data_dir"`
 	SecretFile   string     `toml:"secret_file"`
 	DefaultCOS   string     `toml:"default_cos"`
@@ -220,6 +224,7 @@ func merge(c *Config, f Config) {
 		}
 	}
 	set(&c.Listen, f.Listen)
+	set(&c.Socket, f.Socket)
 	set(&c.DataDir, f.DataDir)
 	set(&c.SecretFile, f.SecretFile)
 	set(&c.DefaultCOS, f.DefaultCOS)
@@ -266,19 +271,25 @@ func (c *Config) Complete() error {
 	if c.SecretFile == "" {
 		c.SecretFile = filepath.Join(c.DataDir, "secret")
 	}
-	switch c.Mover.Socket {
-	case "off":
-		c.Mover.Socket = ""
-	case "":
-		c.Mover.Socket = filepath.Join(c.DataDir, "mover.sock")
-	}
-	if c.Mover.Socket != "" {
-		// Clients dial the path from wherever they run.
-		abs, err := filepath.Abs(c.Mover.Socket)
-		if err != nil {
-			return fmt.Errorf("config: mover socket: %w", err)
+	for _, sk := range []struct {
+		p    *string
+		def  string
+		what string
+	}{{&c.Socket, "strata.sock", "socket"}, {&c.Mover.Socket, "mover.sock", "mover socket"}} {
+		switch *sk.p {
+		case "off":
+			*sk.p = ""
+		case "":
+			*sk.p = filepath.Join(c.DataDir, sk.def)
 		}
-		c.Mover.Socket = abs
+		if *sk.p != "" {
+			// Clients dial the path from wherever they run.
+			abs, err := filepath.Abs(*sk.p)
+			if err != nil {
+				return fmt.Errorf("config: %s: %w", sk.what, err)
+			}
+			*sk.p = abs
+		}
 	}
 	if c.Library.Path == "" {
 		c.Library.Path = filepath.Join(c.DataDir, "tapes")

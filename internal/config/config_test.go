@@ -50,6 +50,13 @@ stripe_unit = "1MiB"
 	if c.Catalog.Path != "/srv/strata/catalog.db" || c.Listen != "127.0.0.1:7420" || c.COS[0].StripeUnit != 1<<20 {
 		t.Fatalf("config: %+v", c)
 	}
+	if c.Socket != "/srv/strata/strata.sock" || c.Mover.Socket != "/srv/strata/mover.sock" {
+		t.Fatalf("sockets: %q, %q", c.Socket, c.Mover.Socket)
+	}
+	os.WriteFile(p, []byte("data_dir = \"/srv/strata\"\nsocket = \"off\"\n[mover]\nsocket = \"off\"\n"), 0o644)
+	if c, err = Load(p); err != nil || c.Socket != "" || c.Mover.Socket != "" {
+		t.Fatalf("sockets off: %q, %q, %v", c.Socket, c.Mover.Socket, err)
+	}
 }
 
 func FuzzParseSize(f *testing.F) {

@@ -81,6 +81,7 @@ type Core struct {
 	inflight map[int64][]string     // pending bitfile → its devices
 	load     map[string]int         // device → writes in flight
 	rr       int                    // rotates ties in placement
+	local    api.Local              // the control API's Unix socket, if any
 
 	atimes chan catalog.Inode // access-time updates, applied by one goroutine
 
@@ -145,6 +146,14 @@ func (c *Core) Epoch() int64 { return c.epoch }
 
 // Close releases the core's connections (not the store).
 func (c *Core) Close() { c.pool.Close() }
+
+// SetLocal announces the Unix socket the control API is also served on
+// (see api.Local); clients on this host switch to it.
+func (c *Core) SetLocal(l api.Local) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.local = l
+}
 
 // RegisterLocal registers a mover running in this process.
 func (c *Core) RegisterLocal(ctx context.Context, r api.MoverRegistration) error {

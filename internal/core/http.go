@@ -48,6 +48,12 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
 		c.reply(w, map[string]any{"version": api.Version, "epoch": c.epoch}, nil)
 	})
+	mux.HandleFunc("GET /v1/local", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		l := c.local
+		c.mu.Unlock()
+		c.reply(w, l, nil)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	return c.recoverer(mux)
 }
