@@ -4,11 +4,13 @@
 #
 #   bench/compare.sh DIR [RUNS]     DIR on the file system to test (default 3 runs)
 #   ONLY=write bench/compare.sh …   only the rows whose name contains "write"
+#   FIRST=fio bench/compare.sh …    the reference always runs first in each pair
+#                                   (FIRST=strata: strata bench; default: they alternate)
 #
 # Each comparison runs the strata bench scenario and the fio job that does
 # the same I/O (sizes, block sizes, workers, durability, cache drop), RUNS
-# times alternately, and prints the medians and their ratio as a Markdown
-# table. IOR and mdtest have no Debian package and their sources are not
+# times alternately (which goes first in a pair alternating too), and
+# prints the medians and their ratio as a Markdown table. IOR and mdtest have no Debian package and their sources are not
 # reachable here: fio stands in for IOR in the data rows, and mdbase.c (the
 # inner loop of mdtest -F -u, in C, timed barrier to barrier) for mdtest in
 # the metadata rows (fio's filecreate and filestat engines spend more per
@@ -94,8 +96,19 @@ row() { # name unit strata-cmd fio-cmd
 	local name=$1 unit=$2 scmd=$3 fcmd=$4 s=() f=()
 	[[ -z ${ONLY:-} || $name == *$ONLY* ]] || return 0
 	for i in $(seq "$RUNS"); do
-		settle; s+=("$(eval "$scmd")")
-		settle; f+=("$(eval "$fcmd")")
+		# Which tool goes first alternates (ABBA), unless FIRST says: on
+		# this VM's disk a write run's speed depends on what ran just
+		# before it (blocks another run freed, their discards), and a
+		# fixed order put that into one tool's figures.
+		local first=${FIRST:-}
+		[[ -n $first ]] || first=$([[ $((i % 2)) == 1 ]] && echo strata || echo fio)
+		if [[ $first == fio ]]; then
+			settle; f+=("$(eval "$fcmd")")
+			settle; s+=("$(eval "$scmd")")
+		else
+			settle; s+=("$(eval "$scmd")")
+			settle; f+=("$(eval "$fcmd")")
+		fi
 	done
 	python3 - "$name" "$unit" "${s[*]}" "${f[*]}" <<'EOF'
 import statistics, sys
