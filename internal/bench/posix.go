@@ -288,6 +288,7 @@ type posixReader struct {
 	f      *os.File
 	fd     int
 	direct bool
+	raw    bool // local file system: small preads without the scheduler hand-off
 }
 
 func (t *posix) Open(ctx context.Context, p string) (Reader, error) {
@@ -295,7 +296,7 @@ func (t *posix) Open(ctx context.Context, p string) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &posixReader{f: f, fd: int(f.Fd()), direct: t.direct}, nil
+	return &posixReader{f: f, fd: int(f.Fd()), direct: t.direct, raw: t.local}, nil
 }
 
 var bouncePool = sync.Pool{New: func() any { b := alignedBuf(1 << 20); return &b }}
@@ -304,7 +305,7 @@ var bouncePool = sync.Pool{New: func() any { b := alignedBuf(1 << 20); return &b
 // part of the cost of O_DIRECT from unaligned application buffers.
 func (r *posixReader) ReadAt(p []byte, off int64) (int, error) {
 	if !r.direct {
-		return pread(r.fd, p, off)
+		return readAt(r.fd, r.raw, p, off)
 	}
 	done := 0
 	bp := bouncePool.Get().(*[]byte)
@@ -352,7 +353,19 @@ func (t *posix) OpenRW(ctx context.Context, p string) (ReadWriter, error) {
 	return posixRW{f, int(f.Fd()), t.local}, nil
 }
 
-func (rw posixRW) ReadAt(p []byte, off int64) (int, error) { return pread(rw.fd, p, off) }
+func (rw posixRW) ReadAt(p []byte, off int64) (int, error) { return readAt(rw.fd, rw.raw, p, off) }
+
+// rawReadMax is the largest read made as a raw system call: small reads
+// from the page cache, where the scheduler hand-off is a tenth of the
+// call. Larger ones (which may wait on the device for longer) keep it.
+const rawReadMax = 64 << 10
+
+func readAt(fd int, raw bool, p []byte, off int64) (int, error) {
+	if raw && len(p) <= rawReadMax {
+		return preadWith(rawPread, fd, p, off)
+	}
+	return preadWith(unix.Pread, fd, p, off)
+}
 func (rw posixRW) WriteAt(p []byte, off int64) (int, error) {
 	pwrite := unix.Pwrite
 	if rw.raw {
@@ -365,11 +378,11 @@ func (rw posixRW) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// pread reads len(p) bytes at off, as io.ReaderAt.
-func pread(fd int, p []byte, off int64) (int, error) {
+// preadWith reads len(p) bytes at off with pread, as io.ReaderAt.
+func preadWith(pread func(int, []byte, int64) (int, error), fd int, p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
-		n, err := unix.Pread(fd, p[done:], off+int64(done))
+		n, err := pread(fd, p[done:], off+int64(done))
 		if err == unix.EINTR {
 			continue
 		}

@@ -12,3 +12,6 @@ func rawUnlink(dir, name string) error { return unix.Unlink(dir + "/" + name) }
 
 // rawPwrite is unix.Pwrite where no raw variant is written.
 func rawPwrite(fd int, p []byte, off int64) (int, error) { return unix.Pwrite(fd, p, off) }
+
+// rawPread is unix.Pread where no raw variant is written.
+func rawPread(fd int, p []byte, off int64) (int, error) { return unix.Pread(fd, p, off) }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,7 @@ import (
 
 // rawLstat answers as lstat does: the same inode for a file, ENOENT for a
 // missing one, the link itself for a symlink, and long paths too; rawUnlink
-// as unlink does; rawPwrite as pwrite does.
+// as unlink does; rawPwrite and rawPread as pwrite and pread do.
 func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "f")
@@ -68,6 +69,22 @@ func TestRawSyscallsAreLstatAndUnlink(t *testing.T) {
 		t.Errorf("read back %q %v", b, err)
 	}
 	if n, err := rawPwrite(-1, []byte("x"), 0); n != 0 || !errors.Is(err, unix.EBADF) {
+		t.Errorf("bad fd: %d %v, want 0 EBADF", n, err)
+	}
+	r := make([]byte, 8)
+	if n, err := rawPread(int(g.Fd()), r, 4094); err != nil || n != 7 || string(r[:n]) != "\x00\x00hello" {
+		t.Errorf("pread: %d %q %v, want 7 \"\\x00\\x00hello\"", n, r[:n], err)
+	}
+	if n, err := rawPread(int(g.Fd()), r, 1<<20); err != nil || n != 0 {
+		t.Errorf("pread past the end: %d %v, want 0 nil", n, err)
+	}
+	if n, err := readAt(int(g.Fd()), true, r[:5], 4096); err != nil || n != 5 || string(r[:5]) != "hello" {
+		t.Errorf("readAt: %d %q %v", n, r[:5], err)
+	}
+	if n, err := readAt(int(g.Fd()), true, r, 4096); !errors.Is(err, io.EOF) || n != 5 {
+		t.Errorf("readAt across the end: %d %v, want 5 EOF", n, err)
+	}
+	if n, err := rawPread(-1, r, 0); n != 0 || !errors.Is(err, unix.EBADF) {
 		t.Errorf("bad fd: %d %v, want 0 EBADF", n, err)
 	}
 }
