@@ -266,6 +266,44 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// TestServeAddressInUse: a port already taken (control API or mover) ends
+// serve with one error line and exit 1 (it used to panic cleaning up), and
+// leaves the data directory usable.
+func TestServeAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, which := range []string{"control", "mover"} {
+		t.Run(which, func(t *testing.T) {
+			dir := t.TempDir()
+			ctl, mov := freePort(t), freePort(t)
+			if which == "control" {
+				ctl = taken.Addr().String()
+			} else {
+				mov = taken.Addr().String()
+			}
+			cfg := filepath.Join(dir, "s.toml")
+			os.WriteFile(cfg, []byte(fmt.Sprintf("listen = %q\ndata_dir = %q\n[mover]\nlisten = %q\n", ctl, filepath.Join(dir, "data"), mov)), 0o644)
+			out, err := exec.Command(bin, "serve", "--config", cfg).CombinedOutput()
+			// The server's log may precede it; the failure is the last line.
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			last := lines[len(lines)-1]
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != 1 || !strings.HasPrefix(last, "strata: ") || !strings.Contains(last, "address already in use") || strings.Contains(string(out), "panic") {
+				t.Fatalf("serve with the %s port taken: %v\n%s", which, err, out)
+			}
+			// The lock and sockets were released: the directory serves.
+			s := &server{t: t, dir: dir, addr: freePort(t), cfg: cfg}
+			os.WriteFile(cfg, []byte(fmt.Sprintf("listen = %q\ndata_dir = %q\n[mover]\nlisten = %q\n", s.addr, filepath.Join(dir, "data"), freePort(t))), 0o644)
+			s.start()
+			defer s.stop()
+			s.ok("ls", "/")
+		})
+	}
+}
+
 // objects counts segment objects on the server's devices.
 func (s *server) objects() int {
 	m, _ := filepath.Glob(filepath.Join(s.dir, "data", "devices", "*", "objects", "*", "*"))

@@ -271,7 +271,18 @@ func listenUnix(p string) (net.Listener, error) {
 	if fi, err := os.Lstat(p); err == nil && fi.Mode().Type() == os.ModeSocket {
 		os.Remove(p)
 	}
-	return net.Listen("unix", p)
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		return nil, err
+	}
+	// Anyone on the host may connect, as to the TCP listener beside it;
+	// without this only the server's user could (connecting needs write
+	// permission), and everyone else would silently take the slower path.
+	if err := os.Chmod(p, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // serve serves m on every listener; m.Close stops them.
@@ -300,10 +311,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	s = &Server{Cfg: cfg}
+	built := &Server{Cfg: cfg}
+	s = built
 	defer func() {
+		// Undo a half-built server. Not s: "return nil, err" has set it
+		// to nil by the time this runs.
 		if err != nil {
-			s.Close()
+			built.Close()
 		}
 	}()
 	if s.lock, err = lockDir(cfg.DataDir); err != nil {
