@@ -57,25 +57,18 @@ func cpath(buf *[512]byte, dir, name string) bool {
 // rawPwrite is pwrite(2) the same way, for small random writes into the
 // page cache (HPCS 13 and 14), where the hand-off is a tenth of the call.
 // A write the kernel throttles holds its P until it returns.
-func rawPwrite(fd int, p []byte, off int64) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(off), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
+func rawPwrite(fd int, p []byte, off int64) (int, error) { return rawRW(unix.SYS_PWRITE64, fd, p, off) }
 
 // rawPread is pread(2) the same way, for small reads from the page cache
 // (HPCS 13 and 14). A read that waits on the device holds its P until it
 // returns, which a phase with no more workers than Ps can afford.
-func rawPread(fd int, p []byte, off int64) (int, error) {
+func rawPread(fd int, p []byte, off int64) (int, error) { return rawRW(unix.SYS_PREAD64, fd, p, off) }
+
+func rawRW(trap uintptr, fd int, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(off), 0, 0)
+	n, _, e := unix.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(off), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
