@@ -338,6 +338,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if s.Store, err = sqlite.Open(cfg.Catalog.Path, sqlite.Options{Sync: cfg.Catalog.Sync}); err != nil {
 		return nil, err
 	}
+	if p, ok := s.Store.(interface{ WriterPriority() error }); ok {
+		if err := p.WriterPriority(); err != nil {
+			log.Info("catalog writer runs at default priority (metadata writes slower under load)", "why", err)
+		}
+	}
 	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every}
 	for _, k := range cfg.COS {
 		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit), TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly})

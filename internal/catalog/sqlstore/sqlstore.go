@@ -6,8 +6,10 @@
 // Writes go through one writer goroutine that groups whatever operations are
 // queued into one transaction, each inside its own SAVEPOINT, so one
 // operation's failure does not undo the others and the cost of a durable
-// commit (an fsync of the WAL) is shared by the whole group. Reads use a
-// separate pool and never wait for the writer.
+// commit (an fsync of the WAL) is shared by the whole group. The writer is
+// the one serial stage of every namespace change, so it runs on its own
+// thread at raised priority where the system allows. Reads use a separate
+// pool and never wait for the writer.
 package sqlstore
 
 import (
@@ -52,6 +54,8 @@ type Store struct {
 	unprepared map[string]bool
 
 	cache *inodeCache
+
+	prio chan error // the writer's prioritize outcome, sent once
 }
 
 var _ catalog.Store = (*Store)(nil)
@@ -67,9 +71,18 @@ type op struct {
 // New starts a store on wdb (which must allow a single connection) and rdb.
 func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
 	s := &Store{d: d, wdb: wdb, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}),
-		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache()}
+		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache(),
+		prio: make(chan error, 1)}
 	go s.writer()
 	return s, nil
+}
+
+// WriterPriority reports whether the writer runs at raised priority: nil if
+// it does, else why not (typically: not root and no CAP_SYS_NICE).
+func (s *Store) WriterPriority() error {
+	err := <-s.prio
+	s.prio <- err
+	return err
 }
 
 // Close stops the writer after the queued operations and closes both pools.
@@ -130,6 +143,7 @@ func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
 
 func (s *Store) writer() {
 	defer close(s.done)
+	s.prio <- prioritize()
 	for {
 		var first *op
 		select {
