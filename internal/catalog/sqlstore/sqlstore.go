@@ -7,8 +7,9 @@
 // queued into one transaction, each inside its own SAVEPOINT, so one
 // operation's failure does not undo the others and the cost of a durable
 // commit (an fsync of the WAL) is shared by the whole group. The writer is
-// the one serial stage of every namespace change, so it runs on its own
-// thread at raised priority where the system allows. Reads use a separate
+// the one serial stage of every namespace change, so while operations queue
+// for it it has a thread of its own at raised priority, where the system
+// allows (prio_linux.go). Reads use a separate
 // pool and never wait for the writer.
 package sqlstore
 
@@ -55,13 +56,18 @@ type Store struct {
 
 	cache *inodeCache
 
-	prio chan error // the writer's prioritize outcome, sent once
+	boost   *booster
+	prioErr error
 }
 
 var _ catalog.Store = (*Store)(nil)
 
 // MaxBatch bounds how many operations share one transaction.
 const MaxBatch = 512
+
+// unboostAfter is how many groups of one operation in a row end the
+// writer's priority boost.
+const unboostAfter = 64
 
 type op struct {
 	fn  func(*Tx) error
@@ -71,19 +77,15 @@ type op struct {
 // New starts a store on wdb (which must allow a single connection) and rdb.
 func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
 	s := &Store{d: d, wdb: wdb, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}),
-		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache(),
-		prio: make(chan error, 1)}
+		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache()}
+	s.boost, s.prioErr = newBooster()
 	go s.writer()
 	return s, nil
 }
 
 // WriterPriority reports whether the writer runs at raised priority: nil if
 // it does, else why not (typically: not root and no CAP_SYS_NICE).
-func (s *Store) WriterPriority() error {
-	err := <-s.prio
-	s.prio <- err
-	return err
-}
+func (s *Store) WriterPriority() error { return s.prioErr }
 
 // Close stops the writer after the queued operations and closes both pools.
 func (s *Store) Close() error {
@@ -143,7 +145,7 @@ func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
 
 func (s *Store) writer() {
 	defer close(s.done)
-	s.prio <- prioritize()
+	lone := 0
 	for {
 		var first *op
 		select {
@@ -168,6 +170,14 @@ func (s *Store) writer() {
 			default:
 				break fill
 			}
+		}
+		// Boost while operations queue behind each other; drop it after a
+		// run of lone ones (a single client, or a quiet system).
+		if len(batch) > 1 {
+			lone = 0
+			s.boost.set(true)
+		} else if lone++; lone == unboostAfter {
+			s.boost.set(false)
 		}
 		s.runBatch(batch)
 	}
