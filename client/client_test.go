@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/server"
 	"github.com/strata-storage/strata/internal/testutil"
 )
 
@@ -418,5 +419,54 @@ func TestControlSocket(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A client that learned "no socket" from a core asks again, once the answer
+// is old, and finds the socket of the core restarted with one.
+func TestControlSocketReprobe(t *testing.T) {
+	defer client.SetReprobeAfter(0)()
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg := testutil.Config(dir)
+	cfg.Socket = "off"
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Mkdir(ctx, "/d", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ControlSocket(); got != "" {
+		t.Fatalf("socket %q from a core without one", got)
+	}
+	addr := strings.TrimPrefix(s.URL(), "http://")
+	s.Close()
+
+	// The same core, same address, now with its socket.
+	cfg = testutil.Config(dir)
+	cfg.Listen = addr
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.Close() // the pooled connections died with the first core
+	if _, err := c.Stat(ctx, "/d"); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.Abs(filepath.Join(dir, "strata.sock"))
+	if got := c.ControlSocket(); got != want {
+		t.Fatalf("after the restart: socket %q, want %q", got, want)
 	}
 }

@@ -35,9 +35,16 @@ type transport struct {
 	closed  bool
 	tcpOnly bool
 	socket  string // "" not asked yet; noSocket: none usable
+	// When the core last said it had no socket for us: the next TCP dial
+	// after reprobeAfter asks again, so a long-lived client finds the
+	// socket of a core restarted with one.
+	noSocketAt time.Time
 }
 
 const noSocket = "-"
+
+// reprobeAfter is how long a "no socket" answer holds (a variable for tests).
+var reprobeAfter = time.Minute
 
 const maxIdleConns = 64
 
@@ -73,6 +80,9 @@ func newPconn(c net.Conn) *pconn {
 func (t *transport) dial(ctx context.Context) (*pconn, error) {
 	t.mu.Lock()
 	sock, tcpOnly := t.socket, t.tcpOnly
+	if sock == noSocket && time.Since(t.noSocketAt) >= reprobeAfter {
+		sock = ""
+	}
 	t.mu.Unlock()
 	if !tcpOnly && sock != "" && sock != noSocket {
 		if c, err := t.dialer.DialContext(ctx, "unix", sock); err == nil {
@@ -112,6 +122,9 @@ func (t *transport) setSocket(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.socket = s
+	if s == noSocket {
+		t.noSocketAt = time.Now()
+	}
 }
 
 // probe asks the core on pc for its Unix socket and returns it, or

@@ -1,0 +1,10 @@
+package client
+
+import "time"
+
+// SetReprobeAfter changes how long a "no socket" answer holds, for tests.
+func SetReprobeAfter(d time.Duration) (restore func()) {
+	old := reprobeAfter
+	reprobeAfter = d
+	return func() { reprobeAfter = old }
+}
