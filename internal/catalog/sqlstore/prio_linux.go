@@ -21,7 +21,8 @@ const writerBoost = 10
 // But a thread of its own makes every wakeup of an idle writer a
 // cross-thread handoff, which cost a lone client ~9 % of its creates; so the
 // writer is boosted only while groups have more than one operation in them
-// (see writer).
+// (see writer). A writer that ends boosted ends with its thread locked,
+// and Go then ends the thread too: no other goroutine inherits the priority.
 type booster struct {
 	base, boosted int // nice values
 	ok, on        bool

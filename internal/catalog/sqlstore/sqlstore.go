@@ -9,8 +9,8 @@
 // commit (an fsync of the WAL) is shared by the whole group. The writer is
 // the one serial stage of every namespace change, so while operations queue
 // for it it has a thread of its own at raised priority, where the system
-// allows (prio_linux.go). Reads use a separate
-// pool and never wait for the writer.
+// allows (prio_linux.go). Reads use a separate pool and never wait for the
+// writer.
 package sqlstore
 
 import (
@@ -83,8 +83,8 @@ func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
 	return s, nil
 }
 
-// WriterPriority reports whether the writer runs at raised priority: nil if
-// it does, else why not (typically: not root and no CAP_SYS_NICE).
+// WriterPriority reports whether the writer may raise its priority under
+// load: nil if so, else why not (typically: not root and no CAP_SYS_NICE).
 func (s *Store) WriterPriority() error { return s.prioErr }
 
 // Close stops the writer after the queued operations and closes both pools.
