@@ -78,7 +78,7 @@ BYTES=$((SIZE_MB<<20))
 
 if [[ " $PARTS " == *" single "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 1 1 0)"
-  dw=(); ddw=(); sp=(); dr=(); ddr=(); sg=(); sgt=(); spn=(); sps=()
+  dw=(); ddw=(); sp=(); dr=(); ddr=(); sg=(); sgs=(); sgt=(); spn=(); sps=()
   for r in $(seq "$REPS"); do
     warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=1M conv=fsync status=none; t1=$(now); dw+=("$(rate $BYTES "$t0" "$t1")")
     rm -f "$SCRATCH/dd.dat"
@@ -94,14 +94,14 @@ if [[ " $PARTS " == *" single "* ]]; then
     done
     drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=1M status=none; t1=$(now); dr+=("$(rate $BYTES "$t0" "$t1")")
     drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")")
-    # The two gets take turns going first: this VM's successive cold reads
+    # The gets take turns going first: this VM's successive cold reads
     # tend to alternate fast and slow, so a fixed order favours one of them.
-    for k in 0 1; do
-      if (( (r + k) % 2 )); then
-        drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")")
-      else
-        drop; t0=$(now); "$S" --tcp-only get /f$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")")
-      fi
+    for k in $(seq 0 2); do
+      case $(( (r + k) % 3 )) in
+      0) drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")") ;;
+      1) drop; t0=$(now); "$S" --no-handover get /f$r - > /dev/null; t1=$(now); sgs+=("$(rate $BYTES "$t0" "$t1")") ;;
+      2) drop; t0=$(now); "$S" --tcp-only get /f$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")") ;;
+      esac
     done
     "$S" rm /f$r /n$r /s$r; rm -f "$SCRATCH/dd.dat"; settle
   done
@@ -116,10 +116,11 @@ if [[ " $PARTS " == *" single "* ]]; then
   echo "| put (with SHA-256 fixity, the default) | $bw | $(median "${sp[@]}") | $(ratio "$(median "${sp[@]}")" "$bw") |"
   echo "| put --fixity blake3 | $bw | $(median "${sps[@]}") | $(ratio "$(median "${sps[@]}")" "$bw") |"
   echo "| put --no-fixity (CRC32C only) | $bw | $(median "${spn[@]}") | $(ratio "$(median "${spn[@]}")" "$bw") |"
-  echo "| get - (cold cache; the mover's Unix socket, as on one host) | $br | $(median "${sg[@]}") | $(ratio "$(median "${sg[@]}")" "$br") |"
+  echo "| get - (cold cache; on the mover's host: the device file handed over) | $br | $(median "${sg[@]}") | $(ratio "$(median "${sg[@]}")" "$br") |"
+  echo "| get --no-handover - (cold cache; streamed through the mover's Unix socket) | $br | $(median "${sgs[@]}") | $(ratio "$(median "${sgs[@]}")" "$br") |"
   echo "| get --tcp-only - (cold cache; loopback TCP, as from another host) | $br | $(median "${sgt[@]}") | $(ratio "$(median "${sgt[@]}")" "$br") |"
   echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; put ${sp[*]}; put --no-fixity ${spn[*]}; put --fixity blake3 ${sps[*]};"
-  echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; get ${sg[*]}; get --tcp-only ${sgt[*]}"
+  echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; get ${sg[*]}; get --no-handover ${sgs[*]}; get --tcp-only ${sgt[*]}"
 fi
 
 if [[ " $PARTS " == *" stripe "* ]]; then
@@ -174,5 +175,6 @@ if [[ " $PARTS " == *" md "* ]]; then
       echo "| $name | $c | $(median "${cr[@]}") | $(median "${st[@]}") | $(median "${rm_[@]}") |"
     done
   done
+  rm -rf "$SCRATCH"/md-*   # the local runs' empty directories
   stop
 fi

@@ -97,6 +97,13 @@ func New(addr string) (*Client, error) {
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
 }
 
+// Handover says whether reads from a mover on this host may take the
+// object's file from the mover and read and verify it here (the default:
+// one copy out of the page cache instead of three through a socket) or
+// must stream through the mover's socket. Devices with a bandwidth cap
+// always stream.
+func (c *Client) Handover(on bool) { c.pool.SetHandles(on) }
+
 // TCPOnly makes the client reach the core and movers over TCP even when
 // they run on this host and offer a Unix socket (which is faster; see
 // mover.Endpoint). Tests and benchmarks of the network path use it.

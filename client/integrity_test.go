@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -13,8 +14,17 @@ import (
 	"github.com/strata-storage/strata/internal/config"
 )
 
+// A flipped byte is caught whether the mover streams the object or hands
+// its file over to the client on its host.
 func TestCorruptionIsDetected(t *testing.T) {
+	for _, handover := range []bool{true, false} {
+		t.Run(fmt.Sprintf("handover=%v", handover), func(t *testing.T) { testCorruptionIsDetected(t, handover) })
+	}
+}
+
+func testCorruptionIsDetected(t *testing.T, handover bool) {
 	c, dataDir := newClient(t, nil)
+	c.Handover(handover)
 	data := randBytes(11, 5*64<<10+99) // 4 stripes
 	roundTrip(t, c, "/victim", data, client.PutOptions{})
 	st, err := c.Stat(ctx, "/victim")

@@ -497,7 +497,8 @@ func (e *CorruptError) Unwrap() error { return api.ErrCorrupt }
 
 // Reader reads and verifies one stored object.
 type Reader struct {
-	d      *Device
+	d      *Device // nil for a file handed over by a mover (see OpenFile)
+	dev    string
 	f      *os.File
 	object string
 	n      int64
@@ -520,7 +521,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 	if err != nil {
 		return nil, fmt.Errorf("disk %s: open %s: %w", d.id, object, err)
 	}
-	r := &Reader{d: d, f: f, object: object, ctx: ctx}
+	r := &Reader{d: d, dev: d.id, f: f, object: object, ctx: ctx}
 	if err := r.readTrailer(); err != nil {
 		f.Close()
 		return nil, err
@@ -528,8 +529,33 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 	return r, nil
 }
 
+// OpenFile reads object of device dev from f, an object file opened by
+// someone else: a client on a mover's host reads the file the mover handed
+// over (see mover.Conn.Read) with the same checks a mover makes. It checks
+// the trailer and takes ownership of f. Reads are not paced: movers hand
+// over files of uncapped devices only.
+func OpenFile(ctx context.Context, f *os.File, dev, object string) (*Reader, error) {
+	r := &Reader{dev: dev, f: f, object: object, ctx: ctx}
+	if err := r.readTrailer(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// File returns the open object file, for a mover to hand over to a client
+// on its host. It stays owned by r.
+func (r *Reader) File() *os.File { return r.f }
+
+func (r *Reader) wait(n int) error {
+	if r.d == nil {
+		return nil
+	}
+	return r.d.wait(r.ctx, n)
+}
+
 func (r *Reader) corrupt(off int64, detail string) error {
-	return &CorruptError{Device: r.d.id, Object: r.object, Offset: off, Detail: detail}
+	return &CorruptError{Device: r.dev, Object: r.object, Offset: off, Detail: detail}
 }
 
 func (r *Reader) readTrailer() error {
@@ -543,7 +569,7 @@ func (r *Reader) readTrailer() error {
 	}
 	var ft [footerSize]byte
 	if _, err := r.f.ReadAt(ft[:], size-footerSize); err != nil {
-		return fmt.Errorf("disk %s: read trailer of %s: %w", r.d.id, r.object, err)
+		return fmt.Errorf("disk %s: read trailer of %s: %w", r.dev, r.object, err)
 	}
 	if string(ft[:8]) != magic || binary.BigEndian.Uint32(ft[28:]) != crc32.Checksum(ft[:28], wire.Castagnoli) {
 		return r.corrupt(size-footerSize, "bad trailer")
@@ -556,7 +582,7 @@ func (r *Reader) readTrailer() error {
 	}
 	tb := make([]byte, 4*chunks)
 	if _, err := r.f.ReadAt(tb, r.n); err != nil {
-		return fmt.Errorf("disk %s: read trailer of %s: %w", r.d.id, r.object, err)
+		return fmt.Errorf("disk %s: read trailer of %s: %w", r.dev, r.object, err)
 	}
 	r.table = make([]uint32, chunks)
 	for i := range r.table {
@@ -579,12 +605,12 @@ func (r *Reader) Chunk(i int64, buf []byte) ([]byte, error) {
 		return nil, io.EOF
 	}
 	n := min(int64(ChunkSize), r.n-off)
-	if err := r.d.wait(r.ctx, int(n)); err != nil {
+	if err := r.wait(int(n)); err != nil {
 		return nil, err
 	}
 	p := buf[:n]
 	if _, err := r.f.ReadAt(p, off); err != nil {
-		return nil, fmt.Errorf("disk %s: read %s at %d: %w", r.d.id, r.object, off, err)
+		return nil, fmt.Errorf("disk %s: read %s at %d: %w", r.dev, r.object, off, err)
 	}
 	if crc32.Checksum(p, wire.Castagnoli) != r.table[i] {
 		return nil, r.corrupt(off, "checksum mismatch in chunk")
@@ -612,7 +638,7 @@ func (r *Reader) Region(i int64) (Region, error) {
 		return Region{}, io.EOF
 	}
 	n := min(int64(ChunkSize), r.n-off)
-	if err := r.d.wait(r.ctx, int(n)); err != nil {
+	if err := r.wait(int(n)); err != nil {
 		return Region{}, err
 	}
 	r.dropBehind(off)

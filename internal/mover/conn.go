@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -12,7 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
@@ -29,6 +33,7 @@ type Pool struct {
 	MaxIdle int // per address; default 16
 	Dialer  net.Dialer
 	tcpOnly bool
+	stream  bool // no handles: read through the socket even on the mover's host
 }
 
 // SetTCPOnly makes the pool dial movers over TCP even on their own host.
@@ -38,6 +43,15 @@ func (p *Pool) SetTCPOnly(on bool) {
 	defer p.mu.Unlock()
 	p.tcpOnly = on
 	p.dropIdleLocked()
+}
+
+// SetHandles says whether reads on a mover's host may take the object's
+// file from the mover and read it directly (the default) or must stream
+// it through the socket like any remote read.
+func (p *Pool) SetHandles(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stream = !on
 }
 
 func (p *Pool) dropIdleLocked() {
@@ -84,13 +98,15 @@ func NewPool() *Pool {
 
 // Conn is one data-plane connection.
 type Conn struct {
-	c      net.Conn
-	bw     *bufio.Writer
-	fr     *wire.Reader
-	fw     *wire.Writer
-	addr   string
-	broken bool
-	reused bool
+	c       net.Conn
+	bw      *bufio.Writer
+	br      *bufio.Reader
+	fr      *wire.Reader
+	fw      *wire.Writer
+	addr    string
+	broken  bool
+	reused  bool
+	handles bool // reads ask for the object's file (a Unix socket, handles allowed)
 }
 
 // Reused reports whether the connection came from the idle pool (a failure
@@ -104,11 +120,14 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 	if l := p.idle[addr]; len(l) > 0 {
 		c := l[len(l)-1]
 		p.idle[addr] = l[:len(l)-1]
-		p.mu.Unlock()
 		c.reused = true
+		_, isUnix := c.c.(*net.UnixConn)
+		c.handles = isUnix && !p.stream
+		p.mu.Unlock()
 		return c, nil
 	}
 	local := p.localLocked(ep)
+	handles := local && !p.stream
 	p.mu.Unlock()
 	var nc net.Conn
 	var err error
@@ -126,8 +145,9 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	bw := bufio.NewWriterSize(nc, 32<<10)
-	return &Conn{c: nc, bw: bw, fr: wire.NewReader(bufio.NewReaderSize(nc, 32<<10)), fw: wire.NewConnWriter(bw, nc), addr: addr}, nil
+	_, isUnix := nc.(*net.UnixConn)
+	bw, br := bufio.NewWriterSize(nc, 32<<10), bufio.NewReaderSize(nc, 32<<10)
+	return &Conn{c: nc, bw: bw, br: br, fr: wire.NewReader(br), fw: wire.NewConnWriter(bw, nc), addr: addr, handles: handles && isUnix}, nil
 }
 
 // Put returns c to the pool, or closes it if it is broken.
@@ -371,9 +391,32 @@ func (e *DamagedError) Unwrap() error { return api.ErrCorrupt }
 // Read fetches req's range and writes it to dst, verifying each frame and
 // the stream's CRC. It returns the mover's status (Length of the range and
 // CRC32C of the whole stored object).
+//
+// On the mover's host the mover may hand over the object's file instead
+// (see Pool.SetHandles); Read then reads and verifies it here, and a
+// damaged chunk is reported as a *disk.CorruptError naming the object and
+// offset.
 func (c *Conn) Read(ctx context.Context, req wire.Request, dst io.Writer, buf []byte) (wire.Status, error) {
 	defer c.watch(ctx)()
-	st, err := c.request(ctx, req)
+	req.Handle = c.handles
+	if err := c.send(ctx, req); err != nil {
+		return wire.Status{}, err
+	}
+	var f *os.File
+	if req.Handle {
+		var err error
+		if f, err = c.receiveFile(ctx); err != nil {
+			return wire.Status{}, err
+		}
+	}
+	st, err := c.status(ctx)
+	if f != nil {
+		if err != nil {
+			f.Close()
+			return st, err
+		}
+		return readFile(ctx, f, req, dst, buf)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -404,10 +447,8 @@ func (c *Conn) Read(ctx context.Context, req wire.Request, dst io.Writer, buf []
 			got += int64(len(p))
 			if owned {
 				err = sink.Deliver(p, h.CRC)
-			} else if cw, ok := dst.(CRCWriter); ok {
-				err = cw.WriteCRC(p, h.CRC)
 			} else {
-				_, err = dst.Write(p)
+				err = deliver(dst, p, h.CRC)
 			}
 			if err != nil {
 				c.broken = true // the rest of the stream is unread
@@ -437,15 +478,133 @@ func (c *Conn) Do(ctx context.Context, req wire.Request) (wire.Status, error) {
 	return c.request(ctx, req)
 }
 
+// deliver hands p, whose CRC32C is crc, to a destination that does not own
+// its buffers.
+func deliver(dst io.Writer, p []byte, crc uint32) error {
+	switch d := dst.(type) {
+	case FrameSink:
+		b := d.Buffer(len(p))
+		copy(b, p)
+		return d.Deliver(b, crc)
+	case CRCWriter:
+		return d.WriteCRC(p, crc)
+	}
+	_, err := dst.Write(p)
+	return err
+}
+
+// receiveFile reads the marker that answers a read with Request.Handle and
+// returns the file it carries, or nil when a stream follows.
+func (c *Conn) receiveFile(ctx context.Context) (*os.File, error) {
+	uc := c.c.(*net.UnixConn) // handles are asked for on Unix sockets only
+	if c.br.Buffered() != 0 {
+		return nil, c.fail(ctx, fmt.Errorf("mover %s: %w: %d bytes before a read's reply", c.addr, wire.ErrFrame, c.br.Buffered()))
+	}
+	var b [1]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := uc.ReadMsgUnix(b[:], oob)
+	if err == nil && n == 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, c.fail(ctx, fmt.Errorf("mover %s: %w", c.addr, err))
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			if rights, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+				fds = append(fds, rights...)
+			}
+		}
+	}
+	switch {
+	case b[0] == wire.HandleFile && len(fds) == 1:
+		unix.CloseOnExec(fds[0])
+		return os.NewFile(uintptr(fds[0]), "object"), nil
+	case b[0] == wire.HandleStream && len(fds) == 0:
+		return nil, nil
+	}
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	return nil, c.fail(ctx, fmt.Errorf("mover %s: %w: marker %q with %d files in reply to a read (a mover too old to hand over files?)", c.addr, wire.ErrFrame, b[0], len(fds)))
+}
+
+// readFile reads req's range from f, the object's file a mover handed over,
+// verifying every chunk against the CRC32C stored with it, and writes it to
+// dst as Read would from a stream.
+func readFile(ctx context.Context, f *os.File, req wire.Request, dst io.Writer, buf []byte) (wire.Status, error) {
+	r, err := disk.OpenFile(ctx, f, req.Device, req.Object)
+	if err != nil {
+		return wire.Status{}, err
+	}
+	defer r.Close()
+	st := wire.Status{OK: true, CRC32C: r.CRC()}
+	off, n := req.Offset, req.Length
+	if off < 0 || off > r.Len() || n < 0 {
+		return st, api.Errorf(api.ErrInvalid, "read %s/%s: range %d+%d outside %d bytes", req.Device, req.Object, off, n, r.Len())
+	}
+	if n == 0 || off+n > r.Len() {
+		n = r.Len() - off
+	}
+	st.Length = n
+	r.Sequential()
+	sink, owned := dst.(FrameSink)
+	for pos, end := off, off+n; pos < end; {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		idx := pos / disk.ChunkSize
+		size := min(disk.ChunkSize, r.Len()-idx*disk.ChunkSize)
+		lo := pos % disk.ChunkSize
+		hi := min(size, lo+end-pos)
+		whole := lo == 0 && hi == size
+		into := buf
+		if owned && whole {
+			into = sink.Buffer(int(size)) // read in place, handed over as is
+		}
+		chunk, err := r.Chunk(idx, into)
+		if err != nil {
+			return st, err
+		}
+		p := chunk[lo:hi]
+		switch {
+		case owned && whole:
+			err = sink.Deliver(p, r.ChunkCRC(idx))
+		case whole:
+			err = deliver(dst, p, r.ChunkCRC(idx))
+		default:
+			err = deliver(dst, p, crc32.Checksum(p, wire.Castagnoli))
+		}
+		if err != nil {
+			return st, err
+		}
+		pos += int64(len(p))
+	}
+	return st, nil
+}
+
 // request sends req and reads the mover's status reply.
 func (c *Conn) request(ctx context.Context, req wire.Request) (wire.Status, error) {
+	if err := c.send(ctx, req); err != nil {
+		return wire.Status{}, err
+	}
+	return c.status(ctx)
+}
+
+func (c *Conn) send(ctx context.Context, req wire.Request) error {
 	err := c.fw.Msg(req)
 	if err == nil {
 		err = c.bw.Flush()
 	}
 	if err != nil {
-		return wire.Status{}, c.fail(ctx, fmt.Errorf("mover %s: send request: %w", c.addr, err))
+		return c.fail(ctx, fmt.Errorf("mover %s: send request: %w", c.addr, err))
 	}
+	return nil
+}
+
+// status reads the mover's status reply.
+func (c *Conn) status(ctx context.Context) (wire.Status, error) {
 	var st wire.Status
 	if err := c.fr.ReadMsg(&st); err != nil {
 		var se *wire.StatusError

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -25,13 +26,16 @@ type fixture struct {
 	ep     Endpoint // TCP and the Unix socket
 	pool   *Pool
 	dir    string // the device's directory
+	tr     string // transport: tcp, unix (streams) or handle
 }
 
 // start runs a mover with one device on TCP and on a Unix socket; the
 // fixture's pool reaches it over TCP unless the test says otherwise.
-func start(t *testing.T) *fixture {
+func start(t *testing.T) *fixture { return startWith(t, disk.Options{Capacity: 64 << 20}) }
+
+func startWith(t *testing.T, o disk.Options) *fixture {
 	dir := t.TempDir()
-	d, err := disk.Open("d0", dir, disk.Options{Capacity: 64 << 20})
+	d, err := disk.Open("d0", dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +53,7 @@ func start(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	go m.Serve(ul)
-	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: NewPool(), dir: dir}
+	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: NewPool(), dir: dir, tr: "tcp"}
 	f.ep = Endpoint{Addr: f.addr, Socket: sock, Host: HostID()}
 	f.pool.SetTCPOnly(true)
 	t.Cleanup(func() { f.pool.Close(); m.Close(); d.Close() })
@@ -80,15 +84,22 @@ func (f *fixture) read(t *testing.T, tok, obj string) ([]byte, error) {
 	return out.Bytes(), err
 }
 
-// transports runs fn once over TCP and once over the Unix socket.
+// transports runs fn over TCP, over the Unix socket streaming, and over the
+// Unix socket with the mover handing over its files.
 func transports(t *testing.T, fn func(t *testing.T, f *fixture)) {
-	for _, tr := range []string{"tcp", "unix"} {
+	for _, tr := range []string{"tcp", "unix", "handle"} {
 		t.Run(tr, func(t *testing.T) {
 			f := start(t)
-			f.pool.SetTCPOnly(tr == "tcp")
+			f.use(tr)
 			fn(t, f)
 		})
 	}
+}
+
+func (f *fixture) use(tr string) {
+	f.tr = tr
+	f.pool.SetTCPOnly(tr == "tcp")
+	f.pool.SetHandles(tr == "handle")
 }
 
 func TestWriteReadDelete(t *testing.T) { transports(t, testWriteReadDelete) }
@@ -214,15 +225,42 @@ func TestCorruptFrameRejected(t *testing.T) {
 }
 
 func (f *fixture) readRange(t *testing.T, obj string, off, n int64, verify bool) ([]byte, error) {
+	var out bytes.Buffer
+	err := f.readInto(t, obj, off, n, verify, &out)
+	return out.Bytes(), err
+}
+
+func (f *fixture) readInto(t *testing.T, obj string, off, n int64, verify bool, dst io.Writer) error {
 	c, err := f.pool.Get(context.Background(), f.ep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.pool.Put(c)
-	var out bytes.Buffer
 	req := wire.Request{Op: token.OpRead, Token: f.tok(token.OpRead, obj, 0, 5, time.Minute), Device: "d0", Object: obj, Offset: off, Length: n, Verify: verify}
-	_, err = c.Read(context.Background(), req, &out, make([]byte, FrameSize))
-	return out.Bytes(), err
+	_, err = c.Read(context.Background(), req, dst, make([]byte, FrameSize))
+	return err
+}
+
+// frames is a FrameSink: it owns the buffers Read fills and checks every
+// CRC handed over with them.
+type frames struct {
+	t    *testing.T
+	data []byte
+}
+
+func (s *frames) Buffer(n int) []byte { return make([]byte, n, FrameSize) }
+
+func (s *frames) Deliver(p []byte, crc uint32) error {
+	if got := crc32.Checksum(p, wire.Castagnoli); got != crc {
+		s.t.Errorf("frame of %d bytes delivered with crc32c %08x, its data has %08x", len(p), crc, got)
+	}
+	s.data = append(s.data, p...)
+	return nil
+}
+
+func (s *frames) Write(p []byte) (int, error) {
+	s.t.Error("Write called on a FrameSink")
+	return len(p), nil
 }
 
 // Ranges are served whole chunks by sendfile and partial chunks read and
@@ -255,9 +293,54 @@ func TestReadRanges(t *testing.T) {
 				if !bytes.Equal(got, data[tc.off:end]) {
 					t.Fatalf("range %d+%d verify=%v: %d bytes differ from the %d written", tc.off, tc.n, verify, len(got), end-tc.off)
 				}
+				sink := &frames{t: t}
+				if err := f.readInto(t, "r", tc.off, tc.n, verify, sink); err != nil {
+					t.Fatalf("range %d+%d verify=%v into frames: %v", tc.off, tc.n, verify, err)
+				}
+				if !bytes.Equal(sink.data, data[tc.off:end]) {
+					t.Fatalf("range %d+%d verify=%v into frames: %d bytes differ from the %d written", tc.off, tc.n, verify, len(sink.data), end-tc.off)
+				}
 			}
 		}
 	})
+}
+
+// A reader on the mover's host is handed the file of an uncapped device
+// only when it asks over the Unix socket; a capped device always streams,
+// so its cap holds.
+func TestHandOver(t *testing.T) {
+	data := bytes.Repeat([]byte("handover"), 300000)
+	for _, tc := range []struct {
+		tr     string
+		bw     int64
+		handed int64
+	}{
+		{"handle", 0, 1},
+		{"unix", 0, 0},
+		{"tcp", 0, 0},
+		{"handle", 1 << 30, 0},
+	} {
+		f := startWith(t, disk.Options{Capacity: 64 << 20, Bandwidth: tc.bw})
+		f.use(tc.tr)
+		if _, err := f.write(t, f.tok(token.OpWrite, "h", int64(len(data)), 5, time.Minute), "h", data); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.readRange(t, "h", 0, 0, false)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s, cap %d: read back %d bytes: %v", tc.tr, tc.bw, len(got), err)
+		}
+		if n := f.m.handed.Load(); n != tc.handed {
+			t.Errorf("%s, cap %d: %d files handed over, want %d", tc.tr, tc.bw, n, tc.handed)
+		}
+		// A refused read that asked for a handle gets the refusal, and the
+		// connection stays in step for the next read.
+		if _, err := f.readRange(t, "missing", 0, 0, false); !errors.Is(err, api.ErrNotFound) {
+			t.Fatalf("%s: read of a missing object: %v", tc.tr, err)
+		}
+		if got, err := f.readRange(t, "h", 5, 10, false); err != nil || !bytes.Equal(got, data[5:15]) {
+			t.Fatalf("%s: read after a refusal: %q, %v", tc.tr, got, err)
+		}
+	}
 }
 
 // Damage at rest reaches an unverified reader as a damaged frame (never as
@@ -284,7 +367,13 @@ func TestDamageAtRest(t *testing.T) {
 
 		got, err := f.readRange(t, "v", 0, 0, false)
 		var de *DamagedError
-		if !errors.As(err, &de) || !errors.Is(err, api.ErrCorrupt) {
+		var ce *disk.CorruptError
+		switch {
+		case f.tr == "handle": // the reader checks the file itself
+			if !errors.As(err, &ce) || ce.Object != "v" || ce.Offset != disk.ChunkSize {
+				t.Fatalf("read of a handed-over file with a damaged chunk: want the object and offset named, got %v", err)
+			}
+		case !errors.As(err, &de) || !errors.Is(err, api.ErrCorrupt):
 			t.Fatalf("unverified read of a damaged chunk: want a damaged frame, got %v", err)
 		}
 		if !bytes.Equal(got, data[:disk.ChunkSize]) {

@@ -345,7 +345,19 @@ type Request struct {
 	// corruption of the object rather than seen by the reader as a
 	// damaged frame. Readers ask for it after a frame failed its check.
 	Verify bool `json:"verify,omitempty"`
+	// Handle asks a read for the object's open file instead of a stream.
+	// Only a client on a Unix socket, so on the mover's host, asks; the
+	// mover answers with one marker byte before its Status, HandleFile
+	// with the file attached (SCM_RIGHTS) or HandleStream, and then
+	// streams as for any read.
+	Handle bool `json:"handle,omitempty"`
 }
+
+// Markers a mover sends before its reply to a read with Request.Handle.
+const (
+	HandleFile   byte = 'H' // the object's file is attached; the Status ends the reply
+	HandleStream byte = 'S' // no file (a capped device, an error): the read goes on as a stream
+)
 
 // Flush flushes the underlying writer if it buffers.
 func (fw *Writer) Flush() error {
