@@ -7,9 +7,9 @@
 # Every Strata figure is set against a baseline measured in the same run on
 # the same file system, alternating with it (this machine is shared and its
 # disk is noisy): dd copying the same page-cached source file with an fsync
-# before it reports (what `strata put` does), dd reading after the page cache
-# is dropped (what `strata get` does), and the same metadata operations on the
-# local file system. Runs as root so it can drop caches. Needs ~14 GiB free
+# before it reports (what `strata put` does), dd and fio reading the stored
+# object file after the page cache is dropped (what `strata get` does), and
+# the same metadata operations on the local file system. Runs as root so it can drop caches. Needs ~14 GiB free
 # under SCRATCH (default bench/out/scratch, on the repository's file system).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,10 +78,15 @@ BYTES=$((SIZE_MB<<20))
 
 if [[ " $PARTS " == *" single "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 1 1 0)"
-  dw=(); ddw=(); sp=(); dr=(); ddr=(); sg=(); sgs=(); sgt=(); spn=(); sps=()
+  dw=(); ddw=(); fw=(); sp=(); dr=(); ddr=(); fr=(); sg=(); sgs=(); sgt=(); spn=(); sps=()
   for r in $(seq "$REPS"); do
     warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=1M conv=fsync status=none; t1=$(now); dw+=("$(rate $BYTES "$t0" "$t1")")
     rm -f "$SCRATCH/dd.dat"
+    # The disk alone: fio writing from memory, O_DIRECT, 8 requests in
+    # flight, fsync at the end. No source file to read, so not the same
+    # work as a put; reported beside the ratios, not in them.
+    warm "$SRC"; t0=$(now); fio --name=w --filename="$SCRATCH/fio.dat" --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=8 --size=${SIZE_MB}M --end_fsync=1 >/dev/null; t1=$(now); fw+=("$(rate $BYTES "$t0" "$t1")")
+    rm -f "$SCRATCH/fio.dat"; sync
     warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M oflag=direct conv=fsync status=none; t1=$(now); ddw+=("$(rate $BYTES "$t0" "$t1")")
     # The three puts take turns going first: the first write after dd's
     # leaves the disk still absorbing dd's 4 GiB and runs slower.
@@ -92,26 +97,36 @@ if [[ " $PARTS " == *" single "* ]]; then
       2) warm "$SRC"; t0=$(now); "$S" put --fixity blake3 "$SRC" /s$r; t1=$(now); sps+=("$(rate $BYTES "$t0" "$t1")") ;;
       esac
     done
-    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=1M status=none; t1=$(now); dr+=("$(rate $BYTES "$t0" "$t1")")
-    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")")
-    # The gets take turns going first: this VM's successive cold reads
-    # tend to alternate fast and slow, so a fixed order favours one of them.
-    for k in $(seq 0 2); do
-      case $(( (r + k) % 3 )) in
-      0) drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")") ;;
-      1) drop; t0=$(now); "$S" --no-handover get /f$r - > /dev/null; t1=$(now); sgs+=("$(rate $BYTES "$t0" "$t1")") ;;
-      2) drop; t0=$(now); "$S" --tcp-only get /f$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")") ;;
+    # The read baseline is dd reading the very file the gets read: the
+    # object strata stored (its data, then a 16 KiB trailer), so layout and
+    # the host's caching of it are the same for both. dd's reads and the
+    # gets take turns going first: this VM's successive cold reads
+    # alternate fast and slow phases, and an O_DIRECT read tends to leave
+    # the next buffered one slow, so a fixed order favours some of them.
+    obj=$("$S" stat --json /f$r | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"]["segments"][0]["object"])')
+    obj=$(find "$SCRATCH/data/devices" -name "$obj")
+    for k in $(seq 0 5); do
+      case $(( (r + k) % 6 )) in
+      5) drop; t0=$(now); fio --name=r --filename="$obj" --rw=read --bs=1M --direct=1 --ioengine=libaio --iodepth=8 --size=${SIZE_MB}M --readonly >/dev/null; t1=$(now); fr+=("$(rate $BYTES "$t0" "$t1")") ;;
+      0) drop; t0=$(now); dd if="$obj" of=/dev/null bs=1M status=none; t1=$(now); dr+=("$(rate $BYTES "$t0" "$t1")") ;;
+      1) drop; t0=$(now); dd if="$obj" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")") ;;
+      2) drop; t0=$(now); "$S" get /f$r - > /dev/null; t1=$(now); sg+=("$(rate $BYTES "$t0" "$t1")") ;;
+      3) drop; t0=$(now); "$S" --no-handover get /f$r - > /dev/null; t1=$(now); sgs+=("$(rate $BYTES "$t0" "$t1")") ;;
+      4) drop; t0=$(now); "$S" --tcp-only get /f$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")") ;;
       esac
     done
     "$S" rm /f$r /n$r /s$r; rm -f "$SCRATCH/dd.dat"; settle
   done
   stop
   best() { python3 -c "import sys; print(max(int(x) for x in sys.argv[1:]))" "$@"; }
-  bw=$(best "$(median "${dw[@]}")" "$(median "${ddw[@]}")"); br=$(best "$(median "${dr[@]}")" "$(median "${ddr[@]}")")
+  bw=$(best "$(median "${dw[@]}")" "$(median "${ddw[@]}")"); br=$(best "$(median "${dr[@]}")" "$(median "${ddr[@]}")" "$(median "${fr[@]}")")
   echo; echo "## 1. One stripe, one device, ${SIZE_MB} MiB file ($REPS runs, median MB/s)"
   echo; echo "Baselines in the same run: write+fsync with dd bs=1M buffered $(median "${dw[@]}"), dd bs=4M O_DIRECT $(median "${ddw[@]}");"
-  echo "cold read with dd bs=1M buffered $(median "${dr[@]}"), dd bs=4M O_DIRECT $(median "${ddr[@]}")."
-  echo "Ratios are against the best write and the best read baseline."
+  echo "cold read of the stored object file with dd bs=1M buffered $(median "${dr[@]}"), dd bs=4M O_DIRECT $(median "${ddr[@]}"),"
+  echo "fio bs=1M O_DIRECT libaio iodepth=8 $(median "${fr[@]}")."
+  echo "Ratios are against the best write and the best read baseline. The disk alone, fio writing from memory"
+  echo "(bs=1M O_DIRECT libaio iodepth=8, fsync at the end; no source file read): $(median "${fw[@]}") MB/s;"
+  echo "against it put --no-fixity is $(ratio "$(median "${spn[@]}")" "$(median "${fw[@]}")"), put $(ratio "$(median "${sp[@]}")" "$(median "${fw[@]}")")."
   echo; echo "| operation | baseline | strata | ratio |"; echo "|---|---|---|---|"
   echo "| put (with SHA-256 fixity, the default) | $bw | $(median "${sp[@]}") | $(ratio "$(median "${sp[@]}")" "$bw") |"
   echo "| put --fixity blake3 | $bw | $(median "${sps[@]}") | $(ratio "$(median "${sps[@]}")" "$bw") |"
@@ -119,8 +134,8 @@ if [[ " $PARTS " == *" single "* ]]; then
   echo "| get - (cold cache; on the mover's host: the device file handed over) | $br | $(median "${sg[@]}") | $(ratio "$(median "${sg[@]}")" "$br") |"
   echo "| get --no-handover - (cold cache; streamed through the mover's Unix socket) | $br | $(median "${sgs[@]}") | $(ratio "$(median "${sgs[@]}")" "$br") |"
   echo "| get --tcp-only - (cold cache; loopback TCP, as from another host) | $br | $(median "${sgt[@]}") | $(ratio "$(median "${sgt[@]}")" "$br") |"
-  echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; put ${sp[*]}; put --no-fixity ${spn[*]}; put --fixity blake3 ${sps[*]};"
-  echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; get ${sg[*]}; get --no-handover ${sgs[*]}; get --tcp-only ${sgt[*]}"
+  echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; fio write ${fw[*]}; put ${sp[*]}; put --no-fixity ${spn[*]}; put --fixity blake3 ${sps[*]};"
+  echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; fio read ${fr[*]}; get ${sg[*]}; get --no-handover ${sgs[*]}; get --tcp-only ${sgt[*]}"
 fi
 
 if [[ " $PARTS " == *" stripe "* ]]; then
