@@ -370,11 +370,12 @@ type FrameSink interface {
 	Deliver(p []byte, crc uint32) error
 }
 
-// DamagedError reports a data frame that failed its CRC32C check on
-// arrival. Movers send unverified chunks (see Mover.sendCached), so the
-// damage may be in transit or at rest: a reader asks again with
-// Request.Verify, and the mover then names an object damaged at rest. It
-// is corruption either way (errors.Is(err, api.ErrCorrupt)).
+// DamagedError reports data that failed its CRC32C check at the reader: a
+// frame on arrival, or a chunk of a file the mover handed over. Movers send
+// unverified chunks (see Mover.sendCached), so the damage may be in transit
+// or at rest: a reader asks again with Request.Verify, and the mover then
+// reads and checks the object itself, logs the damage and names the object
+// and offset. It is corruption either way (errors.Is(err, api.ErrCorrupt)).
 type DamagedError struct {
 	Msg      string
 	Verified bool // the request had asked the mover to verify
@@ -393,12 +394,12 @@ func (e *DamagedError) Unwrap() error { return api.ErrCorrupt }
 // CRC32C of the whole stored object).
 //
 // On the mover's host the mover may hand over the object's file instead
-// (see Pool.SetHandles); Read then reads and verifies it here, and a
-// damaged chunk is reported as a *disk.CorruptError naming the object and
-// offset.
+// (see Pool.SetHandles); Read then reads and verifies it here, and reports
+// a damaged chunk as a *DamagedError like a damaged frame. A read with
+// Verify always streams: the mover checks the object and logs what it finds.
 func (c *Conn) Read(ctx context.Context, req wire.Request, dst io.Writer, buf []byte) (wire.Status, error) {
 	defer c.watch(ctx)()
-	req.Handle = c.handles
+	req.Handle = c.handles && !req.Verify
 	if err := c.send(ctx, req); err != nil {
 		return wire.Status{}, err
 	}
@@ -564,6 +565,10 @@ func readFile(ctx context.Context, f *os.File, req wire.Request, dst io.Writer, 
 			into = sink.Buffer(int(size)) // read in place, handed over as is
 		}
 		chunk, err := r.Chunk(idx, into)
+		var ce *disk.CorruptError
+		if errors.As(err, &ce) {
+			return st, &DamagedError{Msg: ce.Error()}
+		}
 		if err != nil {
 			return st, err
 		}
