@@ -126,8 +126,7 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 		p.mu.Unlock()
 		return c, nil
 	}
-	local := p.localLocked(ep)
-	handles := local && !p.stream
+	local, stream := p.localLocked(ep), p.stream
 	p.mu.Unlock()
 	var nc net.Conn
 	var err error
@@ -147,7 +146,7 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 	}
 	_, isUnix := nc.(*net.UnixConn)
 	bw, br := bufio.NewWriterSize(nc, 32<<10), bufio.NewReaderSize(nc, 32<<10)
-	return &Conn{c: nc, bw: bw, br: br, fr: wire.NewReader(br), fw: wire.NewConnWriter(bw, nc), addr: addr, handles: handles && isUnix}, nil
+	return &Conn{c: nc, bw: bw, br: br, fr: wire.NewReader(br), fw: wire.NewConnWriter(bw, nc), addr: addr, handles: isUnix && !stream}, nil
 }
 
 // Put returns c to the pool, or closes it if it is broken.
