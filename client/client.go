@@ -97,11 +97,13 @@ func New(addr string) (*Client, error) {
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
 }
 
-// Handover says whether reads from a mover on this host may take the
-// object's file from the mover and read and verify it here (the default:
-// one copy out of the page cache instead of three through a socket) or
-// must stream through the mover's socket. Devices with a bandwidth cap
-// always stream.
+// Handover says whether transfers with a mover on this host may pass
+// files instead of streaming through the mover's socket (the default: one
+// copy out of the page cache instead of three through a socket). A read
+// takes the object's file from the mover and reads and verifies it here
+// (devices with a bandwidth cap always stream); a put from an *os.File
+// passes the file to the mover, which reads each stripe of 1 MiB or more
+// itself.
 func (c *Client) Handover(on bool) { c.pool.SetHandles(on) }
 
 // TCPOnly makes the client reach the core and movers over TCP even when

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -101,24 +102,39 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 }
 
 // fixityOf hashes the source in file order. It re-reads the source rather
-// than tapping the stripe streams: those run in parallel and out of order,
-// while the re-read is served from the page cache the stripes just filled.
+// than tapping the stripe streams: those run in parallel and out of order
+// (or are read by the movers themselves), while the re-read is served from
+// the page cache. Reading runs a buffer ahead of hashing, so the hash, the
+// longest single thread of a put, does nothing else.
 func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size int64) (string, error) {
 	h, alg, err := newHash(alg)
 	if err != nil {
 		return "", err
 	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	bp := bufPool.Get().(*[]byte)
+	chunks := mover.ReadAhead(ctx, io.NewSectionReader(src, 0, size), *bp)
+	defer func() {
+		for ch := range chunks {
+			ch.Release()
 		}
-		n, err := src.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
-		h.Write(buf[:n])
-		off += int64(n)
-		if err != nil && !(err == io.EOF && off == size) {
-			return "", fmt.Errorf("read source at %d: %w", off, err)
+		bufPool.Put(bp)
+	}()
+	var off int64
+	for ch := range chunks {
+		h.Write(ch.P)
+		off += int64(len(ch.P))
+		ch.Release()
+		if ch.Err != nil && ch.Err != io.EOF {
+			return "", fmt.Errorf("read source at %d: %w", off, ch.Err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if off != size {
+		return "", fmt.Errorf("read source: %d of %d bytes: %w", off, size, io.ErrUnexpectedEOF)
 	}
 	return fixityString(alg, h), nil
 }
@@ -142,40 +158,21 @@ func attemptsError(errs []error) error {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, mover.FrameSize); return &b }}
 
-// stripeReader yields stripe k's bytes: units k, k+w, k+2w … of the source.
-type stripeReader struct {
-	src        io.ReaderAt
-	size, unit int64
-	w, k       int
-	unitIdx    int64 // current unit number within the stripe
-	inUnit     int64 // bytes of it already read
-}
+// handOverMin is the smallest stripe a put passes to a mover on its host as
+// a file: below it, the extra round trip costs more than the copies saved.
+const handOverMin = 1 << 20
 
-func (r *stripeReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		off := (r.unitIdx*int64(r.w)+int64(r.k))*r.unit + r.inUnit
-		if off >= r.size {
-			break
-		}
-		left := min(r.unit-r.inUnit, r.size-off)
-		m, err := r.src.ReadAt(p[n:n+int(min(left, int64(len(p)-n)))], off)
-		n += m
-		r.inUnit += int64(m)
-		if r.inUnit == r.unit {
-			r.unitIdx, r.inUnit = r.unitIdx+1, 0
-		}
-		if err != nil && !(err == io.EOF && m > 0) {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF // the source is shorter than it said
-			}
-			return n, err
-		}
+// handOverFile returns src as a file a mover on this host may read a
+// stripe of n bytes from, or nil to stream it.
+func handOverFile(src io.ReaderAt, n int64) *os.File {
+	f, ok := src.(*os.File)
+	if !ok || n < handOverMin {
+		return nil
 	}
-	if n == 0 {
-		return 0, io.EOF
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
 	}
-	return n, nil
+	return f
 }
 
 func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int64, w, k int, t api.StripeTarget, progress func(int64)) (api.SegmentReceipt, error) {
@@ -199,7 +196,14 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 		conn, err := c.pool.Get(ctx, endpoint(t))
 		if err == nil {
 			var st wire.Status
-			st, err = conn.Write(ctx, req, &stripeReader{src: src, size: size, unit: unit, w: w, k: k}, *bp, report)
+			part := wire.Source{Size: size, Unit: unit, Width: w, Stripe: k}
+			if f := handOverFile(src, t.Length); f != nil && conn.HandsOver() {
+				req.Source = &part
+				st, err = conn.WriteFile(ctx, req, f, report)
+				req.Source = nil
+			} else {
+				st, err = conn.Write(ctx, req, mover.NewStripeReader(src, part), *bp, report)
+			}
 			c.pool.Put(conn)
 			if err == nil {
 				if st.Length != t.Length {

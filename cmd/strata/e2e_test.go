@@ -165,13 +165,17 @@ func TestTour(t *testing.T) {
 		}
 	}
 	out := filepath.Join(s.dir, "out.dat")
-	// On the server's host a get reads the device files the mover hands
-	// over; --no-handover streams them through its socket, --tcp-only as
-	// from another host. The same bytes each way.
+	// On the server's host a put passes the source file to the mover and
+	// a get reads the device files the mover hands over; --no-handover
+	// streams both through its socket, --tcp-only as from another host.
+	// The same bytes each way.
 	for _, flags := range [][]string{nil, {"--no-handover"}, {"--tcp-only"}} {
-		s.ok(append(flags, "get", "-f", "/proj/cfd/run42.dat", out)...)
-		if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
-			t.Fatalf("get %v: data differs", flags)
+		s.ok(append(flags, "put", "-f", src, "/proj/cfd/run42.dat")...)
+		for _, flags := range [][]string{nil, {"--no-handover"}, {"--tcp-only"}} {
+			s.ok(append(flags, "get", "-f", "--verify", "/proj/cfd/run42.dat", out)...)
+			if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+				t.Fatalf("get %v: data differs", flags)
+			}
 		}
 	}
 	if cat := s.ok("cat", "/proj/cfd/run42.dat"); cat != string(data) {

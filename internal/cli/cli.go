@@ -44,7 +44,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.PersistentFlags().StringVar(&e.server, "server", "", "server address (default $STRATA_SERVER or "+client.DefaultServer+")")
 	root.PersistentFlags().BoolVar(&e.tcpOnly, "tcp-only", false, "reach the core and movers over TCP even on their own host (default: their Unix sockets there)")
-	root.PersistentFlags().BoolVar(&e.noHandover, "no-handover", false, "stream reads from movers on this host through their sockets (default: read the device files they hand over)")
+	root.PersistentFlags().BoolVar(&e.noHandover, "no-handover", false, "stream reads and puts through the sockets of movers on this host (default: pass files between client and mover)")
 	root.AddCommand(e.serveCmd(), e.moverCmd(), e.mkdirCmd(), e.putCmd(), e.getCmd(), e.catCmd(), e.lsCmd(), e.statCmd(),
 		e.mvCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd(), e.stageCmd(), e.migrateCmd(), e.purgeCmd(), e.adminCmd(), e.rebuildCmd(), e.repackCmd(), e.chcosCmd(), e.benchCmd(), e.simCmd())
 	root.SetArgs(args)

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/wire"
@@ -211,10 +209,10 @@ func (c *Conn) Write(ctx context.Context, req wire.Request, src io.Reader, buf [
 	}()
 	// Read the source one buffer ahead of the network, so reading (a copy
 	// out of the page cache) overlaps sending.
-	chunks := prefetch(ctx, src, buf)
+	chunks := ReadAhead(ctx, src, buf)
 	defer func() {
 		for ch := range chunks {
-			ch.release()
+			ch.Release()
 		}
 	}()
 	var crc uint32
@@ -225,12 +223,12 @@ func (c *Conn) Write(ctx context.Context, req wire.Request, src io.Reader, buf [
 		if !ok {
 			break
 		}
-		n, rerr := len(ch.p), ch.err
+		n, rerr := len(ch.P), ch.Err
 		if n > 0 {
-			frameCRC, err := c.fw.Data(ch.p)
+			frameCRC, err := c.fw.Data(ch.P)
 			// The frame is in the socket (or the write buffer): the
 			// source buffer can be refilled.
-			ch.release()
+			ch.Release()
 			if err != nil {
 				sendErr = err
 				break
@@ -240,7 +238,7 @@ func (c *Conn) Write(ctx context.Context, req wire.Request, src io.Reader, buf [
 				progress(n)
 			}
 		} else {
-			ch.release()
+			ch.Release()
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
 			break
@@ -292,18 +290,22 @@ func (c *Conn) Write(ctx context.Context, req wire.Request, src io.Reader, buf [
 	return r.st, nil
 }
 
-type chunk struct {
-	p       []byte
-	err     error
-	release func()
+// Chunk is a piece of a source read ahead: P holds it (until Release),
+// Err is the error that ended the source after it, if any.
+type Chunk struct {
+	P       []byte
+	Err     error
+	Release func()
 }
 
-// prefetch reads src into two alternating buffers (buf and one from the
-// pool) ahead of the consumer, which must release every chunk it receives
-// and drain the channel. The channel closes after the chunk that carries an
-// error or io.EOF, or when ctx ends.
-func prefetch(ctx context.Context, src io.Reader, buf []byte) <-chan chunk {
-	out := make(chan chunk, 1)
+// ReadAhead reads src into two alternating buffers (buf and one from the
+// pool) one buffer ahead of the consumer, so reading (a copy out of the
+// page cache) overlaps the consumer's work. The consumer must Release
+// every chunk it receives and drain the channel. The channel closes after
+// the chunk that carries an error or io.EOF (a short last read is io.EOF),
+// or when ctx ends.
+func ReadAhead(ctx context.Context, src io.Reader, buf []byte) <-chan Chunk {
+	out := make(chan Chunk, 1)
 	go func() {
 		defer close(out)
 		spare := bufPool.Get().(*[]byte)
@@ -341,7 +343,7 @@ func prefetch(ctx context.Context, src io.Reader, buf []byte) <-chan chunk {
 				err = io.EOF
 			}
 			select {
-			case out <- chunk{p: bufs[i][:n], err: err, release: func() { free <- i }}:
+			case out <- Chunk{P: bufs[i][:n], Err: err, Release: func() { free <- i }}:
 				mine--
 			case <-ctx.Done():
 				return
@@ -500,34 +502,20 @@ func (c *Conn) receiveFile(ctx context.Context) (*os.File, error) {
 	if c.br.Buffered() != 0 {
 		return nil, c.fail(ctx, fmt.Errorf("mover %s: %w: %d bytes before a read's reply", c.addr, wire.ErrFrame, c.br.Buffered()))
 	}
-	var b [1]byte
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := uc.ReadMsgUnix(b[:], oob)
-	if err == nil && n == 0 {
-		err = io.ErrUnexpectedEOF
-	}
+	marker, f, err := wire.ReceiveFile(uc, "object")
 	if err != nil {
 		return nil, c.fail(ctx, fmt.Errorf("mover %s: %w", c.addr, err))
 	}
-	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for i := range msgs {
-			if rights, err := unix.ParseUnixRights(&msgs[i]); err == nil {
-				fds = append(fds, rights...)
-			}
-		}
-	}
 	switch {
-	case b[0] == wire.HandleFile && len(fds) == 1:
-		unix.CloseOnExec(fds[0])
-		return os.NewFile(uintptr(fds[0]), "object"), nil
-	case b[0] == wire.HandleStream && len(fds) == 0:
+	case marker == wire.HandleFile && f != nil:
+		return f, nil
+	case marker == wire.HandleStream && f == nil:
 		return nil, nil
 	}
-	for _, fd := range fds {
-		unix.Close(fd)
+	if f != nil {
+		f.Close()
 	}
-	return nil, c.fail(ctx, fmt.Errorf("mover %s: %w: marker %q with %d files in reply to a read (a mover too old to hand over files?)", c.addr, wire.ErrFrame, b[0], len(fds)))
+	return nil, c.fail(ctx, fmt.Errorf("mover %s: %w: marker %q in reply to a read (a mover too old to hand over files?)", c.addr, wire.ErrFrame, marker))
 }
 
 // readFile reads req's range from f, the object's file a mover handed over,

@@ -39,8 +39,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/token"
@@ -54,6 +52,7 @@ type Mover struct {
 	signer  *token.Signer
 	epoch   atomic.Int64
 	handed  atomic.Int64 // files handed over to readers on this host
+	sourced atomic.Int64 // writes that read a client's file on this host
 	log     *slog.Logger
 	now     func() time.Time
 
@@ -77,6 +76,18 @@ func New(id string, devs []*disk.Device, signer *token.Signer, log *slog.Logger)
 		m.devices[d.ID()] = d
 	}
 	return m
+}
+
+// Stats counts the transfers with clients on the mover's host that passed
+// files instead of streaming through the socket.
+type Stats struct {
+	FilesHanded int64 // reads answered with the object's file
+	FilesRead   int64 // writes that read the client's own file
+}
+
+// Stats returns the mover's counts so far.
+func (m *Mover) Stats() Stats {
+	return Stats{FilesHanded: m.handed.Load(), FilesRead: m.sourced.Load()}
 }
 
 // ID returns the mover's name.
@@ -188,7 +199,11 @@ func (m *Mover) serveConn(c net.Conn) {
 		var err error
 		switch req.Op {
 		case token.OpWrite:
-			err = m.write(req, fr, fw)
+			if req.Source != nil {
+				err = m.writeFrom(req, c, br, fw)
+			} else {
+				err = m.write(req, fr, fw)
+			}
 		case token.OpRead:
 			err = m.read(req, c, fw)
 		case token.OpDelete:
@@ -468,12 +483,11 @@ func handOver(c *net.UnixConn, fw *wire.Writer, f *os.File) error {
 	if err := fw.Flush(); err != nil {
 		return err
 	}
+	marker := wire.HandleFile
 	if f == nil {
-		_, _, err := c.WriteMsgUnix([]byte{wire.HandleStream}, nil, nil)
-		return err
+		marker = wire.HandleStream
 	}
-	_, _, err := c.WriteMsgUnix([]byte{wire.HandleFile}, unix.UnixRights(int(f.Fd())), nil)
-	return err
+	return wire.SendFile(c, marker, f)
 }
 
 // sendError marks a failure to send, after which the connection is lost

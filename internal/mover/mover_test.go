@@ -329,7 +329,7 @@ func TestHandOver(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s, cap %d: read back %d bytes: %v", tc.tr, tc.bw, len(got), err)
 		}
-		if n := f.m.handed.Load(); n != tc.handed {
+		if n := f.m.Stats().FilesHanded; n != tc.handed {
 			t.Errorf("%s, cap %d: %d files handed over, want %d", tc.tr, tc.bw, n, tc.handed)
 		}
 		// A refused read that asked for a handle gets the refusal, and the

@@ -105,6 +105,10 @@ type Status struct {
 	Length  int64  `json:"length,omitempty"`
 	CRC32C  uint32 `json:"crc32c,omitempty"`
 	Receipt string `json:"receipt,omitempty"`
+	// More marks a progress report during a write from a client's file
+	// (Request.Source): Length bytes are stored so far, and another
+	// Status follows.
+	More bool `json:"more,omitempty"`
 }
 
 // Writer writes frames to an underlying (buffered) writer.
@@ -351,7 +355,48 @@ type Request struct {
 	// with the file attached (SCM_RIGHTS) or HandleStream, and then
 	// streams as for any read.
 	Handle bool `json:"handle,omitempty"`
+	// Source asks a write to read the client's own file instead of a
+	// stream. Only a client on a Unix socket asks; the mover, once it has
+	// accepted the write, answers with a Status (OK), the client passes
+	// its open file (one byte, SourceFile, with SCM_RIGHTS), and the mover
+	// reads, checksums and stores the part Source names, reporting
+	// progress (Status.More) until its final Status.
+	Source *Source `json:"source,omitempty"`
 }
+
+// Source names the part of a client's file a write stores: stripe Stripe
+// of Width, the file's first Size bytes dealt out in units of Unit bytes
+// (units Stripe, Stripe+Width, Stripe+2·Width, …).
+type Source struct {
+	Size   int64 `json:"size"`
+	Unit   int64 `json:"unit"`
+	Width  int   `json:"width"`
+	Stripe int   `json:"stripe"`
+}
+
+// Check reports a Source that names no part of a file.
+func (s Source) Check() error {
+	if s.Size < 0 || s.Unit <= 0 || s.Width < 1 || s.Stripe < 0 || s.Stripe >= s.Width {
+		return fmt.Errorf("wire: bad source: size %d, unit %d, stripe %d of %d", s.Size, s.Unit, s.Stripe, s.Width)
+	}
+	return nil
+}
+
+// Len is the number of bytes of the file in the stripe.
+func (s Source) Len() int64 {
+	full := s.Size / s.Unit // complete units
+	n := full / int64(s.Width) * s.Unit
+	if r := full % int64(s.Width); int64(s.Stripe) < r {
+		n += s.Unit
+	} else if int64(s.Stripe) == r {
+		n += s.Size % s.Unit
+	}
+	return n
+}
+
+// SourceFile is the byte a client sends with its file for a write with
+// Request.Source.
+const SourceFile byte = 'F'
 
 // Markers a mover sends before its reply to a read with Request.Handle.
 const (

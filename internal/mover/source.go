@@ -1,0 +1,229 @@
+package mover
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// A client on the mover's host may pass its source file instead of
+// streaming it (wire.Request.Source): the mover reads the stripe out of the
+// page cache, checksums it once and stores it. Through the socket the same
+// bytes are copied three times more (into the socket, out of it, and the
+// client's read before that) and checksummed twice more; on a machine of a
+// few cores that is what a put's CPU goes to. The mover stays the only
+// writer of its objects: it lays them out, paces capped devices, fsyncs
+// and signs the receipt exactly as for a stream. Reading a file the client
+// opened gives the mover no access the client did not have.
+
+// progressEvery is how often (in bytes stored) a write from a file reports
+// progress; each report also tells the mover whether the client is still
+// there.
+const progressEvery = 32 << 20
+
+// writeFrom stores the part of a client's file that req.Source names.
+// Returned errors are transport errors only, as for write.
+func (m *Mover) writeFrom(req wire.Request, c net.Conn, br *bufio.Reader, fw *wire.Writer) error {
+	src := *req.Source
+	uc, local := c.(*net.UnixConn)
+	var err error
+	if cerr := src.Check(); cerr != nil {
+		err = api.Errorf(api.ErrInvalid, "mover %s: %v", m.id, cerr)
+	}
+	if err == nil && !local {
+		err = api.Errorf(api.ErrInvalid, "mover %s: a write from the client's file needs the mover's Unix socket", m.id)
+	}
+	var w *disk.Writer
+	if err == nil {
+		var d *disk.Device
+		var claims token.Claims
+		if d, claims, err = m.authorize(req, token.OpWrite); err == nil {
+			w, err = d.Create(m.ctx, req.Object, claims.MaxLen)
+		}
+	}
+	if err != nil {
+		return fw.Error(status(err))
+	}
+	defer w.Abort() // unless closed: nothing half-written stays
+	if err := fw.Msg(wire.Status{OK: true}); err != nil {
+		return err
+	}
+	if err := fw.Flush(); err != nil {
+		return err
+	}
+	// The client sends nothing else until it has its reply, so the buffer
+	// is empty and the file arrives with the next byte on the socket.
+	if n := br.Buffered(); n != 0 {
+		return fmt.Errorf("%w: %d bytes before the source file", wire.ErrFrame, n)
+	}
+	marker, f, err := wire.ReceiveFile(uc, "source")
+	if err != nil {
+		return err
+	}
+	if f == nil || marker != wire.SourceFile {
+		if f != nil {
+			f.Close()
+		}
+		return fmt.Errorf("%w: marker %q without the source file", wire.ErrFrame, marker)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fw.Error(status(api.Errorf(api.ErrInvalid, "mover %s: %s/%s: the source is not a regular file", m.id, req.Device, req.Object)))
+	}
+	next := int64(progressEvery)
+	check := func(stored int64) error {
+		if peerGone(uc) {
+			// A cancelled client closes the connection: stop now rather
+			// than store (and fsync) what nobody will commit.
+			return sendError{fmt.Errorf("mover %s: %s/%s: the client went away", m.id, req.Device, req.Object)}
+		}
+		if stored < next {
+			return nil
+		}
+		next += progressEvery
+		if err := fw.Msg(wire.Status{OK: true, More: true, Length: stored}); err != nil {
+			return sendError{err}
+		}
+		if err := fw.Flush(); err != nil {
+			return sendError{err}
+		}
+		return nil
+	}
+	if err := m.copyFrom(f, src, w, check); err != nil {
+		if errors.As(err, new(sendError)) {
+			return err
+		}
+		m.log.Warn("mover: write from a client's file failed", "device", req.Device, "object", req.Object, "err", err)
+		return fw.Error(status(fmt.Errorf("mover %s: %s/%s: %w", m.id, req.Device, req.Object, err)))
+	}
+	if err := w.Close(); err != nil {
+		return fw.Error(status(err))
+	}
+	m.sourced.Add(1)
+	return fw.Msg(wire.Status{OK: true, Length: w.Len(), CRC32C: w.CRC(), Receipt: m.signer.Receipt(req.Device, req.Object, w.Len(), w.CRC())})
+}
+
+// copyFrom reads src's stripe of f into w: this goroutine reads and
+// checksums a chunk while the storer writes the one before. check is
+// called after each chunk with the bytes read so far.
+func (m *Mover) copyFrom(f *os.File, src wire.Source, w *disk.Writer, check func(int64) error) error {
+	st := newStorer(w)
+	r := NewStripeReader(f, src)
+	var read int64
+	for {
+		if err := m.ctx.Err(); err != nil {
+			st.abort()
+			return err
+		}
+		bp := bufPool.Get().(*[]byte)
+		n, err := fill(r, *bp)
+		if n > 0 {
+			p := (*bp)[:n]
+			if perr := w.Pace(n); perr != nil {
+				bufPool.Put(bp)
+				st.abort()
+				return perr
+			}
+			st.put(frame{bp: bp, p: p, crc: crc32.Checksum(p, wire.Castagnoli)})
+			read += int64(n)
+		} else {
+			bufPool.Put(bp)
+		}
+		if err == io.EOF {
+			return st.finish()
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = api.Errorf(api.ErrInvalid, "the source ended after %d of its stripe's %d bytes (did it change size?)", read, src.Len())
+		}
+		if err == nil {
+			err = st.failed()
+		}
+		if err == nil {
+			err = check(read)
+		}
+		if err != nil {
+			st.abort()
+			return err
+		}
+	}
+}
+
+// peerGone reports whether the client closed its end of c. During a write
+// from its file a client sends nothing, so anything readable (end of file,
+// a reset, stray bytes) means it is gone or broken.
+func peerGone(c *net.UnixConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := false
+	rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		gone = err != unix.EAGAIN && err != unix.EINTR
+		return true
+	})
+	return gone
+}
+
+// fill reads from r until buf is full; io.EOF means r ended (after n
+// bytes), any other error is r's.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// HandsOver reports whether files may pass on this connection: it is a
+// mover's Unix socket and the pool allows handles.
+func (c *Conn) HandsOver() bool { return c.handles }
+
+// WriteFile stores the part of f that req.Source names by passing f to the
+// mover, which reads it itself (see wire.Request.Source), and returns the
+// mover's final status with its receipt. progress, if set, is called as
+// the mover reports bytes stored. Only for a connection that HandsOver.
+func (c *Conn) WriteFile(ctx context.Context, req wire.Request, f *os.File, progress func(int)) (wire.Status, error) {
+	uc, ok := c.c.(*net.UnixConn)
+	if !ok || !c.handles || req.Source == nil {
+		return wire.Status{}, fmt.Errorf("mover %s: a write from a file needs the mover's Unix socket and a source", c.addr)
+	}
+	defer c.watch(ctx)()
+	if _, err := c.request(ctx, req); err != nil {
+		return wire.Status{}, err // refused: the connection is in step
+	}
+	if err := wire.SendFile(uc, wire.SourceFile, f); err != nil {
+		return wire.Status{}, c.fail(ctx, fmt.Errorf("mover %s: send source file: %w", c.addr, err))
+	}
+	var done int64
+	for {
+		st, err := c.status(ctx)
+		if err != nil {
+			return st, err
+		}
+		if progress != nil && st.Length > done {
+			progress(int(st.Length - done))
+			done = st.Length
+		}
+		if !st.More {
+			return st, nil
+		}
+	}
+}
