@@ -8,6 +8,14 @@
 // object. Writes are fsynced (file, then directory) before a receipt is
 // issued, so a receipt means the bytes survive a crash.
 //
+// Aligned data goes to the disk directly (O_DIRECT) where the file system
+// allows it: a mover's data is not read back soon, and a write through the
+// page cache costs a copy into it plus the file system's delayed-allocation
+// and writeback bookkeeping, about half of a mover's CPU in a profile of a
+// 4 GiB put. The first unaligned piece (a stream's short tail, the
+// trailer) and every write after it go through the page cache, with
+// write-behind so that cache does not fill.
+//
 // A device accounts its capacity (a configured size, never more than the
 // file system offers) and may be capped in bandwidth so that one machine can
 // emulate many slower devices.
@@ -27,6 +35,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
@@ -57,9 +66,11 @@ type Device struct {
 	used     int64 // bytes in objects on the device
 	reserved int64 // bytes promised to writes in flight
 
-	dirSync []sync.Mutex // serialises directory fsyncs per fan-out dir
-	dirs    [fanout]*os.File
-	writes  atomic.Int64
+	dirSync  []sync.Mutex // serialises directory fsyncs per fan-out dir
+	dirs     [fanout]*os.File
+	writes   atomic.Int64
+	direct   atomic.Bool // the file system takes O_DIRECT (until it refuses)
+	directOK atomic.Bool // a direct write has succeeded: they may run concurrently
 }
 
 // Options configure a device.
@@ -77,6 +88,7 @@ type Options struct {
 // Open opens (creating if needed) the device rooted at dir.
 func Open(id, dir string, o Options) (*Device, error) {
 	d := &Device{id: id, dir: dir, capacity: o.Capacity, bw: o.Bandwidth, sharing: int64(max(o.Sharing, 1)), dirSync: make([]sync.Mutex, fanout)}
+	d.direct.Store(true)
 	for i := 0; i < fanout; i++ {
 		p := filepath.Join(dir, "objects", fmt.Sprintf("%02x", i))
 		if err := os.MkdirAll(p, 0o755); err != nil {
@@ -213,7 +225,13 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 	}
 	d.reserved += need
 	d.mu.Unlock()
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	direct := d.direct.Load()
+	f, err := openNew(p, direct)
+	if err != nil && direct && errors.Is(err, syscall.EINVAL) {
+		d.direct.Store(false) // a file system without O_DIRECT (tmpfs, some FUSE)
+		direct = false
+		f, err = openNew(p, false)
+	}
 	if err != nil {
 		d.release(need)
 		if errors.Is(err, os.ErrExist) {
@@ -222,7 +240,33 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 		return nil, mapErr(fmt.Errorf("disk %s: create %s: %w", d.id, object, err))
 	}
 	d.writes.Add(1)
-	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx}, nil
+	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx, direct: direct}, nil
+}
+
+func openNew(p string, direct bool) (*os.File, error) {
+	flags := os.O_CREATE | os.O_EXCL | os.O_WRONLY
+	if direct {
+		flags |= syscall.O_DIRECT
+	}
+	return os.OpenFile(p, flags, 0o644)
+}
+
+// directAlign is the alignment O_DIRECT needs of file offsets, lengths and
+// memory: the largest logical block size of common disks, and a page.
+const directAlign = 4096
+
+// AlignedBuffer returns n bytes at an address direct I/O accepts.
+func AlignedBuffer(n int) []byte {
+	b := make([]byte, n+directAlign)
+	k := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % directAlign)
+	if k != 0 {
+		k = directAlign - k
+	}
+	return b[k : k+n : k+n]
+}
+
+func alignedFor(p []byte, off int64) bool {
+	return off%directAlign == 0 && len(p)%directAlign == 0 && (len(p) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(p)))%directAlign == 0)
 }
 
 func (d *Device) release(n int64) {
@@ -257,6 +301,14 @@ type Writer struct {
 	chunkCRC uint32        // CRC of the current partial chunk
 	table    []uint32      // CRCs of completed chunks
 	done     bool
+	direct   bool // the file is open with O_DIRECT
+
+	ios        chan ioJob     // to the direct-write goroutines
+	inflight   sync.WaitGroup // direct writes not yet finished
+	ioMu       sync.Mutex
+	ioErr      error // the first direct write that failed
+	alloc      int64 // bytes allocated ahead by prealloc
+	noPrealloc bool  // fallocate is not supported
 }
 
 // Write appends data to the object.
@@ -283,20 +335,170 @@ func (w *Writer) Pace(n int) error {
 	return nil
 }
 
-func (w *Writer) write(p []byte, crc uint32, known bool) (int, error) {
-	if w.n+int64(len(p)) > w.max {
-		return 0, api.Errorf(api.ErrNoSpace, "disk %s: object %s exceeds its reservation of %d bytes", w.d.id, w.object, w.max)
+// admit checks that n more bytes fit the object's reservation and waits
+// for whatever of the device's bandwidth Pace has not already paid.
+func (w *Writer) admit(n int) error {
+	if w.n+int64(n) > w.max {
+		return api.Errorf(api.ErrNoSpace, "disk %s: object %s exceeds its reservation of %d bytes", w.d.id, w.object, w.max)
 	}
-	owed := int64(len(p))
+	owed := int64(n)
 	if paid := w.prepaid.Load(); paid > 0 {
 		use := min(paid, owed)
 		w.prepaid.Add(-use)
 		owed -= use
 	}
-	if err := w.d.wait(w.ctx, int(owed)); err != nil {
+	return w.d.wait(w.ctx, int(owed))
+}
+
+// WriteOwned appends p, whose CRC32C is crc, like WriteCRC, but may still
+// be writing it when it returns; done is called (from any goroutine) once
+// p is no longer needed. On an O_DIRECT file, aligned pieces go to the
+// disk ioDepth at a time: one synchronous direct write at a time leaves
+// the device idle between them (1.6 GB/s here against 2.3–3 GB/s for the
+// page cache's writeback). Anything else is written before it returns.
+// Errors of writes in flight are reported by a later call, Wait or Close.
+func (w *Writer) WriteOwned(p []byte, crc uint32, done func()) error {
+	if err := w.ioError(); err != nil {
+		done()
+		return err
+	}
+	if !w.direct || !w.d.directOK.Load() || !alignedFor(p, w.n) {
+		if err := w.Wait(); err != nil {
+			done()
+			return err
+		}
+		_, err := w.write(p, crc, true)
+		done()
+		return err
+	}
+	if err := w.admit(len(p)); err != nil {
+		done()
+		return err
+	}
+	off := w.n
+	if err := w.prealloc(off + int64(len(p))); err != nil {
+		done()
+		return err
+	}
+	w.accountCRC(p, crc)
+	w.flushed = w.n
+	w.startIO(p, off, done)
+	return nil
+}
+
+// ioDepth is how many direct writes of one object are in flight.
+const ioDepth = 4
+
+type ioJob struct {
+	p    []byte
+	off  int64
+	done func()
+}
+
+func (w *Writer) startIO(p []byte, off int64, done func()) {
+	if w.ios == nil {
+		ios := make(chan ioJob)
+		w.ios = ios
+		fd := int(w.f.Fd())
+		for range ioDepth {
+			go func() {
+				for j := range ios {
+					err := pwriteAll(fd, j.p, j.off)
+					j.done()
+					if err != nil {
+						w.ioMu.Lock()
+						if w.ioErr == nil {
+							w.ioErr = mapErr(fmt.Errorf("disk %s: write %s at %d: %w", w.d.id, w.object, j.off, err))
+						}
+						w.ioMu.Unlock()
+					}
+					w.inflight.Done()
+				}
+			}()
+		}
+	}
+	w.inflight.Add(1)
+	w.ios <- ioJob{p, off, done}
+}
+
+func pwriteAll(fd int, p []byte, off int64) error {
+	for len(p) > 0 {
+		n, err := unix.Pwrite(fd, p, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	return nil
+}
+
+func (w *Writer) ioError() error {
+	w.ioMu.Lock()
+	defer w.ioMu.Unlock()
+	return w.ioErr
+}
+
+// Wait waits for the writes in flight and reports the first that failed.
+func (w *Writer) Wait() error {
+	w.inflight.Wait()
+	return w.ioError()
+}
+
+// stopIO waits for the writes in flight and ends their goroutines.
+func (w *Writer) stopIO() error {
+	err := w.Wait()
+	if w.ios != nil {
+		close(w.ios)
+		w.ios = nil
+	}
+	return err
+}
+
+// preallocStep is how far ahead of concurrent direct writes the file is
+// allocated: writes inside the file's size run side by side, while each
+// write that extends a file waits for the one before (ext4 serialises
+// them).
+const preallocStep = 64 << 20
+
+func (w *Writer) prealloc(end int64) error {
+	if end <= w.alloc || w.noPrealloc {
+		return nil
+	}
+	n := min(max(preallocStep, end-w.alloc), max(w.max, end)-w.alloc)
+	err := unix.Fallocate(int(w.f.Fd()), 0, w.alloc, n)
+	switch {
+	case err == nil:
+		w.alloc += n
+	case errors.Is(err, syscall.ENOSPC):
+		return mapErr(fmt.Errorf("disk %s: allocate %s: %w", w.d.id, w.object, err))
+	default:
+		w.noPrealloc = true // not supported here: writes extend the file one by one
+	}
+	return nil
+}
+
+func (w *Writer) write(p []byte, crc uint32, known bool) (int, error) {
+	if err := w.admit(len(p)); err != nil {
 		return 0, err
 	}
-	n, err := w.f.Write(p)
+	if w.direct && !alignedFor(p, w.n) {
+		w.buffered()
+	}
+	n, err := w.f.WriteAt(p, w.n)
+	if err != nil && n == 0 && w.direct && errors.Is(err, syscall.EINVAL) {
+		// The file system wants a stricter alignment than directAlign.
+		w.d.direct.Store(false)
+		w.buffered()
+		n, err = w.f.WriteAt(p, w.n)
+	} else if err == nil && w.direct {
+		w.d.directOK.Store(true)
+	}
 	if known && n == len(p) {
 		w.accountCRC(p, crc)
 	} else {
@@ -305,10 +507,22 @@ func (w *Writer) write(p []byte, crc uint32, known bool) (int, error) {
 	if err != nil {
 		return n, mapErr(fmt.Errorf("disk %s: write %s: %w", w.d.id, w.object, err))
 	}
-	if w.n-w.flushed >= writeBehind {
+	if w.direct {
+		w.flushed = w.n // nothing of it is in the page cache
+	} else if w.n-w.flushed >= writeBehind {
 		w.behind()
 	}
 	return n, nil
+}
+
+// buffered turns O_DIRECT off for the rest of the object. Errors are
+// ignored: the write that follows reports a file that still refuses.
+func (w *Writer) buffered() {
+	fd := int(w.f.Fd())
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
+		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_DIRECT)
+	}
+	w.direct = false
 }
 
 // writeBehind is the window of a streaming write kept in the page cache.
@@ -407,7 +621,16 @@ func (w *Writer) Close() error {
 	binary.BigEndian.PutUint32(ft[20:], uint32(len(table)))
 	binary.BigEndian.PutUint32(ft[24:], w.crc)
 	binary.BigEndian.PutUint32(ft[28:], crc32.Checksum(ft[:28], wire.Castagnoli))
-	_, err := w.f.Write(tr)
+	err := w.stopIO()
+	if w.direct {
+		w.buffered()
+	}
+	if err == nil && w.alloc > w.n {
+		err = w.f.Truncate(w.n) // give back what prealloc took beyond the data
+	}
+	if err == nil {
+		_, err = w.f.WriteAt(tr, w.n)
+	}
 	w.stopRetire()
 	if err == nil {
 		err = w.f.Sync()
@@ -451,6 +674,7 @@ func (w *Writer) Abort() {
 	}
 	w.done = true
 	w.d.writes.Add(-1)
+	w.stopIO()
 	w.stopRetire()
 	w.f.Close()
 	os.Remove(w.path)

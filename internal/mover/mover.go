@@ -169,7 +169,9 @@ func (m *Mover) Close() error {
 	return nil
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, disk.ChunkSize); return &b }}
+// bufPool's buffers are aligned for direct I/O, so frames read into them
+// can go to an O_DIRECT object as they are.
+var bufPool = sync.Pool{New: func() any { b := disk.AlignedBuffer(disk.ChunkSize); return &b }}
 
 func (m *Mover) serveConn(c net.Conn) {
 	defer c.Close()
@@ -381,14 +383,23 @@ func newStorer(w *disk.Writer) *storer {
 	go func() {
 		defer close(st.done)
 		for f := range st.in {
-			if st.failed() == nil {
-				if _, err := w.WriteCRC(f.p, f.crc); err != nil {
-					st.mu.Lock()
-					st.err = err
-					st.mu.Unlock()
-				}
+			if st.failed() != nil {
+				bufPool.Put(f.bp)
+				continue
 			}
-			bufPool.Put(f.bp)
+			// The device may still be writing the frame when WriteOwned
+			// returns (direct writes in flight); it gives the buffer back.
+			bp := f.bp
+			if err := w.WriteOwned(f.p, f.crc, func() { bufPool.Put(bp) }); err != nil {
+				st.mu.Lock()
+				st.err = err
+				st.mu.Unlock()
+			}
+		}
+		if err := w.Wait(); err != nil && st.failed() == nil {
+			st.mu.Lock()
+			st.err = err
+			st.mu.Unlock()
 		}
 	}()
 	return st
