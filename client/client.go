@@ -2,10 +2,12 @@
 // end, is built on it.
 //
 // A Client talks JSON over HTTP to the core for metadata and layouts, and
-// streams file data directly to and from the movers over Strata's framed TCP
-// protocol, one connection per stripe, all stripes in parallel. It verifies
-// CRC32C on every frame and every segment, and computes the whole-file
-// SHA-256 fixity digest while the data streams.
+// streams file data directly to and from the movers over Strata's framed
+// protocol (TCP, or a mover's Unix socket on its host, where files may pass
+// instead of streams), one connection per stripe, all stripes in parallel.
+// It verifies CRC32C on every frame and every segment, and computes the
+// whole-file fixity digest (BLAKE3 by default, or SHA-256) while the data
+// moves.
 package client
 
 import (

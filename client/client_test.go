@@ -87,7 +87,7 @@ func TestRoundTripSizes(t *testing.T) {
 				}
 				return
 			}
-			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "sha256:") {
+			if st.Layout.StripeWidth != wantStripes || len(st.Layout.Segments) != wantStripes || !strings.HasPrefix(st.Fixity, "blake3:") {
 				t.Fatalf("stat: %+v", st.Layout)
 			}
 			var sum int64
@@ -338,7 +338,7 @@ func TestReadRecordsAccessTime(t *testing.T) {
 func TestFixityAlgorithms(t *testing.T) {
 	c, _ := newClient(t, nil)
 	data := randBytes(7, 3<<20+5)
-	for _, tc := range []struct{ alg, prefix string }{{"", "sha256:"}, {client.FixityBLAKE3, "blake3:"}, {client.FixitySHA256, "sha256:"}} {
+	for _, tc := range []struct{ alg, prefix string }{{"", "blake3:"}, {client.FixityBLAKE3, "blake3:"}, {client.FixitySHA256, "sha256:"}} {
 		p := "/fx-" + tc.alg
 		fi := roundTrip(t, c, p, data, client.PutOptions{Fixity: tc.alg})
 		if !strings.HasPrefix(fi.Fixity, tc.prefix) {

@@ -16,17 +16,17 @@ import (
 // CRC32C of every segment, as "ALGORITHM:HEX", for audits years later and
 // for a get with VerifyFixity.
 //
-// SHA-256 is the default: audit tools know it, and CPUs with SHA
-// instructions hash it at ~1.9 GB/s a core. BLAKE3 hashes 4–5 GB/s a core
-// (SIMD over many 1 KiB chunks at once) and is the choice where SHA-256
-// has no hardware help; on the development machine, two vCPUs that share
-// one core's vector units, its AVX-512 hashing slowed the put's other
-// work more than it saved (PERFORMANCE.md), so it is not the default.
+// BLAKE3 is the default: a 256-bit cryptographic hash that runs at 3–4
+// GB/s on one core (SIMD over many 1 KiB chunks at once), so a put keeps
+// the disk's pace; `b3sum` (Debian's b3sum package) checks it outside
+// Strata. SHA-256, which more audit tools know, runs at ~1.9 GB/s a core
+// even with SHA instructions: on the development machine a single put
+// recording it is bound by the hash at ~0.8 of the disk (PERFORMANCE.md).
 const (
 	FixitySHA256 = "sha256"
 	FixityBLAKE3 = "blake3"
 	// DefaultFixity is what a put records unless told otherwise.
-	DefaultFixity = FixitySHA256
+	DefaultFixity = FixityBLAKE3
 )
 
 // newHash returns a hash for algorithm alg ("" for the default).

@@ -12,7 +12,7 @@ import (
 // unknown algorithm is an error, never a pass.
 func TestFixity(t *testing.T) {
 	abc := map[string]string{
-		"":       "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+		"":       "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85",
 		"blake3": "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85",
 		"sha256": "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
 	}

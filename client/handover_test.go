@@ -2,17 +2,13 @@ package client_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/strata-storage/strata/client"
-	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/testutil"
 )
 
@@ -79,45 +75,4 @@ func TestPutFromFile(t *testing.T) {
 			}
 		})
 	}
-}
-
-// A source file shorter than the put says fails the put through a mover
-// reading it as through a stream: nothing visible, space back.
-func TestPutFromShortFile(t *testing.T) {
-	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
-	data := randBytes(6, 3<<20)
-	_, err := c.Put(ctx, "/short", fileOf(t, data[:2<<20]), int64(len(data)), client.PutOptions{Stripes: 1})
-	if !errors.Is(err, client.ErrInvalid) {
-		t.Fatalf("put of a truncated file: %v", err)
-	}
-	if _, err := c.Stat(ctx, "/short"); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("partial file visible: %v", err)
-	}
-	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
-}
-
-// Cancelling a put whose mover reads the client's file stops the mover:
-// nothing visible, nothing left on the devices.
-func TestCancelledPutFromFile(t *testing.T) {
-	c, dataDir := newClient(t, func(c *config.Config) {
-		c.ReclaimEvery = "50ms"
-		for i := range c.Devices {
-			c.Devices[i].Bandwidth = 8 << 20 // slow enough to cancel midway
-		}
-	})
-	data := randBytes(10, 64<<20)
-	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(300*time.Millisecond, cancel) // the put takes 8 s
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Put(cctx, "/cancelled", fileOf(t, data), int64(len(data)), client.PutOptions{Stripes: 1})
-		done <- err
-	}()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("want cancelled, got %v", err)
-	}
-	if _, err := c.Stat(ctx, "/cancelled"); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("cancelled file visible: %v", err)
-	}
-	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
 }

@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/config"
@@ -112,43 +113,60 @@ func TestFullDevice(t *testing.T) {
 	roundTrip(t, c, "/ok", randBytes(3, capacity/2), client.PutOptions{})
 }
 
-func TestSourceShorterThanSaid(t *testing.T) {
-	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
-	data := randBytes(5, 300<<10)
-	_, err := c.Put(ctx, "/short", bytes.NewReader(data[:200<<10]), int64(len(data)), client.PutOptions{})
-	if err == nil {
-		t.Fatal("put of a truncated source succeeded")
-	}
-	if _, err := c.Stat(ctx, "/short"); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("partial file visible: %v", err)
-	}
-	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
+// sources are the two ways a put on the mover's host takes its data: from
+// a reader, streamed through the socket, and from a file, which the mover
+// reads itself.
+var sources = []struct {
+	name string
+	of   func(t *testing.T, data []byte) io.ReaderAt
+}{
+	{"stream", func(t *testing.T, data []byte) io.ReaderAt { return bytes.NewReader(data) }},
+	{"file", func(t *testing.T, data []byte) io.ReaderAt { return fileOf(t, data) }},
 }
 
-func TestCancelledPutLeavesNothing(t *testing.T) {
-	c, dataDir := newClient(t, func(c *config.Config) {
-		c.ReclaimEvery = "50ms"
-		for i := range c.Devices {
-			c.Devices[i].Bandwidth = 4 << 20 // slow enough to cancel midway
-		}
-	})
-	data := randBytes(9, 8<<20)
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	var sent atomic.Int64
-	go func() {
-		_, err := c.Put(cctx, "/cancelled", bytes.NewReader(data), int64(len(data)), client.PutOptions{Progress: func(n int64) {
-			if sent.Add(n) > 1<<20 {
-				cancel()
+func TestSourceShorterThanSaid(t *testing.T) {
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
+			data := randBytes(5, 3<<20)
+			_, err := c.Put(ctx, "/short", src.of(t, data[:2<<20]), int64(len(data)), client.PutOptions{Stripes: 1})
+			if err == nil {
+				t.Fatal("put of a truncated source succeeded")
 			}
-		}})
-		done <- err
-	}()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("want cancelled, got %v", err)
+			if _, err := c.Stat(ctx, "/short"); !errors.Is(err, client.ErrNotFound) {
+				t.Fatalf("partial file visible: %v", err)
+			}
+			waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
+		})
 	}
-	if _, err := c.Stat(ctx, "/cancelled"); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("cancelled file visible: %v", err)
+}
+
+// A cancelled put leaves nothing, whether the client streams or the mover
+// reads the client's file (it notices the client has gone).
+func TestCancelledPutLeavesNothing(t *testing.T) {
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			c, dataDir := newClient(t, func(c *config.Config) {
+				c.ReclaimEvery = "50ms"
+				for i := range c.Devices {
+					c.Devices[i].Bandwidth = 8 << 20 // the put takes ~8 s
+				}
+			})
+			data := randBytes(9, 64<<20)
+			cctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(300*time.Millisecond, cancel)
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Put(cctx, "/cancelled", src.of(t, data), int64(len(data)), client.PutOptions{Stripes: 1})
+				done <- err
+			}()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("want cancelled, got %v", err)
+			}
+			if _, err := c.Stat(ctx, "/cancelled"); !errors.Is(err, client.ErrNotFound) {
+				t.Fatalf("cancelled file visible: %v", err)
+			}
+			waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
+		})
 	}
-	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
 }

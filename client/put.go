@@ -23,8 +23,8 @@ type PutOptions struct {
 	StripeUnit int64
 	Overwrite  bool   // replace an existing file atomically
 	Mode       uint32 // 0 for 0644
-	// Fixity names the whole-file hash to record: FixitySHA256 (the
-	// default, for "") or FixityBLAKE3.
+	// Fixity names the whole-file hash to record: FixityBLAKE3 (the
+	// default, for "") or FixitySHA256.
 	Fixity string
 	// NoFixity records no whole-file hash (CRC32C still protects every
 	// frame and segment).

@@ -19,12 +19,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"sync"
 	"time"
+
+	"lukechampine.com/blake3"
 
 	"github.com/strata-storage/strata/client"
 )
@@ -115,16 +118,25 @@ func phase(clients, files int, fn func(w, i int) error) (float64, error) {
 	return float64(clients*files) / el.Seconds(), nil
 }
 
-// hashRate hashes file with SHA-256 on one core, reading it as a put's
-// fixity pass does (1 MiB reads), and returns MB/s: the ceiling of a
-// single put that records SHA-256 fixity, whatever the disk.
-func hashRate(file string) (float64, error) {
+// hashRate hashes file with alg (sha256 or blake3, the put's fixity
+// algorithms) on one core, reading it as a put's fixity pass does (1 MiB
+// reads), and returns MB/s: the ceiling of a single put that records that
+// fixity, whatever the disk.
+func hashRate(alg, file string) (float64, error) {
+	var h hash.Hash
+	switch alg {
+	case "sha256":
+		h = sha256.New()
+	case "blake3":
+		h = blake3.New(32, nil)
+	default:
+		return 0, fmt.Errorf("unknown hash %q (sha256, blake3)", alg)
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	h := sha256.New()
 	buf := make([]byte, 1<<20)
 	t0 := time.Now()
 	n, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf)
@@ -135,8 +147,8 @@ func hashRate(file string) (float64, error) {
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == "sha256" {
-		r, err := hashRate(os.Args[2])
+	if len(os.Args) == 4 && os.Args[1] == "hash" {
+		r, err := hashRate(os.Args[2], os.Args[3])
 		if err != nil {
 			fail(err)
 		}
@@ -144,7 +156,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "md" {
-		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench sha256 FILE   (MB/s of SHA-256 over FILE on one core)")
+		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("md", flag.ExitOnError)

@@ -155,11 +155,11 @@ func TestTour(t *testing.T) {
 	if err := json.Unmarshal([]byte(s.ok("stat", "--json", "/proj/cfd/run42.dat")), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Size != int64(len(data)) || st.Layout.StripeWidth != 3 || len(st.Layout.Segments) != 3 || !strings.HasPrefix(st.Fixity, "sha256:") {
+	if st.Size != int64(len(data)) || st.Layout.StripeWidth != 3 || len(st.Layout.Segments) != 3 || !strings.HasPrefix(st.Fixity, "blake3:") {
 		t.Fatalf("stat --json: %+v", st)
 	}
 	human := s.ok("stat", "/proj/cfd/run42.dat")
-	for _, want := range []string{"Size: 9437201", "COS: default", "crc32c", "Fixity: sha256:"} {
+	for _, want := range []string{"Size: 9437201", "COS: default", "crc32c", "Fixity: blake3:"} {
 		if !strings.Contains(human, want) {
 			t.Errorf("stat output lacks %q:\n%s", want, human)
 		}

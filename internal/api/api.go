@@ -136,7 +136,7 @@ type FileInfo struct {
 	Atime  time.Time `json:"atime"`
 	COS    string    `json:"cos,omitempty"`
 	Layout *Layout   `json:"layout,omitempty"`
-	Fixity string    `json:"fixity,omitempty"` // "sha256:<hex>" of the whole file
+	Fixity string    `json:"fixity,omitempty"` // "blake3:<hex>" or "sha256:<hex>" of the whole file
 	// Residency says where a file's data lives: disk, tape, disk+tape,
 	// or staging (on tape, a recall queued or running).
 	Residency string `json:"residency,omitempty"`

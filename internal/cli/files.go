@@ -98,7 +98,7 @@ file is replaced (atomically) only with -f.`,
 	cmd.Flags().BoolVarP(&o.Overwrite, "force", "f", false, "replace an existing file")
 	cmd.Flags().StringVar(&o.COS, "cos", "", "class of service (default: the server's default)")
 	cmd.Flags().IntVar(&o.Stripes, "stripes", 0, "stripe width (default: the class of service's)")
-	cmd.Flags().StringVar(&o.Fixity, "fixity", client.DefaultFixity, "whole-file hash to record: sha256 or blake3")
+	cmd.Flags().StringVar(&o.Fixity, "fixity", client.DefaultFixity, "whole-file hash to record: blake3 or sha256")
 	cmd.Flags().BoolVar(&o.NoFixity, "no-fixity", false, "record no whole-file hash (CRC32C still protects the data)")
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "permission bits in octal (default 0644)")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
@@ -173,7 +173,7 @@ recall and exits non-zero at once.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace an existing local file")
-	cmd.Flags().BoolVar(&verify, "verify", false, "also recompute the whole-file SHA-256 and compare it with the recorded fixity")
+	cmd.Flags().BoolVar(&verify, "verify", false, "also recompute the whole-file hash (BLAKE3 or SHA-256, as recorded) and compare it with the recorded fixity")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "for a file on tape: queue its recall and exit instead of waiting")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		src, err := remote(args[0])
