@@ -78,7 +78,12 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 		}()
 	}
 	werr := assemble(ctx, dst, streams, fi.Size, or.StripeUnit, h, o.Progress)
-	cancel()
+	if werr != nil {
+		// Stop the stripes still reading. After a whole file they are all
+		// finishing on their own: cancelling then would catch some at
+		// their last frame and cost their pooled connections.
+		cancel()
+	}
 	// Drain so stripe goroutines blocked on a full channel can exit.
 	for _, s := range streams {
 		for range s {

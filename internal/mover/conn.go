@@ -166,9 +166,17 @@ func (p *Pool) Close() {
 	p.dropIdleLocked()
 }
 
-// watch breaks the connection when ctx ends, unblocking any I/O.
-func (c *Conn) watch(ctx context.Context) (stop func() bool) {
-	return context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
+// watch breaks the connection when ctx ends, unblocking any I/O. If ctx
+// ends just as the transfer finishes, stop finds the deadline (being) set
+// and marks the connection broken: pooled, it would fail its next user
+// with a timeout out of nowhere.
+func (c *Conn) watch(ctx context.Context) (stop func()) {
+	stopf := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		if !stopf() {
+			c.broken = true
+		}
+	}
 }
 
 func (c *Conn) fail(ctx context.Context, err error) error {

@@ -387,3 +387,38 @@ func TestDamageAtRest(t *testing.T) {
 		}
 	})
 }
+
+// A transfer whose context ends just as it finishes leaves the connection's
+// deadline set; such a connection must not go back to the pool, or its next
+// user fails with a timeout.
+func TestContextEndingAtTheFinishBreaksTheConnection(t *testing.T) {
+	f := start(t)
+	c, err := f.pool.Get(context.Background(), f.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pool.Put(c)
+	c, _ = f.pool.Get(context.Background(), f.ep)
+	if stop := c.watch(context.Background()); true {
+		stop()
+	}
+	if c.broken {
+		t.Fatal("a transfer whose context did not end broke the connection")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := c.watch(ctx)
+	cancel() // after the transfer's last read, before its deferred stop
+	stop()
+	if !c.broken {
+		t.Fatal("connection with its deadline set is still reusable")
+	}
+	f.pool.Put(c)
+	c2, err := f.pool.Get(context.Background(), f.ep)
+	if err != nil || c2 == c {
+		t.Fatalf("the pool gave back the broken connection (%v)", err)
+	}
+	f.pool.Put(c2)
+	if _, err := f.write(t, f.tok(token.OpWrite, "after", 3, 5, time.Minute), "after", []byte("abc")); err != nil {
+		t.Fatalf("write after: %v", err)
+	}
+}
