@@ -21,9 +21,10 @@ import (
 // A client on the mover's host may pass its source file instead of
 // streaming it (wire.Request.Source): the mover reads the stripe out of the
 // page cache, checksums it once and stores it. Through the socket the same
-// bytes are copied three times more (into the socket, out of it, and the
-// client's read before that) and checksummed twice more; on a machine of a
-// few cores that is what a put's CPU goes to. The mover stays the only
+// bytes are copied twice more (into the socket and out of it, besides the
+// client's read, which the mover's replaces) and checksummed once more (by
+// the client, then checked by the mover); on a machine of a few cores that
+// is what a put's CPU goes to. The mover stays the only
 // writer of its objects: it lays them out, paces capped devices, fsyncs
 // and signs the receipt exactly as for a stream. Reading a file the client
 // opened gives the mover no access the client did not have.
