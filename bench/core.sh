@@ -205,5 +205,23 @@ if [[ " $PARTS " == *" md "* ]]; then
     done
   done
   rm -rf "$SCRATCH"/md-*   # the local runs' empty directories
+  # Where a create's CPU goes (8 clients on the core's socket), and what
+  # the catalog alone sustains (the same commits from 8 goroutines, no
+  # HTTP): the two bounds on the create rate of a 2-core machine.
+  echo; echo "CPU per operation, µs (8 clients, core's Unix socket; median of $REPS; machine = every process incl. kernel threads; idle includes waiting for the disk):"
+  echo; echo "| phase | ops/s | clients | server | machine | idle |"; echo "|---|---|---|---|---|---|"
+  js=()
+  for r in $(seq "$REPS"); do js+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 8 --files 6000 --server-pid "$SERVER_PID")"); done
+  for ph in create stat remove; do
+    printf '%s\n' "${js[@]}" | python3 -c '
+import json, statistics, sys
+ph = sys.argv[1]
+rs = [json.loads(l) for l in sys.stdin if l.strip()]
+rate = statistics.median(r[ph + "_per_s"] for r in rs)
+cpu = [statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server", "machine", "idle")]
+print("| %s | %d | %.0f | %.0f | %.0f | %.0f |" % (ph, rate, *cpu))' "$ph"
+  done
   stop
+  echo; echo "The catalog alone (go test -bench CommitEmpty ./internal/catalog/sqlite, 8 goroutines):"; echo
+  go test -run XXX -bench CommitEmpty -benchtime 40000x -count "$REPS" ./internal/catalog/sqlite | grep ns/op | sed 's/^/    /'
 fi

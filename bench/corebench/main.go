@@ -7,7 +7,11 @@
 //	corebench md --posix DIR --clients N --files F     the same on a local file system
 //
 // A create is the creation and commit of an empty file (one API call: an
-// empty file has no data to stream). Each client works in its own
+// empty file has no data to stream). With --server-pid, each phase also
+// reports where the CPU went, in microseconds per operation: this process
+// (the clients), the server, every process on the machine (kernel threads
+// too) and idle CPU (which includes waiting for the disk) — the budget
+// that bounds an operation rate on a small machine. Each client works in its own
 // directory; phases are separated by a barrier and timed from the first
 // operation's start to the last one's end. Output is one JSON object.
 package main
@@ -21,10 +25,15 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"lukechampine.com/blake3"
@@ -166,6 +175,8 @@ func main() {
 	files := fs.Int("files", 10000, "files per client")
 	durable := fs.Bool("sync", false, "posix: fsync each created file and its directory")
 	tcp := fs.Bool("tcp", false, "strata: reach the core over TCP even on its host (default: its Unix socket, as any local client)")
+	phases := fs.String("phases", "create,stat,remove", "which phases to run, in order (a profile of one phase alone)")
+	serverPID := fs.Int("server-pid", 0, "strata: the server's process id, to report CPU per operation")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the create phase (this process: the clients) to FILE")
 	fs.Parse(os.Args[2:])
 	var o ops
@@ -203,6 +214,9 @@ func main() {
 		name string
 		fn   func(string) error
 	}{{"create", o.create}, {"stat", o.stat}, {"remove", o.remove}} {
+		if !slices.Contains(strings.Split(*phases, ","), ph.name) {
+			continue
+		}
 		if ph.name == "create" && *cpuprofile != "" {
 			f, err := os.Create(*cpuprofile)
 			if err != nil {
@@ -212,7 +226,11 @@ func main() {
 				fail(err)
 			}
 		}
+		c0 := sample(*serverPID)
 		rate, err := phase(*clients, *files, func(w, i int) error { return ph.fn(name(w, i)) })
+		if *serverPID != 0 && err == nil {
+			res[ph.name+"_cpu_us"] = sample(*serverPID).perOp(c0, *clients**files)
+		}
 		if ph.name == "create" && *cpuprofile != "" {
 			pprof.StopCPUProfile()
 		}
@@ -222,6 +240,56 @@ func main() {
 		res[ph.name+"_per_s"] = int(rate)
 	}
 	json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// cpu is a snapshot of CPU time spent so far.
+type cpu struct {
+	self, server time.Duration
+	busy, idle   time.Duration // the whole machine's, from /proc/stat
+}
+
+// clockTick is USER_HZ, the unit of /proc's CPU times on Linux.
+const clockTick = 10 * time.Millisecond
+
+func sample(serverPID int) cpu {
+	var c cpu
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.self = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+	}
+	if serverPID == 0 {
+		return c
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", serverPID)); err == nil {
+		// Fields after the command name (which may hold spaces): utime
+		// and stime are the 12th and 13th.
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 12 {
+			c.server = ticks(f[11]) + ticks(f[12])
+		}
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal
+		for i := 1; i < len(f) && i <= 8; i++ {
+			if i == 4 || i == 5 {
+				c.idle += ticks(f[i])
+			} else {
+				c.busy += ticks(f[i])
+			}
+		}
+	}
+	return c
+}
+
+func ticks(s string) time.Duration {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return time.Duration(n) * clockTick
+}
+
+// perOp returns the CPU spent since c0 per operation, in microseconds.
+func (c cpu) perOp(c0 cpu, ops int) map[string]float64 {
+	us := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/float64(ops)*10) / 10 }
+	return map[string]float64{"client": us(c.self - c0.self), "server": us(c.server - c0.server), "machine": us(c.busy - c0.busy), "idle": us(c.idle - c0.idle)}
 }
 
 func fail(err error) {

@@ -167,6 +167,13 @@ func testCommitEmpty(t *testing.T, s catalog.Store) {
 	wantErr(t, err, api.ErrExist)
 	_, err = s.Commit(ctx, file(4242, "x"), nil, false)
 	wantErr(t, err, api.ErrNotFound)
+	_, err = s.Commit(ctx, file(f.ID, "x"), nil, false) // parent is a file
+	wantErr(t, err, api.ErrNotDir)
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "adir")))
+	_, err = s.Commit(ctx, file(catalog.RootID, d.Name), nil, false)
+	wantErr(t, err, api.ErrIsDir)
+	_, err = s.Commit(ctx, file(catalog.RootID, d.Name), nil, true)
+	wantErr(t, err, api.ErrIsDir)
 }
 
 func testCommitData(t *testing.T, s catalog.Store) {

@@ -83,7 +83,7 @@ func Open(path string, o Options) (*sqlstore.Store, error) {
 	}
 	rdb.SetMaxOpenConns(o.Readers)
 	rdb.SetMaxIdleConns(o.Readers)
-	s, err := sqlstore.New(sqlstore.Dialect{Name: "sqlite"}, wdb, rdb)
+	s, err := sqlstore.New(sqlstore.Dialect{Name: "sqlite", LastInsertID: true}, wdb, rdb)
 	if err != nil {
 		wdb.Close()
 		rdb.Close()
