@@ -58,6 +58,11 @@ var (
 	ErrOffline = api.ErrOffline
 	// ErrUnreachable means the server could not be contacted at all.
 	ErrUnreachable = errors.New("server unreachable")
+	// ErrSourceChanged means a put's source did not read the same twice
+	// (the movers' reading and the fixity hash's): something wrote to it
+	// during the put. Nothing was committed; put it again once it is
+	// quiet.
+	ErrSourceChanged = errors.New("the source changed during the put")
 )
 
 // DefaultServer is where clients look when nothing else is said.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +139,57 @@ func TestSourceShorterThanSaid(t *testing.T) {
 			}
 			waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
 		})
+	}
+}
+
+// changingSource serves data, except that the byte at reads differently
+// from its second reading on: a file written to while it is put. Every
+// byte of a put is read twice (by its stripe and by the fixity hash, in
+// either order), so the two readings disagree whatever the timing.
+type changingSource struct {
+	data []byte
+	at   int64
+	mu   sync.Mutex
+	seen bool
+}
+
+func (s *changingSource) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(s.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, s.data[off:])
+	if s.at >= off && s.at < off+int64(n) {
+		s.mu.Lock()
+		if s.seen {
+			p[s.at-off] ^= 0xff
+		}
+		s.seen = true
+		s.mu.Unlock()
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// A source that changes during the put fails it: the fixity hash would not
+// describe the stored bytes. Without fixity there is one reading, and the
+// put stores what it read.
+func TestSourceChangingDuringPut(t *testing.T) {
+	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
+	data := randBytes(12, 3<<20+5)
+	for _, at := range []int64{0, 1<<20 + 17, int64(len(data)) - 1} { // stripes 0, 1, 0 of 2
+		_, err := c.Put(ctx, "/changing", &changingSource{data: data, at: at}, int64(len(data)), client.PutOptions{Stripes: 2, StripeUnit: 1 << 20})
+		if !errors.Is(err, client.ErrSourceChanged) {
+			t.Fatalf("byte %d changed: want ErrSourceChanged, got %v", at, err)
+		}
+		if _, err := c.Stat(ctx, "/changing"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("file visible after a failed put: %v", err)
+		}
+	}
+	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
+	if _, err := c.Put(ctx, "/once", &changingSource{data: data, at: 5}, int64(len(data)), client.PutOptions{Stripes: 2, StripeUnit: 1 << 20, NoFixity: true}); err != nil {
+		t.Fatalf("put without fixity: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"strings"
@@ -78,9 +79,10 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 		}()
 	}
 	var fixity string
+	var crcs []uint32
 	var ferr error
 	if !o.NoFixity {
-		fixity, ferr = fixityOf(ctx, o.Fixity, src, size)
+		fixity, crcs, ferr = fixityOf(ctx, o.Fixity, src, size, cr.StripeUnit, w)
 	}
 	wg.Wait()
 	for k, err := range errs {
@@ -91,6 +93,15 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	}
 	if err := errors.Join(errors.Join(errs...), ferr); err != nil {
 		return nil, fmt.Errorf("put %s: %w", path, err)
+	}
+	// The fixity was hashed from a second reading of the source; the
+	// movers stored what the first reading (theirs, or the streams') gave.
+	// If the two differ, the recorded hash would not describe the stored
+	// bytes.
+	for k, crc := range crcs {
+		if receipts[k].CRC32C != crc {
+			return nil, fmt.Errorf("put %s: %w: stripe %d was stored with crc32c %08x, the file now reads %08x; nothing was committed", path, ErrSourceChanged, k, receipts[k].CRC32C, crc)
+		}
 	}
 	var fi FileInfo
 	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
@@ -105,12 +116,16 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 // than tapping the stripe streams: those run in parallel and out of order
 // (or are read by the movers themselves), while the re-read is served from
 // the page cache. Reading runs a buffer ahead of hashing, so the hash, the
-// longest single thread of a put, does nothing else.
-func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size int64) (string, error) {
+// longest single thread of a put, does nothing else but the CRC32C of each
+// stripe (of width w and stripe unit unit) as this reading sees it, for
+// the caller to hold against what the movers stored (CRC32C runs at
+// several times the hash's rate).
+func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size, unit int64, w int) (string, []uint32, error) {
 	h, alg, err := newHash(alg)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	crcs := make([]uint32, w)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bp := bufPool.Get().(*[]byte)
@@ -124,19 +139,25 @@ func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size int64) (str
 	var off int64
 	for ch := range chunks {
 		h.Write(ch.P)
-		off += int64(len(ch.P))
+		for p := ch.P; len(p) > 0; {
+			// The piece of p up to the end of the stripe unit at off.
+			n := min(int64(len(p)), unit-off%unit)
+			k := (off / unit) % int64(w)
+			crcs[k] = crc32.Update(crcs[k], wire.Castagnoli, p[:n])
+			p, off = p[n:], off+n
+		}
 		ch.Release()
 		if ch.Err != nil && ch.Err != io.EOF {
-			return "", fmt.Errorf("read source at %d: %w", off, ch.Err)
+			return "", nil, fmt.Errorf("read source at %d: %w", off, ch.Err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if off != size {
-		return "", fmt.Errorf("read source: %d of %d bytes: %w", off, size, io.ErrUnexpectedEOF)
+		return "", nil, fmt.Errorf("read source: %d of %d bytes: %w", off, size, io.ErrUnexpectedEOF)
 	}
-	return fixityString(alg, h), nil
+	return fixityString(alg, h), crcs, nil
 }
 
 // attemptsError reports the last failure, with the earlier ones when the
