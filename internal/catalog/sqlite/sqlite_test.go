@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -10,13 +11,18 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	catalogtest.Run(t, func(t *testing.T) catalog.Store {
-		s, err := Open(filepath.Join(t.TempDir(), "c.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	// Returning: new ids read back as PostgreSQL dialects do.
+	for _, o := range []Options{{}, {Returning: true}} {
+		t.Run(fmt.Sprintf("returning=%v", o.Returning), func(t *testing.T) {
+			catalogtest.Run(t, func(t *testing.T) catalog.Store {
+				s, err := Open(filepath.Join(t.TempDir(), "c.db"), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			})
+		})
+	}
 }
 
 func TestReopenKeepsData(t *testing.T) {
