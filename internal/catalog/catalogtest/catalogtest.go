@@ -28,6 +28,8 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Replace", testReplace},
 		{"Rename", testRename},
 		{"Remove", testRemove},
+		{"CreateInRemovedDir", testCreateInRemovedDir},
+		{"CreateRacingRemove", testCreateRacingRemove},
 		{"Reclaim", testReclaim},
 		{"SetAttr", testSetAttr},
 		{"Epoch", testEpoch},
@@ -313,6 +315,113 @@ func testRemove(t *testing.T, s catalog.Store) {
 	_ = empty
 	if _, err := s.Remove(ctx, catalog.RootID, "e", false); err != nil {
 		t.Fatalf("remove empty dir: %v", err)
+	}
+}
+
+// testCreateInRemovedDir: a directory that was used, and so is known to a
+// store that remembers directories, is gone for creates once removed,
+// whichever way it went.
+func testCreateInRemovedDir(t *testing.T, s catalog.Store) {
+	cases := []struct {
+		name string
+		gone func(d catalog.Inode) error // removes d, a child of /top
+	}{
+		{"rmdir", func(d catalog.Inode) error {
+			_, err := s.Remove(ctx, d.Parent, d.Name, false)
+			return err
+		}},
+		{"rm -r", func(d catalog.Inode) error {
+			_, err := s.Remove(ctx, d.Parent, d.Name, true)
+			return err
+		}},
+		{"rm -r of its parent", func(d catalog.Inode) error {
+			top := must(s.Get(ctx, d.Parent))
+			_, err := s.Remove(ctx, top.Parent, top.Name, true)
+			return err
+		}},
+		{"renamed over", func(d catalog.Inode) error {
+			must(s.Mkdir(ctx, dir(d.Parent, "other")))
+			_, err := s.Rename(ctx, d.Parent, "other", d.Parent, d.Name, true, 3)
+			return err
+		}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			top := must(s.Mkdir(ctx, dir(catalog.RootID, fmt.Sprintf("top%d", i))))
+			d := must(s.Mkdir(ctx, dir(top.ID, "d")))
+			must(s.Commit(ctx, file(d.ID, "before"), nil, false))
+			if c.name == "rmdir" || c.name == "renamed over" { // these need it empty
+				must(s.Remove(ctx, d.ID, "before", false))
+			}
+			if err := c.gone(d); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Commit(ctx, file(d.ID, "after"), nil, false)
+			wantErr(t, err, api.ErrNotFound)
+			_, err = s.Commit(ctx, file(d.ID, "after"), nil, true)
+			wantErr(t, err, api.ErrNotFound)
+			_, err = s.Mkdir(ctx, dir(d.ID, "sub"))
+			wantErr(t, err, api.ErrNotFound)
+		})
+	}
+}
+
+// testCreateRacingRemove: creates in a directory while it is removed
+// recursively either land before the removal (and go with it) or fail;
+// none may outlive the directory as an orphan.
+func testCreateRacingRemove(t *testing.T, s catalog.Store) {
+	for round := range 5 {
+		d := must(s.Mkdir(ctx, dir(catalog.RootID, fmt.Sprintf("r%d", round))))
+		const workers = 4
+		var wg sync.WaitGroup
+		made := make([][]int64, workers)
+		errs := make(chan error, workers+1)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 2000 { // bounded: a store that misses the removal must not hang the test
+					f, err := s.Commit(ctx, file(d.ID, fmt.Sprintf("w%d-%d", w, i)), nil, false)
+					if errors.Is(err, api.ErrNotFound) {
+						return
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					made[w] = append(made[w], f.ID)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n, err := s.List(ctx, d.ID)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(n) >= 20 {
+					break
+				}
+			}
+			if _, err := s.Remove(ctx, catalog.RootID, d.Name, true); err != nil {
+				errs <- err
+			}
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for _, ids := range made {
+			for _, id := range ids {
+				if in, err := s.Get(ctx, id); !errors.Is(err, api.ErrNotFound) {
+					t.Fatalf("round %d: file %d outlived its directory: %+v, %v", round, id, in, err)
+				}
+			}
+		}
 	}
 }
 

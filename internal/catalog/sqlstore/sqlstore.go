@@ -63,6 +63,17 @@ type Store struct {
 	unprepared map[string]bool
 
 	cache *inodeCache
+	// dirs holds ids of directories the committed catalog has, so that a
+	// create need not read its parent's row to learn it is a directory
+	// (that read, or a subquery in the insert, was a fifth of a create's
+	// catalog time). Writer goroutine only. An inode's kind never
+	// changes, so an entry stays true until the directory is removed; ids
+	// enter only after their transaction commits and leave as soon as a
+	// transaction deletes them, so a rollback can only cost a miss.
+	// dirsGen counts deletions: an id learnt before one, in the same
+	// transaction, is not added after it commits.
+	dirs    map[int64]struct{}
+	dirsGen uint64
 
 	boost   *booster
 	prioErr error
@@ -92,7 +103,7 @@ type op struct {
 // New starts a store on wdb (which must allow a single connection) and rdb.
 func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
 	s := &Store{d: d, wdb: wdb, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}),
-		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache()}
+		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache(), dirs: map[int64]struct{}{}}
 	s.boost, s.prioErr = newBooster()
 	go s.writer()
 	return s, nil
@@ -391,7 +402,7 @@ func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows,
 
 const inodeCols = "id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile"
 
-const insertIfFree = "INSERT INTO inodes (parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM inodes WHERE id = ? AND kind = ?) ON CONFLICT (parent, name) DO NOTHING"
+const insertIfFree = "INSERT INTO inodes (parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (parent, name) DO NOTHING"
 
 type scanner interface{ Scan(...any) error }
 
@@ -484,14 +495,49 @@ func (t *Tx) lookup(parent int64, name string) (catalog.Inode, bool, error) {
 }
 
 func (t *Tx) requireDir(id int64) error {
-	p, err := t.get(id)
-	if err != nil {
-		return err
+	if _, ok := t.s.dirs[id]; ok {
+		return nil
 	}
-	if p.Kind != catalog.KindDir {
+	var kind catalog.Kind
+	if err := t.QueryRow("SELECT kind FROM inodes WHERE id = ?", id).Scan(&kind); err != nil {
+		return notFound(err, "inode %d", id)
+	}
+	if kind != catalog.KindDir {
 		return api.Errorf(api.ErrNotDir, "inode %d", id)
 	}
+	t.knowDir(id)
 	return nil
+}
+
+// forgetDirs removes directories from the known set as this transaction
+// deletes them: at once, so that later operations in the same group check
+// the database; ids nil: all of them.
+func (t *Tx) forgetDirs(ids ...int64) {
+	t.s.dirsGen++
+	if ids == nil {
+		clear(t.s.dirs)
+	}
+	for _, id := range ids {
+		delete(t.s.dirs, id)
+	}
+}
+
+// maxDirs bounds the writer's set of known directories; past it the set
+// starts again empty.
+const maxDirs = 1 << 16
+
+// knowDir records, once this transaction commits, that directory id exists.
+func (t *Tx) knowDir(id int64) {
+	gen := t.s.dirsGen
+	t.after = append(t.after, func() {
+		if t.s.dirsGen != gen {
+			return
+		}
+		if len(t.s.dirs) >= maxDirs {
+			clear(t.s.dirs)
+		}
+		t.s.dirs[id] = struct{}{}
+	})
 }
 
 func (t *Tx) insert(in catalog.Inode) (int64, error) {
@@ -521,6 +567,7 @@ func (s *Store) Mkdir(ctx context.Context, in catalog.Inode) (catalog.Inode, err
 		id, err := t.insert(in)
 		in.ID = id
 		t.set(in)
+		t.knowDir(id)
 		return err
 	})
 	return in, err
@@ -540,9 +587,14 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 			}
 		}
 		if !replace {
-			// One statement inserts if the parent is a directory and the
-			// name is free; only a refusal pays for diagnosis, by reading.
-			id, ok, err := t.InsertID(insertIfFree, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.Parent, catalog.KindDir)
+			// One statement inserts if the name is free; only a refusal
+			// pays for diagnosis, by reading. The parent is usually a
+			// known directory (dirs): checking it inside the insert made
+			// SQLite stage the row in a temporary table.
+			if err := t.requireDir(in.Parent); err != nil {
+				return err
+			}
+			id, ok, err := t.InsertID(insertIfFree, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile)
 			if err != nil {
 				return fmt.Errorf("catalog: insert %q: %w", in.Name, err)
 			}
@@ -585,8 +637,8 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 	return in, s.write(ctx, fn)
 }
 
-// whyTaken explains an insert the catalog refused: the name is taken, or
-// the parent is missing or not a directory. It only reads.
+// whyTaken explains an insert the catalog refused under a parent known to
+// be a directory: the name is taken. It only reads.
 func (t *Tx) whyTaken(parent int64, name string) error {
 	old, ok, err := t.lookup(parent, name)
 	switch {
@@ -597,10 +649,7 @@ func (t *Tx) whyTaken(parent int64, name string) error {
 	case ok:
 		return api.Errorf(api.ErrExist, "create %q", name)
 	}
-	if err := t.requireDir(parent); err != nil {
-		return err
-	}
-	return fmt.Errorf("catalog: insert %q in %d refused, yet the name is free and the parent a directory", name, parent)
+	return fmt.Errorf("catalog: insert %q in %d refused, yet the name is free", name, parent)
 }
 
 func (t *Tx) commitBitfile(b *catalog.Bitfile) error {
@@ -692,6 +741,7 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 			if err := t.kill(dst.Bitfile); err != nil {
 				return err
 			}
+			t.forgetDirs(dst.ID)
 			if _, err := t.Exec("DELETE FROM inodes WHERE id = ?", dst.ID); err != nil {
 				return err
 			}
@@ -727,7 +777,10 @@ func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive
 			return err
 		}
 		t.after = append(t.after, t.s.cache.clear)
-		if !recursive {
+		if recursive {
+			t.forgetDirs() // the tree's directories, without listing them
+		} else {
+			t.forgetDirs(in.ID)
 			var n int
 			if err := t.QueryRow("SELECT COUNT(*) FROM inodes WHERE parent = ?", in.ID).Scan(&n); err != nil {
 				return err
