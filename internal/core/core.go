@@ -78,10 +78,15 @@ type Core struct {
 	movers   map[string]*moverState // by mover ID
 	devMover map[string]string      // device ID → mover ID
 	devFree  map[string]int64       // device ID → free bytes its mover last reported
-	inflight map[int64][]string     // pending bitfile → its devices
-	load     map[string]int         // device → writes in flight
-	rr       int                    // rotates ties in placement
-	local    api.Local              // the control API's Unix socket, if any
+	// held is space promised to recalls in flight, by device: the catalog
+	// counts a recalled copy only once it is restored, so without this
+	// two recalls (or the scheduler's buffer check) could count the same
+	// free bytes twice.
+	held     map[string]int64
+	inflight map[int64][]string // pending bitfile → its devices
+	load     map[string]int     // device → writes in flight
+	rr       int                // rotates ties in placement
+	local    api.Local          // the control API's Unix socket, if any
 
 	atimes chan catalog.Inode // access-time updates, applied by one goroutine
 
@@ -111,7 +116,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		cfg.MoverTimeout = 30 * time.Second
 	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, log: log,
-		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{},
+		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, held: map[string]int64{},
 		inflight: map[int64][]string{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
 	c.hsm = newHSM(c, cfg.HSM)
@@ -269,10 +274,13 @@ type candidate struct {
 	turn int // rotated position, breaks ties
 }
 
-// place picks w devices of pool for a file whose stripes need per[k] bytes.
+// place picks w devices of pool with need bytes free each (a put sizes need
+// by its largest stripe).
 // It spreads writes: fewest writes in flight first, then most free space,
 // with ties rotated (CASTOR's lesson: spread requests over all servers).
-func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]candidate, error) {
+//
+// With hold, need bytes stay set aside on each picked device until release.
+func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold bool) ([]candidate, error) {
 	devs, err := c.store.Devices(ctx)
 	if err != nil {
 		return nil, err
@@ -327,6 +335,9 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 	picked := cands[:w]
 	for _, p := range picked {
 		c.load[p.dev.ID]++
+		if hold {
+			c.held[p.dev.ID] += need
+		}
 	}
 	return picked, nil
 }
@@ -335,7 +346,7 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64) ([]can
 // catalog has placed on it, and never more than its mover last saw free on
 // the file system (devices may share one, and other users fill it too).
 func (c *Core) freeLocked(d catalog.Device) int64 {
-	free := d.Capacity - d.Used
+	free := d.Capacity - d.Used - c.held[d.ID]
 	if f, ok := c.devFree[d.ID]; ok && f < free {
 		free = f
 	}

@@ -275,7 +275,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	}
 	units := (r.Size + k.StripeUnit - 1) / k.StripeUnit
 	w = int(min(int64(w), units))
-	picked, err := c.place(ctx, k.Pool, w, stripeLen(r.Size, k.StripeUnit, w, 0))
+	picked, err := c.place(ctx, k.Pool, w, stripeLen(r.Size, k.StripeUnit, w, 0), false)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 	}

@@ -481,12 +481,12 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	if tc.Volume == "" {
 		return false, api.Errorf(api.ErrNotFound, "bitfile %d has no tape copy %d stripe %d", id, cp, stripe)
 	}
-	picked, err := c.place(ctx, pool, 1, tc.Length)
+	picked, err := c.place(ctx, pool, 1, tc.Length, true)
 	if err != nil {
 		return false, err
 	}
 	dev, ep := picked[0].dev.ID, picked[0].ep
-	defer c.unload(dev)
+	defer c.release(dev, tc.Length)
 	obj := catalog.ObjectName(b.ID, b.DiskGen+1, stripe)
 	// An attempt cut short by a crash may have left the object.
 	if err := c.deleteObject(ctx, dev, obj); err != nil && !errors.Is(err, api.ErrNotFound) {
@@ -550,11 +550,15 @@ func (c *Core) writeObject(ctx context.Context, ep mover.Endpoint, dev, obj stri
 	return st, nil
 }
 
-// unload ends a placement's claim on a device's load.
-func (c *Core) unload(dev string) {
+// release ends a recall's placement on dev: its load, and the held bytes
+// (by now in the catalog, or never to be written).
+func (c *Core) release(dev string, held int64) {
 	c.mu.Lock()
 	if c.load[dev]--; c.load[dev] <= 0 {
 		delete(c.load, dev)
+	}
+	if c.held[dev] -= held; c.held[dev] <= 0 {
+		delete(c.held, dev)
 	}
 	c.mu.Unlock()
 }
