@@ -344,13 +344,14 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold b
 
 // freeLocked is what a device can still take: its capacity less what the
 // catalog has placed on it, and never more than its mover last saw free on
-// the file system (devices may share one, and other users fill it too).
+// the file system (devices may share one, and other users fill it too),
+// less the space held for recalls in flight.
 func (c *Core) freeLocked(d catalog.Device) int64 {
-	free := d.Capacity - d.Used - c.held[d.ID]
+	free := d.Capacity - d.Used
 	if f, ok := c.devFree[d.ID]; ok && f < free {
 		free = f
 	}
-	return max(free, 0)
+	return max(free-c.held[d.ID], 0) // neither count has recalls in flight yet
 }
 
 func (c *Core) settle(bitfile int64) {
