@@ -59,45 +59,57 @@ func TestStripeLen(t *testing.T) {
 // recalls in flight, which the catalog does not count yet, cannot be
 // promised the same free bytes twice.
 func TestRecallPlacementHoldsSpace(t *testing.T) {
-	ctx := context.Background()
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{{ID: "d0", Pool: "disk", Capacity: 1500, Free: 1 << 30}}}); err != nil {
-		t.Fatal(err)
-	}
-	steps := []struct {
-		name    string
-		need    int64
-		hold    bool
-		release int64 // release this much held space on d0 first
-		fails   bool
+	// Either limit can bind: the catalog's capacity less use, or what the
+	// mover last saw free on the file system.
+	for _, lim := range []struct {
+		name           string
+		capacity, free int64
 	}{
-		{"first recall", 1000, true, 0, false},
-		{"second recall: 500 left", 1000, true, 0, true},
-		{"a put that fits beside it", 500, false, 0, false},
-		{"recall after the first ended", 1000, true, 1000, false},
-	}
-	for _, s := range steps {
-		if s.release > 0 {
-			c.release("d0", s.release)
-		}
-		_, err := c.place(ctx, "disk", 1, s.need, s.hold)
-		if s.fails != (err != nil) {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		if s.fails && !errors.Is(err, api.ErrNoSpace) {
-			t.Fatalf("%s: %v, want no space", s.name, err)
-		}
-	}
-	if got := c.held["d0"]; got != 1000 {
-		t.Fatalf("held %d bytes, want 1000", got)
+		{"capacity", 1500, 1 << 30},
+		{"file system", 1 << 30, 1500},
+	} {
+		t.Run(lim.name, func(t *testing.T) {
+			ctx := context.Background()
+			store, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{{ID: "d0", Pool: "disk", Capacity: lim.capacity, Free: lim.free}}}); err != nil {
+				t.Fatal(err)
+			}
+			steps := []struct {
+				name    string
+				need    int64
+				hold    bool
+				release int64 // release this much held space on d0 first
+				fails   bool
+			}{
+				{"first recall", 1000, true, 0, false},
+				{"second recall: 500 left", 1000, true, 0, true},
+				{"a put that fits beside it", 500, false, 0, false},
+				{"recall after the first ended", 1000, true, 1000, false},
+			}
+			for _, s := range steps {
+				if s.release > 0 {
+					c.release("d0", s.release)
+				}
+				_, err := c.place(ctx, "disk", 1, s.need, s.hold)
+				if s.fails != (err != nil) {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+				if s.fails && !errors.Is(err, api.ErrNoSpace) {
+					t.Fatalf("%s: %v, want no space", s.name, err)
+				}
+			}
+			if got := c.held["d0"]; got != 1000 {
+				t.Fatalf("held %d bytes, want 1000", got)
+			}
+		})
 	}
 }
