@@ -13,7 +13,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,7 +159,7 @@ func (c *Client) Server() string { return c.base }
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
+		b, err := api.Marshal(in)
 		if err != nil {
 			return err
 		}
@@ -177,7 +176,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.hc.Transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -191,7 +190,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
-		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
+		if err := api.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
 			return fmt.Errorf("strata server %s: %s", c.base, resp.Status)
 		}
 		return &e
@@ -200,7 +199,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := api.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("strata server %s: bad reply: %w", c.base, err)
 	}
 	io.Copy(io.Discard, resp.Body) // the encoder's newline: read to EOF so the connection is reused

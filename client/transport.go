@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -150,7 +149,7 @@ func (t *transport) probe(ctx context.Context, pc *pconn) (string, error) {
 	defer resp.Body.Close()
 	var l api.Local
 	if resp.StatusCode == http.StatusOK {
-		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&l)
+		err = api.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&l)
 	}
 	if _, cerr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)); err == nil {
 		err = cerr

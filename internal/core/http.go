@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -90,7 +89,7 @@ func query[Resp any](c *Core, fn func(context.Context, string) (Resp, error)) ht
 func body[Req, Resp any](c *Core, fn func(context.Context, Req) (Resp, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+		dec := api.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
 			c.reply(w, nil, api.Errorf(api.ErrInvalid, "bad request body: %v", err))
@@ -109,8 +108,8 @@ func (c *Core) reply(w http.ResponseWriter, v any, err error) {
 			c.log.Warn("core: request failed", "err", err)
 		}
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(api.Error{Code: code, Msg: err.Error()})
+		api.NewEncoder(w).Encode(api.Error{Code: code, Msg: err.Error()})
 		return
 	}
-	json.NewEncoder(w).Encode(v)
+	api.NewEncoder(w).Encode(v)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/httpserve"
 	"github.com/strata-storage/strata/internal/mover"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
@@ -45,7 +46,7 @@ type Server struct {
 
 	lock    *os.File
 	devs    []*disk.Device
-	httpSrv *http.Server
+	httpSrv *httpserve.Server
 	ctlAddr string
 	dataLn  net.Listener
 	cancel  context.CancelFunc
@@ -377,7 +378,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 		return nil, fmt.Errorf("control API: %w", err)
 	}
 	s.ctlAddr = ctlLn.Addr().String()
-	s.httpSrv = &http.Server{Handler: s.Core.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	s.httpSrv = &httpserve.Server{Handler: s.Core.Handler(), HeaderTimeout: 10 * time.Second, Log: log}
 	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.httpSrv.Serve(ctlLn) }()
 	ctlSock := ""

@@ -1,0 +1,436 @@
+package httpserve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingListener counts accepted connections, to see keep-alive work.
+type countingListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// start serves h on 127.0.0.1 and stops the server when the test ends.
+func start(t *testing.T, s *Server) (string, *countingListener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(cl) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return ln.Addr().String(), cl
+}
+
+func testMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /q", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path":%q}`, r.URL.Query().Get("path"))
+	})
+	mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(b)
+	})
+	mux.HandleFunc("POST /created", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "made\n")
+	})
+	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("x"), 1<<20))
+	})
+	mux.HandleFunc("GET /empty", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /panic", func(w http.ResponseWriter, r *http.Request) { panic("boom") })
+	mux.HandleFunc("GET /abort", func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	mux.HandleFunc("GET /split", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Evil", "a\r\nInjected: yes")
+	})
+	return mux
+}
+
+// TestRoundTrips speaks to the server with net/http's own client.
+func TestRoundTrips(t *testing.T) {
+	addr, ln := start(t, &Server{Handler: testMux(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer hc.CloseIdleConnections()
+	big := strings.Repeat("y", 300<<10)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		want                     string
+		ctype                    string
+	}{
+		{"query", "GET", "/q?path=/a%20b", "", 200, `{"path":"/a b"}`, "application/json"},
+		{"echo", "POST", "/echo", "hello", 200, "hello", "application/octet-stream"},
+		{"echo empty", "POST", "/echo", "", 200, "", "application/octet-stream"},
+		{"echo large", "POST", "/echo", big, 200, big, "application/octet-stream"},
+		{"status", "POST", "/created", "", 201, "made\n", "text/plain; charset=utf-8"},
+		{"big", "GET", "/big", "", 200, strings.Repeat("x", 1<<20), "text/plain; charset=utf-8"},
+		{"empty", "GET", "/empty", "", 200, "", ""},
+		{"not found", "GET", "/nope", "", 404, "404 page not found\n", "text/plain; charset=utf-8"},
+		{"wrong method", "DELETE", "/q", "", 405, "Method Not Allowed\n", "text/plain; charset=utf-8"},
+		{"head", "HEAD", "/q?path=x", "", 200, "", "application/json"},
+		{"panic", "GET", "/panic", "", 500, "", ""},
+		{"after panic", "GET", "/q?path=still", "", 200, `{"path":"still"}`, "application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, "http://"+addr+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status || string(b) != tc.want {
+				t.Fatalf("got %d %.40q, want %d %.40q", resp.StatusCode, b, tc.status, tc.want)
+			}
+			if got := resp.Header.Get("Content-Type"); got != tc.ctype {
+				t.Errorf("Content-Type %q, want %q", got, tc.ctype)
+			}
+			if resp.Header.Get("Date") == "" {
+				t.Error("no Date header")
+			}
+			if tc.method == "HEAD" && resp.ContentLength != int64(len(`{"path":"x"}`)) {
+				t.Errorf("HEAD Content-Length %d", resp.ContentLength)
+			}
+		})
+	}
+	// Keep-alive: all of that on one connection, but the panic's (a
+	// request that failed that way closes its connection).
+	if n := ln.n.Load(); n != 2 {
+		t.Errorf("%d connections for the requests, want 2 (keep-alive, one closed after the panic)", n)
+	}
+}
+
+// raw sends bytes on a fresh connection and returns everything the server
+// sends back until it closes the connection or goes quiet for a while.
+func raw(t *testing.T, addr, in string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, in); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var out bytes.Buffer
+	io.Copy(&out, c)
+	return out.String()
+}
+
+// TestWire checks what goes over the connection, byte for byte where it
+// matters.
+func TestWire(t *testing.T) {
+	addr, _ := start(t, &Server{Handler: testMux(), MaxBody: 1 << 10})
+	get := "GET /q?path=a HTTP/1.1\r\nHost: x\r\n\r\n"
+	for _, tc := range []struct {
+		name  string
+		in    string
+		want  []string // in order
+		not   []string
+		count map[string]int
+	}{
+		{name: "pipelined", in: get + get + "GET /q?path=b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+			want:  []string{`{"path":"a"}`, `{"path":"a"}`, "Connection: close", `{"path":"b"}`},
+			count: map[string]int{"HTTP/1.1 200 OK": 3}},
+		{name: "malformed", in: "NONSENSE\r\n\r\n", want: []string{"HTTP/1.1 400 Bad Request", "Connection: close"}},
+		{name: "bad header", in: "GET / HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n", want: []string{"HTTP/1.1 400 Bad Request"}},
+		{name: "expect continue", in: "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+			want: []string{"HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 200 OK", "Content-Length: 2\r\n\r\nhi"}},
+		{name: "chunked body", in: "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+			want: []string{"HTTP/1.1 200 OK", "Content-Length: 5\r\n\r\nabcde"}, not: []string{"Transfer-Encoding"}},
+		{name: "body too large", in: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n" + strings.Repeat("z", 2000) + get,
+			want: []string{"HTTP/1.1 413 Request Entity Too Large", "Connection: close"}, not: []string{`{"path"`}},
+		{name: "http/1.0 closes", in: "GET /q?path=old HTTP/1.0\r\n\r\n" + get,
+			want: []string{`{"path":"old"}`}, count: map[string]int{"HTTP/1.1 200 OK": 1}},
+		{name: "abort drops the connection", in: "GET /abort HTTP/1.1\r\nHost: x\r\n\r\n" + get, count: map[string]int{"HTTP/1.1": 0}},
+		{name: "no header splitting", in: "GET /split HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+			want: []string{"X-Evil: a  Injected: yes\r\n"}, not: []string{"\r\nInjected"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := raw(t, addr, tc.in)
+			rest := out
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("no %q (in order) in:\n%s", w, out)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("%q in:\n%s", n, out)
+				}
+			}
+			for s, n := range tc.count {
+				if got := strings.Count(out, s); got != n {
+					t.Errorf("%d × %q, want %d, in:\n%s", got, s, n, out)
+				}
+			}
+		})
+	}
+}
+
+// TestHeaderTimeout: a client that stalls in the middle of a header is cut
+// off; one that sits idle between requests is not.
+func TestHeaderTimeout(t *testing.T) {
+	addr, _ := start(t, &Server{Handler: testMux(), HeaderTimeout: 100 * time.Millisecond})
+	stall, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stall.Close()
+	io.WriteString(stall, "GET /q?path=a HTTP/1.1\r\nHo")
+	stall.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(stall); err != nil || len(b) != 0 {
+		t.Fatalf("stalled header: read %q, %v; want the server to close", b, err)
+	}
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	time.Sleep(300 * time.Millisecond)
+	io.WriteString(idle, "GET /q?path=late HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil {
+		t.Fatalf("idle connection: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != `{"path":"late"}` {
+		t.Fatalf("idle connection answered %q", b)
+	}
+}
+
+// TestLongRequests: a request that runs long is cancelled when its client
+// hangs up, and one that finishes leaves its connection fit for the next.
+func TestLongRequests(t *testing.T) {
+	defer func(d time.Duration) { watchAfter = d }(watchAfter)
+	watchAfter = time.Millisecond
+	cancelled := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /wait", func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(10 * time.Second):
+		}
+	})
+	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		if r.Context().Err() != nil {
+			http.Error(w, "cancelled", 500)
+			return
+		}
+		io.WriteString(w, "slow "+r.URL.Query().Get("n"))
+	})
+	addr, ln := start(t, &Server{Handler: mux})
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+	time.Sleep(50 * time.Millisecond)
+	c.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context was not cancelled when its client hung up")
+	}
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer hc.CloseIdleConnections()
+	before := ln.n.Load()
+	for i := range 3 {
+		resp, err := hc.Get(fmt.Sprintf("http://%s/slow?n=%d", addr, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("slow %d", i); string(b) != want {
+			t.Fatalf("got %d %q, want %q", resp.StatusCode, b, want)
+		}
+	}
+	if n := ln.n.Load() - before; n != 1 {
+		t.Errorf("%d connections for 3 slow requests, want 1", n)
+	}
+}
+
+// TestShutdown: idle connections close at once, a request in progress
+// finishes, and one that outlasts the deadline is cancelled.
+func TestShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release bool
+		wantErr error
+	}{
+		{"in-flight request finishes", true, nil},
+		{"deadline cancels it", false, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			started := make(chan struct{}, 2)
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /hold", func(w http.ResponseWriter, r *http.Request) {
+				started <- struct{}{}
+				select {
+				case <-release:
+					io.WriteString(w, "done")
+				case <-r.Context().Done():
+				}
+			})
+			mux.HandleFunc("GET /hi", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") })
+			s := &Server{Handler: mux}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- s.Serve(ln) }()
+			addr := ln.Addr().String()
+
+			idle, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer idle.Close()
+			io.WriteString(idle, "GET /hi HTTP/1.1\r\nHost: x\r\n\r\n")
+			br := bufio.NewReader(idle)
+			if resp, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatal(err)
+			} else {
+				io.ReadAll(resp.Body)
+			}
+
+			got := make(chan string, 1)
+			go func() {
+				resp, err := http.Get("http://" + addr + "/hold")
+				if err != nil {
+					got <- "error: " + err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got <- string(b)
+			}()
+			<-started
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			shut := make(chan error, 1)
+			go func() { shut <- s.Shutdown(ctx) }()
+
+			// The idle connection is closed at once.
+			idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("idle connection: %v, want EOF", err)
+			}
+			if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				t.Error("still accepting after Shutdown")
+			}
+			if tc.release {
+				close(release)
+				if b := <-got; b != "done" {
+					t.Errorf("in-flight request got %q", b)
+				}
+			}
+			if err := <-shut; !errors.Is(err, tc.wantErr) {
+				t.Errorf("Shutdown: %v, want %v", err, tc.wantErr)
+			}
+			if !tc.release {
+				if b := <-got; !strings.HasPrefix(b, "error") {
+					t.Errorf("cut-off request got %q, want an error", b)
+				}
+			}
+			if err := <-served; !errors.Is(err, ErrServerClosed) {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+}
+
+// FuzzConn feeds arbitrary bytes to a connection: the server must answer
+// or hang up, never panic or hang.
+func FuzzConn(f *testing.F) {
+	for _, s := range []string{
+		"GET /q?path=a HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+		"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nz\r\n",
+		"GET /q HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+		"HEAD /big HTTP/1.0\r\n\r\n",
+		"\x00\xff\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	s := &Server{Handler: testMux(), MaxBody: 4 << 10, HeaderTimeout: 50 * time.Millisecond}
+	s.mu.Lock()
+	s.init()
+	s.mu.Unlock()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		cl, sv := net.Pipe()
+		c := s.newConn(sv)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer s.wg.Done()
+			c.serve()
+		}()
+		go io.Copy(io.Discard, cl)
+		cl.SetWriteDeadline(time.Now().Add(time.Second))
+		cl.Write(in)
+		cl.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("connection still served 5 s after its client closed, on %q", in)
+		}
+	})
+}
