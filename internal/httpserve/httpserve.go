@@ -284,11 +284,12 @@ func (c *conn) serveOne(req *http.Request) bool {
 	}
 	w := &c.w
 	w.reset(req)
-	watch := time.AfterFunc(watchAfter, func() { c.watch(cancel) })
+	wt := new(watcher) // one per request: a late timer finds its own
+	watch := time.AfterFunc(watchAfter, func() { c.watch(wt, cancel) })
 	ok := c.run(w, req)
 	if !watch.Stop() {
-		// The watcher started: stop it before the next read.
-		c.unwatch()
+		// The timer fired: stop its watch before the next read.
+		c.unwatch(wt)
 	}
 	if !ok {
 		return false
@@ -351,28 +352,52 @@ func (c *conn) run(w *response, req *http.Request) (ok bool) {
 	return true
 }
 
-// watch runs once a request has taken watchAfter: it waits for the
-// client to hang up (or send more) and cancels the request if it hangs up.
-func (c *conn) watch(cancel context.CancelFunc) {
-	c.w.watching.Add(1)
-	go func() {
-		defer c.w.watching.Done()
-		// The body was read before the handler ran: what comes now is
-		// the client's next request or its hang-up.
-		if _, err := c.br.Peek(1); err != nil {
-			var ne net.Error
-			if !(errors.As(err, &ne) && ne.Timeout()) {
-				cancel()
-			}
-		}
-	}()
+// watcher is the state of one request's watch on its connection. The
+// timer's function and the request's goroutine meet under mu: once
+// stopped is set the function does not start reading, and if it already
+// has, unwatch ends its read and waits for it (a Stop that fails only says
+// the function began, not how far it got).
+type watcher struct {
+	mu      sync.Mutex
+	stopped bool
+	reading bool
+	done    chan struct{}
 }
 
-// unwatch stops a watcher: a deadline in the past ends its read.
-func (c *conn) unwatch() {
-	c.nc.SetReadDeadline(time.Unix(1, 0))
-	c.w.watching.Wait()
-	c.nc.SetReadDeadline(time.Time{})
+// watch runs (in the timer's goroutine) once a request has taken
+// watchAfter: it waits for the client to hang up, or send more, and
+// cancels the request if it hangs up.
+func (c *conn) watch(w *watcher, cancel context.CancelFunc) {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	w.reading = true
+	w.done = make(chan struct{})
+	w.mu.Unlock()
+	defer close(w.done)
+	// The body was read before the handler ran: what comes now is the
+	// client's next request or its hang-up.
+	if _, err := c.br.Peek(1); err != nil {
+		var ne net.Error
+		if !(errors.As(err, &ne) && ne.Timeout()) {
+			cancel()
+		}
+	}
+}
+
+// unwatch stops the watch; a deadline in the past ends its read.
+func (c *conn) unwatch(w *watcher) {
+	w.mu.Lock()
+	w.stopped = true
+	reading := w.reading
+	w.mu.Unlock()
+	if reading {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+		<-w.done
+		c.nc.SetReadDeadline(time.Time{})
+	}
 }
 
 func (s *Server) logger() *slog.Logger {

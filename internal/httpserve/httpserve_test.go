@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -433,4 +434,39 @@ func FuzzConn(f *testing.F) {
 			t.Fatalf("connection still served 5 s after its client closed, on %q", in)
 		}
 	})
+}
+
+// TestWatchAtTheEdge: requests that end just as their watch begins (the
+// timer firing while the handler returns) leave the connection in step,
+// over many requests on one connection; run under -race.
+func TestWatchAtTheEdge(t *testing.T) {
+	defer func(d time.Duration) { watchAfter = d }(watchAfter)
+	watchAfter = 200 * time.Microsecond
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /edge", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		time.Sleep(time.Duration(n%5) * 100 * time.Microsecond)
+		if r.Context().Err() != nil {
+			http.Error(w, "cancelled", 500)
+			return
+		}
+		io.WriteString(w, r.URL.Query().Get("n"))
+	})
+	addr, ln := start(t, &Server{Handler: mux})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer hc.CloseIdleConnections()
+	for i := range 300 {
+		resp, err := hc.Get(fmt.Sprintf("http://%s/edge?n=%d", addr, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != strconv.Itoa(i) {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
+		}
+	}
+	if n := ln.n.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
 }
