@@ -317,7 +317,7 @@ func (c *conn) readBody(req *http.Request) bool {
 	if n > c.s.maxBody() {
 		c.w.reset(req)
 		c.w.WriteHeader(http.StatusRequestEntityTooLarge)
-		c.w.WriteString("request body too large\n")
+		io.WriteString(&c.w, "request body too large\n")
 		c.w.writeTo(c.bw, false)
 		return false
 	}
@@ -447,17 +447,6 @@ func (w *response) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return w.body.Write(p)
-}
-
-func (w *response) WriteString(s string) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.head {
-		w.headLen += len(s)
-		return len(s), nil
-	}
-	return w.body.WriteString(s)
 }
 
 var dateCache atomic.Pointer[dated]

@@ -145,6 +145,21 @@ func TestRoundTrips(t *testing.T) {
 	}
 }
 
+// get fetches url and returns the status and the body.
+func get(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 // raw sends bytes on a fresh connection and returns everything the server
 // sends back until it closes the connection or goes quiet for a while.
 func raw(t *testing.T, addr, in string) string {
@@ -291,14 +306,9 @@ func TestLongRequests(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	before := ln.n.Load()
 	for i := range 3 {
-		resp, err := hc.Get(fmt.Sprintf("http://%s/slow?n=%d", addr, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if want := fmt.Sprintf("slow %d", i); string(b) != want {
-			t.Fatalf("got %d %q, want %q", resp.StatusCode, b, want)
+		code, b := get(t, hc, fmt.Sprintf("http://%s/slow?n=%d", addr, i))
+		if want := fmt.Sprintf("slow %d", i); b != want {
+			t.Fatalf("got %d %q, want %q", code, b, want)
 		}
 	}
 	if n := ln.n.Load() - before; n != 1 {
@@ -456,14 +466,8 @@ func TestWatchAtTheEdge(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	defer hc.CloseIdleConnections()
 	for i := range 300 {
-		resp, err := hc.Get(fmt.Sprintf("http://%s/edge?n=%d", addr, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(b) != strconv.Itoa(i) {
-			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
+		if code, b := get(t, hc, fmt.Sprintf("http://%s/edge?n=%d", addr, i)); b != strconv.Itoa(i) {
+			t.Fatalf("request %d: %d %q", i, code, b)
 		}
 	}
 	if n := ln.n.Load(); n != 1 {
