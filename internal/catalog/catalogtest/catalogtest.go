@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"CreateInRemovedDir", testCreateInRemovedDir},
 		{"CreateRacingRemove", testCreateRacingRemove},
 		{"Reclaim", testReclaim},
+		{"IDsNeverReused", testIDsNeverReused},
 		{"SetAttr", testSetAttr},
 		{"Epoch", testEpoch},
 		{"Concurrent", testConcurrent},
@@ -470,6 +471,104 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	}
 	_, err := s.Bitfile(ctx, old.ID)
 	wantErr(t, err, api.ErrNotFound)
+}
+
+// Inode and bitfile ids are never issued twice, even once the highest is
+// gone: object names and FUSE inode numbers derive from them. Operations
+// that fail (the name taken, a device unknown) run among others so that
+// groups of them commit together.
+func testIDsNeverReused(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0")
+	seen := map[int64]string{}
+	issued := func(id int64, what string) {
+		t.Helper()
+		if prev, ok := seen[id]; ok {
+			t.Errorf("id %d issued to %s and again to %s", id, prev, what)
+		}
+		seen[id] = what
+	}
+	// The highest inode and bitfile go, then new ones come.
+	f := must(s.Commit(ctx, file(catalog.RootID, "f"), nil, false))
+	issued(f.ID, "inode f")
+	must(s.Remove(ctx, catalog.RootID, "f", false))
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	issued(d.ID, "inode d")
+	if d.ID < f.ID {
+		t.Fatalf("inode %d after removed %d", d.ID, f.ID)
+	}
+	b := pending(t, s, 10, "d0")
+	issued(b.ID+1<<40, "bitfile")
+	must(0, s.Abort(ctx, b.ID))
+	must(0, s.Purge(ctx, b.ID))
+	b2 := pending(t, s, 10, "d0")
+	issued(b2.ID+1<<40, "bitfile 2")
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				name := fmt.Sprintf("w%d-%d", w, i)
+				var ids []int64
+				var what []string
+				switch i % 4 {
+				case 0:
+					in, err := s.Commit(ctx, file(d.ID, name), nil, false)
+					if err == nil {
+						ids, what = append(ids, in.ID), append(what, "inode "+name)
+						var got catalog.Inode
+						if got, err = s.Get(ctx, in.ID); err == nil && got.Name != name {
+							err = fmt.Errorf("inode %d is %q, not %q", in.ID, got.Name, name)
+						}
+					}
+					if err == nil {
+						_, err = s.Remove(ctx, d.ID, name, false)
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				case 1:
+					if _, err := s.Commit(ctx, file(catalog.RootID, "d"), nil, false); !errors.Is(err, api.ErrIsDir) {
+						t.Errorf("create over a directory: %v", err)
+						return
+					}
+				case 2:
+					_, err := s.CreatePending(ctx, catalog.Bitfile{Size: 1, StripeWidth: 1, Epoch: 1, Lease: 100, Segments: []catalog.Segment{{Device: "nodev", Length: 1}}})
+					if !errors.Is(err, api.ErrNotFound) {
+						t.Errorf("pending on an unknown device: %v", err)
+						return
+					}
+				case 3:
+					bf, err := s.CreatePending(ctx, catalog.Bitfile{Size: 1, StripeWidth: 1, Epoch: 1, Lease: 100, Segments: []catalog.Segment{{Device: "d0", Length: 1}}})
+					if err == nil {
+						ids, what = append(ids, bf.ID+1<<40), append(what, "bitfile of "+name)
+						var got catalog.Bitfile
+						if got, err = s.Bitfile(ctx, bf.ID); err == nil && (got.State != catalog.Pending || len(got.Segments) != 1 || got.Segments[0].Object != bf.Segments[0].Object) {
+							err = fmt.Errorf("bitfile %d is %+v, not %+v", bf.ID, got, bf)
+						}
+					}
+					if err == nil {
+						if err = s.Abort(ctx, bf.ID); err == nil {
+							err = s.Purge(ctx, bf.ID)
+						}
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				mu.Lock()
+				for j, id := range ids {
+					issued(id, what[j])
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func testSetAttr(t *testing.T, s catalog.Store) {

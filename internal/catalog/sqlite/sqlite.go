@@ -30,10 +30,6 @@ type Options struct {
 	Sync string
 	// Readers is the size of the read pool (default 8).
 	Readers int
-	// Returning makes inserts read new ids back with RETURNING, as on
-	// databases whose drivers have no LastInsertId (PostgreSQL), instead of
-	// SQLite's cheaper LastInsertId: for testing that path here.
-	Returning bool
 }
 
 func dsn(path string, o Options, readOnly bool) string {
@@ -87,7 +83,7 @@ func Open(path string, o Options) (*sqlstore.Store, error) {
 	}
 	rdb.SetMaxOpenConns(o.Readers)
 	rdb.SetMaxIdleConns(o.Readers)
-	s, err := sqlstore.New(sqlstore.Dialect{Name: "sqlite", LastInsertID: !o.Returning}, wdb, rdb)
+	s, err := sqlstore.New(sqlstore.Dialect{Name: "sqlite"}, wdb, rdb)
 	if err != nil {
 		wdb.Close()
 		rdb.Close()

@@ -53,6 +53,9 @@ func TestWriterBoost(t *testing.T) {
 	}
 	wdb.SetMaxOpenConns(1)
 	rdb, _ := sql.Open("sqlite", "file:"+filepath.Join(dir, "w.db"))
+	if _, err := wdb.Exec("CREATE TABLE ids (name TEXT PRIMARY KEY, next INTEGER NOT NULL); INSERT INTO ids VALUES ('inodes', 1), ('bitfiles', 1)"); err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(Dialect{Name: "sqlite"}, wdb, rdb)
 	if err != nil {
 		t.Fatal(err)

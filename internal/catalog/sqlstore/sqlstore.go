@@ -33,12 +33,6 @@ type Dialect struct {
 	Name string
 	// Numbered placeholders ($1, $2 …) instead of "?".
 	Numbered bool
-	// LastInsertID: the driver reports a new row's id through
-	// sql.Result.LastInsertId (SQLite), so an insert need not add
-	// RETURNING id, which SQLite implements by staging the returned rows
-	// in a temporary table (a sixth of a create's catalog time).
-	// PostgreSQL's drivers have no LastInsertId and use RETURNING.
-	LastInsertID bool
 }
 
 // Store is a catalog.Store over database/sql.
@@ -75,6 +69,15 @@ type Store struct {
 	dirs    map[int64]struct{}
 	dirsGen uint64
 
+	// ids are the next inode and bitfile ids to issue and the end of the
+	// range the ids table has reserved for them (writer goroutine only).
+	// The writer issues ids itself instead of the database (SQLite's
+	// AUTOINCREMENT read and wrote sqlite_sequence on every insert: a page
+	// more per commit): ids are never reused, because object names and
+	// FUSE inode numbers derive from them, so the table records how far
+	// ids may have been issued, a block at a time.
+	ids [nIDSpaces]idRange
+
 	boost   *booster
 	prioErr error
 
@@ -100,10 +103,36 @@ type op struct {
 	one bool
 }
 
+// The id spaces the writer issues from, and their rows in the ids table.
+const (
+	inodeIDs = iota
+	bitfileIDs
+	nIDSpaces
+)
+
+var idNames = [nIDSpaces]string{"inodes", "bitfiles"}
+
+// idBlock is how many ids one reservation adds: a restart skips at most
+// this many.
+const idBlock = 1024
+
+// idRange is what an id space may still issue: next up to end (excluded).
+type idRange struct{ next, end int64 }
+
 // New starts a store on wdb (which must allow a single connection) and rdb.
+// The schema must have the ids table.
 func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
 	s := &Store{d: d, wdb: wdb, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}),
 		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache(), dirs: map[int64]struct{}{}}
+	for i, name := range idNames {
+		// Nothing at or past the reserved end was ever issued; what lay
+		// below it may have been, so a restart starts there.
+		var end int64
+		if err := wdb.QueryRow(s.rebind("SELECT next FROM ids WHERE name = ?"), name).Scan(&end); err != nil {
+			return nil, fmt.Errorf("catalog: ids of %s: %w", name, err)
+		}
+		s.ids[i] = idRange{end, end}
+	}
 	s.boost, s.prioErr = newBooster()
 	go s.writer()
 	return s, nil
@@ -236,7 +265,14 @@ func (s *Store) runBatch(batch []*op) {
 		}
 		return
 	}
-	t := &Tx{s: s, tx: tx, ctx: ctx}
+	t := &Tx{s: s, tx: tx, ctx: ctx, ids: s.ids}
+	if err := t.reserveIDs(len(batch)); err != nil {
+		tx.Rollback()
+		for _, o := range batch {
+			o.err <- err
+		}
+		return
+	}
 	single := len(batch) == 1
 	var after []func()
 	for i, o := range batch {
@@ -270,6 +306,7 @@ func (s *Store) runBatch(batch []*op) {
 			}
 		}
 	} else {
+		s.ids = t.ids
 		for _, fn := range after {
 			fn()
 		}
@@ -294,6 +331,39 @@ type Tx struct {
 	tx    *sql.Tx
 	ctx   context.Context
 	after []func() // cache updates of the current op, applied after commit
+	// ids: the store's id ranges as this transaction leaves them, theirs
+	// once it commits.
+	ids [nIDSpaces]idRange
+}
+
+// reserveIDs makes sure each id space can issue n ids in this transaction
+// (an operation inserts at most one inode and one bitfile), reserving a
+// block in the ids table when it cannot. It runs first, outside every
+// operation's savepoint, so no operation's rollback can undo a reservation
+// that ids were then issued from.
+func (t *Tx) reserveIDs(n int) error {
+	for i := range t.ids {
+		r := &t.ids[i]
+		if r.end-r.next >= int64(n) {
+			continue
+		}
+		end := r.next + max(idBlock, int64(n))
+		if k, err := t.Exec("UPDATE ids SET next = ? WHERE name = ?", end, idNames[i]); err != nil || k != 1 {
+			return fmt.Errorf("catalog: reserve %s ids: %d rows, %w", idNames[i], k, err)
+		}
+		r.end = end
+	}
+	return nil
+}
+
+// newID issues the next id of a space.
+func (t *Tx) newID(space int) (int64, error) {
+	r := &t.ids[space]
+	if r.next >= r.end {
+		return 0, fmt.Errorf("catalog: %s ids: more than one per operation", idNames[space])
+	}
+	r.next++
+	return r.next - 1, nil
 }
 
 func (t *Tx) stmt(q string) (*sql.Stmt, error) {
@@ -316,32 +386,6 @@ func (t *Tx) Exec(q string, args ...any) (int64, error) {
 		return 0, fmt.Errorf("catalog: %s: %w", firstWord(q), err)
 	}
 	return res.RowsAffected()
-}
-
-// InsertID runs an INSERT of one row (q without RETURNING) and returns the
-// new row's id; ok is false when the statement inserted nothing (a WHERE
-// or ON CONFLICT DO NOTHING said no).
-func (t *Tx) InsertID(q string, args ...any) (id int64, ok bool, err error) {
-	if !t.s.d.LastInsertID {
-		err = t.QueryRow(q+" RETURNING id", args...).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
-		}
-		return id, err == nil, err
-	}
-	st, err := t.stmt(q)
-	if err != nil {
-		return 0, false, err
-	}
-	res, err := st.Exec(args...)
-	if err != nil {
-		return 0, false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return 0, false, err
-	}
-	id, err = res.LastInsertId()
-	return id, err == nil, err
 }
 
 // QueryRow runs a query returning one row.
@@ -402,7 +446,7 @@ func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows,
 
 const inodeCols = "id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile"
 
-const insertIfFree = "INSERT INTO inodes (parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (parent, name) DO NOTHING"
+const insertInode = "INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 type scanner interface{ Scan(...any) error }
 
@@ -540,16 +584,24 @@ func (t *Tx) knowDir(id int64) {
 	})
 }
 
-func (t *Tx) insert(in catalog.Inode) (int64, error) {
-	id, ok, err := t.InsertID("INSERT INTO inodes (parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile)
-	if err == nil && !ok {
+// insert adds in under a new id; with ifFree it inserts nothing (ok
+// false) when the name is taken.
+func (t *Tx) insert(in catalog.Inode, ifFree bool) (id int64, ok bool, err error) {
+	if id, err = t.newID(inodeIDs); err != nil {
+		return 0, false, err
+	}
+	q := insertInode
+	if ifFree {
+		q += " ON CONFLICT (parent, name) DO NOTHING"
+	}
+	n, err := t.Exec(q, id, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile)
+	if err == nil && n == 0 && !ifFree {
 		err = errors.New("no row inserted")
 	}
 	if err != nil {
-		return 0, fmt.Errorf("catalog: insert %q: %w", in.Name, err)
+		return 0, false, fmt.Errorf("catalog: insert %q: %w", in.Name, err)
 	}
-	return id, nil
+	return id, n == 1, nil
 }
 
 // Mkdir implements catalog.Store.
@@ -564,7 +616,7 @@ func (s *Store) Mkdir(ctx context.Context, in catalog.Inode) (catalog.Inode, err
 		} else if ok {
 			return api.Errorf(api.ErrExist, "mkdir %q", in.Name)
 		}
-		id, err := t.insert(in)
+		id, _, err := t.insert(in, false)
 		in.ID = id
 		t.set(in)
 		t.knowDir(id)
@@ -594,9 +646,9 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 			if err := t.requireDir(in.Parent); err != nil {
 				return err
 			}
-			id, ok, err := t.InsertID(insertIfFree, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile)
+			id, ok, err := t.insert(in, true)
 			if err != nil {
-				return fmt.Errorf("catalog: insert %q: %w", in.Name, err)
+				return err
 			}
 			if !ok {
 				return t.whyTaken(in.Parent, in.Name)
@@ -613,7 +665,7 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 			if err := t.requireDir(in.Parent); err != nil {
 				return err
 			}
-			in.ID, err = t.insert(in)
+			in.ID, _, err = t.insert(in, false)
 			t.set(in)
 			return err
 		}
@@ -839,12 +891,12 @@ func (s *Store) SetAttr(ctx context.Context, id int64, a catalog.Attr) (catalog.
 func (s *Store) CreatePending(ctx context.Context, b catalog.Bitfile) (catalog.Bitfile, error) {
 	b.State = catalog.Pending
 	err := s.write(ctx, func(t *Tx) error {
-		id, ok, err := t.InsertID("INSERT INTO bitfiles (state, size, stripe_width, stripe_unit, fixity, epoch, lease) VALUES (?, ?, ?, ?, '', ?, ?)",
-			b.State, b.Size, b.StripeWidth, b.StripeUnit, b.Epoch, b.Lease)
-		if err == nil && !ok {
-			err = errors.New("no row inserted")
-		}
+		id, err := t.newID(bitfileIDs)
 		if err != nil {
+			return err
+		}
+		if _, err := t.Exec("INSERT INTO bitfiles (id, state, size, stripe_width, stripe_unit, fixity, epoch, lease) VALUES (?, ?, ?, ?, ?, '', ?, ?)",
+			id, b.State, b.Size, b.StripeWidth, b.StripeUnit, b.Epoch, b.Lease); err != nil {
 			return fmt.Errorf("catalog: insert bitfile: %w", err)
 		}
 		b.ID = id
