@@ -348,8 +348,12 @@ func (t *Tx) reserveIDs(n int) error {
 			continue
 		}
 		end := r.next + max(idBlock, int64(n))
-		if k, err := t.Exec("UPDATE ids SET next = ? WHERE name = ?", end, idNames[i]); err != nil || k != 1 {
-			return fmt.Errorf("catalog: reserve %s ids: %d rows, %w", idNames[i], k, err)
+		k, err := t.Exec("UPDATE ids SET next = ? WHERE name = ?", end, idNames[i])
+		if err == nil && k != 1 {
+			err = fmt.Errorf("%d rows in ids", k)
+		}
+		if err != nil {
+			return fmt.Errorf("catalog: reserve %s ids: %w", idNames[i], err)
 		}
 		r.end = end
 	}
@@ -447,6 +451,8 @@ func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows,
 const inodeCols = "id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile"
 
 const insertInode = "INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+const insertInodeIfFree = insertInode + " ON CONFLICT (parent, name) DO NOTHING"
 
 type scanner interface{ Scan(...any) error }
 
@@ -592,7 +598,7 @@ func (t *Tx) insert(in catalog.Inode, ifFree bool) (id int64, ok bool, err error
 	}
 	q := insertInode
 	if ifFree {
-		q += " ON CONFLICT (parent, name) DO NOTHING"
+		q = insertInodeIfFree
 	}
 	n, err := t.Exec(q, id, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile)
 	if err == nil && n == 0 && !ifFree {
