@@ -351,13 +351,19 @@ func (w *writer) close(ctx context.Context) (api.HSMResult, error) {
 // writable reports whether a tape file of need bytes may go to volume from
 // drive.
 func (h *hsm) writable(volume, drive string, need int64, exclude map[string]bool) bool {
+	carts := h.lib.Cartridges()
 	h.mu.Lock()
-	other, draining := h.reserved[volume], h.draining[volume]
-	h.mu.Unlock()
-	if draining || (other != "" && other != drive) {
+	defer h.mu.Unlock()
+	return h.fitsLocked(carts, volume, drive, need, exclude)
+}
+
+// fitsLocked is writable over a snapshot of the cartridges; h.mu is held,
+// so a caller can check and reserve in one step.
+func (h *hsm) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, need int64, exclude map[string]bool) bool {
+	if other := h.reserved[volume]; h.draining[volume] || (other != "" && other != drive) {
 		return false
 	}
-	for _, ci := range h.lib.Cartridges() {
+	for _, ci := range carts {
 		if ci.Volume == volume {
 			return !ci.Unreadable && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need
 		}
@@ -365,33 +371,30 @@ func (h *hsm) writable(volume, drive string, need int64, exclude map[string]bool
 	return false
 }
 
-// pickVolume chooses the cartridge to write: the one already in the drive
-// if it fits, else the fullest that fits (tapes are filled one by one, as
-// CTA does, so fewer are mounted for writing).
+// pickVolume chooses the cartridge to write and reserves it for drive: the
+// one already in the drive if it fits, else the fullest that fits (tapes
+// are filled one by one, as CTA does, so fewer are mounted for writing).
+// Choosing and reserving happen under one lock: two drives looking at the
+// same moment must not both settle on the same cartridge.
 func (h *hsm) pickVolume(drive, have string, need int64, exclude map[string]bool) (string, error) {
-	if have != "" && h.writable(have, drive, need, exclude) {
-		return have, nil
-	}
-	var best *tape.CartridgeInfo
 	carts := h.lib.Cartridges()
 	sort.SliceStable(carts, func(i, j int) bool { return carts[i].Used > carts[j].Used })
-	for i := range carts {
-		ci := &carts[i]
-		if h.writable(ci.Volume, drive, need, exclude) {
-			best = ci
-			break
-		}
-	}
-	if best == nil {
-		return "", api.Errorf(api.ErrNoSpace, "migrate: no cartridge has %d bytes free", need)
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if d := h.reserved[best.Volume]; d != "" && d != drive {
-		return "", fmt.Errorf("migrate: %s was just taken by %s: %w", best.Volume, d, tape.ErrBusy)
+	pick := ""
+	if have != "" && h.fitsLocked(carts, have, drive, need, exclude) {
+		pick = have
 	}
-	h.reserved[best.Volume] = drive
-	return best.Volume, nil
+	for i := 0; pick == "" && i < len(carts); i++ {
+		if h.fitsLocked(carts, carts[i].Volume, drive, need, exclude) {
+			pick = carts[i].Volume
+		}
+	}
+	if pick == "" {
+		return "", api.Errorf(api.ErrNoSpace, "migrate: no cartridge has %d bytes free", need)
+	}
+	h.reserved[pick] = drive
+	return pick, nil
 }
 
 // crcWriter passes bytes on and computes their CRC32C.
