@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,8 +54,33 @@ type server struct {
 	cfg  string
 	addr string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *syncBuffer
 }
+
+// syncBuffer collects the server's output while a test may read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// tail is the last n bytes of the output (a failing command's context).
+func (b *syncBuffer) tail(n int) string {
+	s := b.String()
+	return s[max(0, len(s)-n):]
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
 
 // newServer writes a config and starts `strata serve`. extra is appended to
 // the config (device and class-of-service tables).
@@ -71,7 +97,7 @@ func newServer(t *testing.T, extra string) *server {
 }
 
 func (s *server) start() {
-	s.log = &bytes.Buffer{}
+	s.log = &syncBuffer{}
 	s.cmd = exec.Command(bin, "serve", "--config", s.cfg)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
@@ -120,7 +146,7 @@ func (s *server) ok(args ...string) string {
 	s.t.Helper()
 	out, errs, code := s.run(args...)
 	if code != 0 {
-		s.t.Fatalf("strata %s: exit %d: %s", strings.Join(args, " "), code, errs)
+		s.t.Fatalf("strata %s: exit %d: %s\nserver log:\n%s", strings.Join(args, " "), code, errs, s.log.tail(4000))
 	}
 	return out
 }
