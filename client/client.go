@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -157,11 +158,17 @@ func (c *Client) Close() error {
 func (c *Client) Server() string { return c.base }
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	_, err := c.doHeader(ctx, method, path, q, in, out)
+	return err
+}
+
+// doHeader is do that also returns the reply's header.
+func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := api.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
@@ -171,7 +178,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -179,31 +186,31 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	resp, err := c.hc.Transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		var op *net.OpError
 		if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("cannot reach strata server at %s (is `strata serve` running?): %w", c.base, ErrUnreachable)
+			return nil, fmt.Errorf("cannot reach strata server at %s (is `strata serve` running?): %w", c.base, ErrUnreachable)
 		}
-		return fmt.Errorf("strata server %s: %w", c.base, err)
+		return nil, fmt.Errorf("strata server %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if err := api.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
-			return fmt.Errorf("strata server %s: %s", c.base, resp.Status)
+			return nil, fmt.Errorf("strata server %s: %s", c.base, resp.Status)
 		}
-		return &e
+		return nil, &e
 	}
 	if out == nil {
 		io.Copy(io.Discard, resp.Body)
-		return nil
+		return resp.Header, nil
 	}
 	if err := api.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("strata server %s: bad reply: %w", c.base, err)
+		return nil, fmt.Errorf("strata server %s: bad reply: %w", c.base, err)
 	}
 	io.Copy(io.Discard, resp.Body) // the encoder's newline: read to EOF so the connection is reused
-	return nil
+	return resp.Header, nil
 }
 
 func pathQuery(p string) url.Values { return url.Values{"path": {p}} }
@@ -214,10 +221,46 @@ func (c *Client) Stat(ctx context.Context, p string) (*FileInfo, error) {
 	return &fi, c.do(ctx, "GET", "/v1/stat", pathQuery(p), nil, &fi)
 }
 
-// List returns a directory's entries sorted by name (a file lists itself).
+// List returns all of a directory's entries sorted by name (a file lists
+// itself). For a directory too large to hold, use ListPages.
 func (c *Client) List(ctx context.Context, p string) ([]FileInfo, error) {
-	var l []FileInfo
-	return l, c.do(ctx, "GET", "/v1/list", pathQuery(p), nil, &l)
+	var all []FileInfo
+	err := c.ListPages(ctx, p, 0, func(page []FileInfo) error {
+		all = append(all, page...)
+		return nil
+	})
+	return all, err
+}
+
+// ListPages calls fn with each page of p's listing, in name order, one
+// request per page; limit is the most entries a page holds (0: the
+// server's page size, 10,000 by default). An error from fn stops the
+// listing and is returned. Entries created or removed meanwhile may or
+// may not be seen, as with readdir; none is seen twice.
+func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]FileInfo) error) error {
+	q := pathQuery(p)
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	for {
+		var page []FileInfo
+		h, err := c.doHeader(ctx, "GET", "/v1/list", q, nil, &page)
+		if err != nil {
+			return err
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		next := h.Get(api.ListNextHeader)
+		if next == "" {
+			return nil
+		}
+		after, err := url.QueryUnescape(next)
+		if err != nil || after == "" {
+			return fmt.Errorf("strata server %s: bad list cursor %q", c.base, next)
+		}
+		q.Set("after", after)
+	}
 }
 
 // Mkdir creates a directory; with parents, also its missing ancestors, and

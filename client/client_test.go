@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -469,4 +471,101 @@ func TestControlSocketReprobe(t *testing.T) {
 	if got := c.ControlSocket(); got != want {
 		t.Fatalf("after the restart: socket %q, want %q", got, want)
 	}
+}
+
+// A directory larger than the server's page lists whole, in name order,
+// through as many requests as it takes; the cursor survives names that
+// need escaping; a caller's page size and a stop from the callback are
+// honoured; a file lists itself.
+func TestListPages(t *testing.T) {
+	c, _ := newClient(t, func(cfg *config.Config) { cfg.ListPage = 4 })
+	if _, err := c.Mkdir(ctx, "/d", false, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a b", "50%", "new\nline", "ü", "x&y=z", "+plus", "%2F", "z"}
+	for i := 0; i < 13; i++ {
+		names = append(names, fmt.Sprintf("f%02d", i))
+	}
+	for i, n := range names {
+		var err error
+		if i%4 == 0 {
+			_, err = c.Mkdir(ctx, "/d/"+n, false, 0o755)
+		} else {
+			_, err = c.Put(ctx, "/d/"+n, bytes.NewReader(nil), 0, client.PutOptions{})
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", n, err)
+		}
+	}
+	slices.Sort(names)
+	got, err := c.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := namesOf(got); !slices.Equal(n, names) {
+		t.Fatalf("list of 21 in pages of 4:\n%q\nwant\n%q", n, names)
+	}
+	for _, limit := range []int{1, 3, 4, 100} {
+		var all []client.FileInfo
+		var sizes []int
+		err := c.ListPages(ctx, "/d", limit, func(page []client.FileInfo) error {
+			all = append(all, page...)
+			sizes = append(sizes, len(page))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := namesOf(all); !slices.Equal(n, names) {
+			t.Fatalf("limit %d: %q", limit, n)
+		}
+		page := min(limit, 4) // the server's page bounds a caller's
+		if want := (len(names) + page - 1) / page; len(sizes) != want || slices.Max(sizes) != page {
+			t.Fatalf("limit %d: pages %v", limit, sizes)
+		}
+	}
+	stop := errors.New("enough")
+	calls := 0
+	if err := c.ListPages(ctx, "/d", 0, func([]client.FileInfo) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("stopped listing: %v after %d pages", err, calls)
+	}
+	one, err := c.List(ctx, "/d/z")
+	if err != nil || len(one) != 1 || one[0].Path != "/d/z" {
+		t.Fatalf("a file lists itself: %+v %v", one, err)
+	}
+	if empty, err := c.List(ctx, "/d/a b"); err != nil || len(empty) != 0 {
+		t.Fatalf("an empty directory: %+v %v", empty, err)
+	}
+
+	// The wire, as curl sees it.
+	for _, tc := range []struct {
+		query  string
+		status int
+		next   string
+	}{
+		{"path=/d&limit=2", 200, "%2Bplus"}, // "%2F", then "+plus"
+		{"path=/d&after=new%0Aline&limit=1", 200, "x%26y%3Dz"},
+		{"path=/d&after=z", 200, ""},
+		{"path=/d&limit=x", 400, ""},
+		{"path=/d&limit=-1", 400, ""},
+		{"limit=1", 400, ""},
+		{"path=/nope", 404, ""},
+	} {
+		resp, err := http.Get(c.Server() + "/v1/list?" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Strata-Next") != tc.next {
+			t.Errorf("%s: %d, next %q; want %d, %q", tc.query, resp.StatusCode, resp.Header.Get("Strata-Next"), tc.status, tc.next)
+		}
+	}
+}
+
+func namesOf(l []client.FileInfo) []string {
+	var out []string
+	for _, fi := range l {
+		out = append(out, fi.Name)
+	}
+	return out
 }

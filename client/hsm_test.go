@@ -256,7 +256,7 @@ func TestRebuildCatalogFromTapes(t *testing.T) {
 	got := map[string]bool{}
 	var walk func(dir int64, path string)
 	walk = func(dir int64, path string) {
-		ents, err := store.List(ctx, dir)
+		ents, err := store.List(ctx, dir, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

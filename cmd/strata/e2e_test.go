@@ -87,7 +87,14 @@ func (b *syncBuffer) String() string {
 func newServer(t *testing.T, extra string) *server {
 	dir := t.TempDir()
 	s := &server{t: t, dir: dir, addr: freePort(t), cfg: filepath.Join(dir, "strata.toml")}
-	conf := fmt.Sprintf("listen = %q\ndata_dir = %q\nreclaim_every = \"100ms\"\n[mover]\nlisten = %q\n%s", s.addr, filepath.Join(dir, "data"), freePort(t), extra)
+	// Lines of extra before its first table are top-level keys.
+	top := ""
+	if i := strings.Index("\n"+extra, "\n["); i > 0 {
+		top, extra = extra[:i], extra[i:]
+	} else if i < 0 {
+		top, extra = extra, ""
+	}
+	conf := fmt.Sprintf("listen = %q\ndata_dir = %q\nreclaim_every = \"100ms\"\n%s\n[mover]\nlisten = %q\n%s", s.addr, filepath.Join(dir, "data"), top, freePort(t), extra)
 	if err := os.WriteFile(s.cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +422,32 @@ func TestCrashDuringPut(t *testing.T) {
 	out := filepath.Join(s.dir, "keep.out")
 	s.ok("get", "--verify", "/keep", out)
 	s.ok("put", keep, "/again")
+}
+
+// ls pages through a directory bigger than the server's page: every
+// entry once, in order, in every output form.
+func TestLsPages(t *testing.T) {
+	s := newServer(t, "list_page = 2\n")
+	s.ok("mkdir", "/d")
+	empty := filepath.Join(s.dir, "empty")
+	os.WriteFile(empty, nil, 0o644)
+	var want []string
+	for i := 0; i < 7; i++ {
+		name := fmt.Sprintf("f%d", i)
+		s.ok("put", empty, "/d/"+name)
+		want = append(want, name)
+	}
+	if got := s.ok("ls", "/d"); got != strings.Join(want, "\n")+"\n" {
+		t.Fatalf("ls:\n%s", got)
+	}
+	long := strings.Split(strings.TrimSpace(s.ok("ls", "-l", "/d")), "\n")
+	if len(long) != 7 || !strings.HasSuffix(long[6], " f6") {
+		t.Fatalf("ls -l:\n%s", strings.Join(long, "\n"))
+	}
+	var ents []struct{ Path string }
+	if err := json.Unmarshal([]byte(s.ok("ls", "--json", "/d", "/")), &ents); err != nil || len(ents) != 8 || ents[0].Path != "/d/f0" || ents[7].Path != "/d" {
+		t.Fatalf("ls --json: %+v %v", ents, err)
+	}
 }
 
 // tapeFiles counts complete and partial tape files on the emulated

@@ -14,6 +14,10 @@ import (
 // Version is the protocol and release version reported by /v1/version.
 const Version = "0.1.0"
 
+// ListNextHeader, on a /v1/list reply, says more entries follow and holds
+// (query-escaped) the name to pass as after for the next page.
+const ListNextHeader = "Strata-Next"
+
 // Error codes. Each maps to one sentinel below and one HTTP status.
 const (
 	CodeNotFound = "not_found"

@@ -171,8 +171,11 @@ type Store interface {
 	Get(ctx context.Context, id int64) (Inode, error)
 	// Lookup returns the entry name in directory parent.
 	Lookup(ctx context.Context, parent int64, name string) (Inode, error)
-	// List returns the entries of directory dir, sorted by name.
-	List(ctx context.Context, dir int64) ([]Inode, error)
+	// List returns entries of directory dir sorted by name: those named
+	// after after ("" from the first), at most limit of them (0: all). A
+	// directory of millions is read a page at a time this way, each page
+	// one index range scan.
+	List(ctx context.Context, dir int64, after string, limit int) ([]Inode, error)
 
 	// Mkdir creates directory in.Name in in.Parent. ErrExist if the name is
 	// taken; ErrNotFound if the parent is gone; ErrNotDir if it is a file.

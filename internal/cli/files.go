@@ -274,65 +274,108 @@ func (e *env) lsCmd() *cobra.Command {
 		if len(args) == 0 {
 			args = []string{"/"}
 		}
-		var all []client.FileInfo
+		// Entries are written a page at a time as they arrive, so a
+		// directory of millions lists in bounded memory; long listings
+		// align their columns within each page.
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
+		js := &jsonArray{w: e.stdout}
 		for i, a := range args {
 			p, err := remote(a)
 			if err != nil {
 				return err
 			}
-			var ents []client.FileInfo
+			write := func(ents []client.FileInfo) error {
+				if asJSON {
+					return js.add(ents)
+				}
+				for _, fi := range ents {
+					lsLine(tw, &fi, long, dirOnly)
+				}
+				return tw.Flush()
+			}
+			if !asJSON && len(args) > 1 && !dirOnly {
+				if i > 0 {
+					fmt.Fprintln(tw)
+				}
+				fmt.Fprintf(tw, "%s:\n", p)
+			}
 			if dirOnly {
 				fi, err := c.Stat(ctx, p)
 				if err != nil {
 					return err
 				}
 				fi.Layout = nil
-				ents = []client.FileInfo{*fi}
-			} else if ents, err = c.List(ctx, p); err != nil {
+				err = write([]client.FileInfo{*fi})
+			} else {
+				err = c.ListPages(ctx, p, 0, write)
+			}
+			if err != nil {
 				return err
-			}
-			if asJSON {
-				all = append(all, ents...)
-				continue
-			}
-			if len(args) > 1 && !dirOnly {
-				if i > 0 {
-					fmt.Fprintln(tw)
-				}
-				fmt.Fprintf(tw, "%s:\n", p)
-			}
-			for _, fi := range ents {
-				name := fi.Name
-				if dirOnly {
-					name = fi.Path
-				}
-				if fi.IsDir() {
-					name += "/"
-				}
-				if !long {
-					fmt.Fprintln(tw, name)
-					continue
-				}
-				cos, res := fi.COS, fi.Residency
-				if cos == "" {
-					cos = "-"
-				}
-				if res == "" {
-					res = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%12d\t%s\t%s\t%s\t%s\n", modeString(&fi), fi.UID, fi.GID, fi.Size, lsTime(fi.Mtime), cos, res, name)
 			}
 		}
 		if asJSON {
-			if all == nil {
-				all = []client.FileInfo{}
-			}
-			return writeJSON(e.stdout, all)
+			return js.close()
 		}
 		return tw.Flush()
 	})
 	return cmd
+}
+
+// lsLine writes one entry of a listing.
+func lsLine(w io.Writer, fi *client.FileInfo, long, dirOnly bool) {
+	name := fi.Name
+	if dirOnly {
+		name = fi.Path
+	}
+	if fi.IsDir() {
+		name += "/"
+	}
+	if !long {
+		fmt.Fprintln(w, name)
+		return
+	}
+	cos, res := fi.COS, fi.Residency
+	if cos == "" {
+		cos = "-"
+	}
+	if res == "" {
+		res = "-"
+	}
+	fmt.Fprintf(w, "%s\t%d\t%d\t%12d\t%s\t%s\t%s\t%s\n", modeString(fi), fi.UID, fi.GID, fi.Size, lsTime(fi.Mtime), cos, res, name)
+}
+
+// jsonArray writes one indented JSON array element by element, as
+// writeJSON would have written it whole.
+type jsonArray struct {
+	w io.Writer
+	n int
+}
+
+func (a *jsonArray) add(v []client.FileInfo) error {
+	for i := range v {
+		b, err := json.MarshalIndent(&v[i], "  ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if a.n == 0 {
+			sep = "[\n  "
+		}
+		a.n++
+		if _, err := fmt.Fprintf(a.w, "%s%s", sep, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *jsonArray) close() error {
+	if a.n == 0 {
+		_, err := io.WriteString(a.w, "[]\n")
+		return err
+	}
+	_, err := io.WriteString(a.w, "\n]\n")
+	return err
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -136,26 +136,29 @@ type Config struct {
 	// Socket is a Unix socket serving the control API to clients on this
 	// host (faster than loopback TCP); default data_dir/strata.sock, "off"
 	// for none. Clients find it by asking the TCP address (/v1/local).
-	Socket       string     `toml:"socket"`
-	DataDir      string     `toml:"data_dir"`
-	SecretFile   string     `toml:"secret_file"`
-	DefaultCOS   string     `toml:"default_cos"`
-	TokenTTL     string     `toml:"token_ttl"`
-	ReclaimEvery string     `toml:"reclaim_every"`
-	Catalog      Catalog    `toml:"catalog"`
-	Mover        Mover      `toml:"mover"`
-	Library      Library    `toml:"library"`
-	HSM          HSM        `toml:"hsm"`
-	Devices      []Device   `toml:"device"`
-	COS          []COS      `toml:"cos"`
-	SizeRules    []SizeRule `toml:"cos_rule"`
+	Socket       string `toml:"socket"`
+	DataDir      string `toml:"data_dir"`
+	SecretFile   string `toml:"secret_file"`
+	DefaultCOS   string `toml:"default_cos"`
+	TokenTTL     string `toml:"token_ttl"`
+	ReclaimEvery string `toml:"reclaim_every"`
+	// ListPage is the most entries one list reply carries; clients ask
+	// for the next page until the directory is done.
+	ListPage  int        `toml:"list_page"`
+	Catalog   Catalog    `toml:"catalog"`
+	Mover     Mover      `toml:"mover"`
+	Library   Library    `toml:"library"`
+	HSM       HSM        `toml:"hsm"`
+	Devices   []Device   `toml:"device"`
+	COS       []COS      `toml:"cos"`
+	SizeRules []SizeRule `toml:"cos_rule"`
 }
 
 // Default returns the built-in configuration: one node on 127.0.0.1, data
 // under ./strata-data, a SQLite catalog, four disk devices and three
 // classes of service.
 func Default() Config {
-	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s",
+	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s", ListPage: 10000,
 		Catalog: Catalog{Driver: "sqlite", Sync: "full"},
 		Mover:   Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
 		// An emulated LTO-9 library, 100 times faster than real time so a
@@ -230,6 +233,9 @@ func merge(c *Config, f Config) {
 	set(&c.DefaultCOS, f.DefaultCOS)
 	set(&c.TokenTTL, f.TokenTTL)
 	set(&c.ReclaimEvery, f.ReclaimEvery)
+	if f.ListPage != 0 {
+		c.ListPage = f.ListPage
+	}
 	set(&c.Catalog.Driver, f.Catalog.Driver)
 	set(&c.Catalog.Path, f.Catalog.Path)
 	set(&c.Catalog.Sync, f.Catalog.Sync)
@@ -296,6 +302,9 @@ func (c *Config) Complete() error {
 	}
 	if c.Mover.Advertise == "" {
 		c.Mover.Advertise = c.Mover.Listen
+	}
+	if c.ListPage < 1 {
+		return fmt.Errorf("config: list_page must be at least 1, not %d", c.ListPage)
 	}
 	if c.Catalog.Driver != "sqlite" {
 		return fmt.Errorf("config: catalog driver %q not supported (use sqlite)", c.Catalog.Driver)

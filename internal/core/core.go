@@ -53,6 +53,10 @@ type Config struct {
 	// SizeRules choose the class of service of a file that names none and
 	// whose directories set none: the first rule the size fits.
 	SizeRules []SizeRule
+	// ListPage is the most entries one list reply carries (default
+	// 10,000): a directory of millions is listed page by page, so neither
+	// the server nor a client holds all of it at once.
+	ListPage int
 }
 
 // SizeRule maps files of at most MaxSize bytes to a class of service.
@@ -114,6 +118,9 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	}
 	if cfg.MoverTimeout == 0 {
 		cfg.MoverTimeout = 30 * time.Second
+	}
+	if cfg.ListPage <= 0 {
+		cfg.ListPage = 10000
 	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, log: log,
 		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, held: map[string]int64{},

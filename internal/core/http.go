@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/strata-storage/strata/internal/api"
 )
@@ -19,7 +21,7 @@ const maxBody = 4 << 20
 func (c *Core) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/stat", query(c, c.Stat))
-	mux.HandleFunc("GET /v1/list", query(c, c.List))
+	mux.HandleFunc("GET /v1/list", c.listHandler)
 	mux.HandleFunc("GET /v1/open", query(c, c.Open))
 	mux.HandleFunc("GET /v1/df", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := c.DF(r.Context())
@@ -72,6 +74,33 @@ func (c *Core) recoverer(h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// listHandler serves one page of a listing: ?path=P[&after=NAME][&limit=N].
+// The reply is the page's entries; when more follow, the Strata-Next header
+// holds the cursor for the next request's after (query-escaped, as names
+// may hold any byte but '/' and NUL).
+func (c *Core) listHandler(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := q.Get("path")
+	if p == "" {
+		c.reply(w, nil, api.Errorf(api.ErrInvalid, "missing path"))
+		return
+	}
+	limit := 0
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			c.reply(w, nil, api.Errorf(api.ErrInvalid, "bad limit %q", l))
+			return
+		}
+		limit = n
+	}
+	page, more, err := c.List(r.Context(), p, q.Get("after"), limit)
+	if more {
+		w.Header().Set(api.ListNextHeader, url.QueryEscape(page[len(page)-1].Name))
+	}
+	c.reply(w, page, err)
 }
 
 func query[Resp any](c *Core, fn func(context.Context, string) (Resp, error)) http.HandlerFunc {

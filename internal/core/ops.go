@@ -83,20 +83,33 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 	return fi, nil
 }
 
-// List returns a directory's entries (or the file itself for a file).
-func (c *Core) List(ctx context.Context, p string) ([]api.FileInfo, error) {
+// List returns a page of a directory's entries in name order: those named
+// after after, at most limit (0 or more than the configured page: a full
+// page). more says the page was cut short and the next one starts after its
+// last name. A file lists itself, on the first page.
+func (c *Core) List(ctx context.Context, p, after string, limit int) (out []api.FileInfo, more bool, err error) {
 	comps, in, err := c.statPath(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, false, fmt.Errorf("list: %w", err)
 	}
 	if in.Kind != catalog.KindDir {
-		return []api.FileInfo{info(joinPath(comps), in)}, nil
+		if after != "" {
+			return []api.FileInfo{}, false, nil
+		}
+		return []api.FileInfo{info(joinPath(comps), in)}, false, nil
 	}
-	ents, err := c.store.List(ctx, in.ID)
+	if limit <= 0 || limit > c.cfg.ListPage {
+		limit = c.cfg.ListPage
+	}
+	// One more than the page, to know whether another follows.
+	ents, err := c.store.List(ctx, in.ID, after, limit+1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]api.FileInfo, len(ents))
+	if len(ents) > limit {
+		ents, more = ents[:limit], true
+	}
+	out = make([]api.FileInfo, len(ents))
 	var ids []int64
 	for i, e := range ents {
 		out[i] = info(joinPath(append(comps[:len(comps):len(comps)], e.Name)), e)
@@ -105,17 +118,17 @@ func (c *Core) List(ctx context.Context, p string) ([]api.FileInfo, error) {
 		}
 	}
 	// Where the data lives is part of a long listing (HSM users need it
-	// to decide what to stage): one query for the whole directory.
+	// to decide what to stage): one query for the whole page.
 	res, err := c.store.Residency(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", joinPath(comps), err)
+		return nil, false, fmt.Errorf("list %s: %w", joinPath(comps), err)
 	}
 	for i, e := range ents {
 		if r, ok := res[e.Bitfile]; ok && e.Bitfile != 0 {
 			out[i].Residency = residency(r, c.hsm.staging(e.Bitfile))
 		}
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // Mkdir creates a directory (and, with Parents, its missing ancestors).

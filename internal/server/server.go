@@ -344,7 +344,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 			log.Info("catalog writer runs at default priority (metadata writes slower under load)", "why", err)
 		}
 	}
-	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every}
+	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage}
 	for _, k := range cfg.COS {
 		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit), TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly})
 	}

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 	}{
 		{"Root", testRoot},
 		{"Mkdir", testMkdir},
+		{"ListPages", testListPages},
 		{"CommitEmpty", testCommitEmpty},
 		{"CommitData", testCommitData},
 		{"Replace", testReplace},
@@ -127,11 +128,76 @@ func testRoot(t *testing.T, s catalog.Store) {
 	if r.Kind != catalog.KindDir || r.ID != catalog.RootID {
 		t.Fatalf("root: %+v", r)
 	}
-	if l := must(s.List(ctx, catalog.RootID)); len(l) != 0 {
+	if l := must(s.List(ctx, catalog.RootID, "", 0)); len(l) != 0 {
 		t.Fatalf("fresh root lists %d entries", len(l))
 	}
 	_, err := s.Get(ctx, 999)
 	wantErr(t, err, api.ErrNotFound)
+}
+
+// Paging through a directory returns every entry once, in name order,
+// whatever the page size; a cursor need not name an existing entry.
+func testListPages(t *testing.T, s catalog.Store) {
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	other := must(s.Mkdir(ctx, dir(catalog.RootID, "other")))
+	must(s.Commit(ctx, file(other.ID, "m"), nil, false)) // not d's
+	var want []string
+	for i := 0; i < 23; i++ {
+		name := fmt.Sprintf("e%02d", (i*7)%23) // created out of order
+		if i%5 == 0 {
+			must(s.Mkdir(ctx, dir(d.ID, name)))
+		} else {
+			must(s.Commit(ctx, file(d.ID, name), nil, false))
+		}
+	}
+	for i := 0; i < 23; i++ {
+		want = append(want, fmt.Sprintf("e%02d", i))
+	}
+	for _, limit := range []int{0, 1, 2, 5, 22, 23, 24, 100} {
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			page := must(s.List(ctx, d.ID, after, limit))
+			for _, in := range page {
+				if in.Parent != d.ID {
+					t.Fatalf("limit %d: %q is not in the directory", limit, in.Name)
+				}
+				got = append(got, in.Name)
+			}
+			if limit > 0 && len(page) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(page))
+			}
+			if limit == 0 || len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].Name
+			if pages > 100 {
+				t.Fatalf("limit %d: paging does not end", limit)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("limit %d: paged listing\n%v\nwant\n%v", limit, got, want)
+		}
+	}
+	for _, c := range []struct {
+		after string
+		limit int
+		want  string
+	}{
+		{"e10", 3, "[e11 e12 e13]"},
+		{"e10x", 2, "[e11 e12]"}, // between two names
+		{"d", 1, "[e00]"},
+		{"e22", 0, "[]"},
+		{"zzz", 5, "[]"},
+	} {
+		var names []string
+		for _, in := range must(s.List(ctx, d.ID, c.after, c.limit)) {
+			names = append(names, in.Name)
+		}
+		if got := fmt.Sprint(names); got != c.want && !(c.want == "[]" && names == nil) {
+			t.Errorf("after %q limit %d: %s, want %s", c.after, c.limit, got, c.want)
+		}
+	}
 }
 
 func testMkdir(t *testing.T, s catalog.Store) {
@@ -148,7 +214,7 @@ func testMkdir(t *testing.T, s catalog.Store) {
 	f := must(s.Commit(ctx, file(a.ID, "f"), nil, false))
 	_, err = s.Mkdir(ctx, dir(f.ID, "x"))
 	wantErr(t, err, api.ErrNotDir)
-	l := must(s.List(ctx, a.ID))
+	l := must(s.List(ctx, a.ID, "", 0))
 	if len(l) != 3 || l[0].Name != "b" || l[1].Name != "f" || l[2].Name != "z" {
 		t.Fatalf("list not sorted by name: %+v", l)
 	}
@@ -398,7 +464,7 @@ func testCreateRacingRemove(t *testing.T, s catalog.Store) {
 		go func() {
 			defer wg.Done()
 			for {
-				n, err := s.List(ctx, d.ID)
+				n, err := s.List(ctx, d.ID, "", 0)
 				if err != nil {
 					errs <- err
 					return
@@ -626,7 +692,7 @@ func testConcurrent(t *testing.T, s catalog.Store) {
 	}
 	for w := 0; w < workers; w++ {
 		d := must(s.Lookup(ctx, catalog.RootID, fmt.Sprintf("w%d", w)))
-		if n := len(must(s.List(ctx, d.ID))); n != each {
+		if n := len(must(s.List(ctx, d.ID, "", 0))); n != each {
 			t.Fatalf("w%d has %d entries, want %d", w, n, each)
 		}
 	}

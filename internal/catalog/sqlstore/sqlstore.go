@@ -501,8 +501,12 @@ func (s *Store) Lookup(ctx context.Context, parent int64, name string) (catalog.
 }
 
 // List implements catalog.Store.
-func (s *Store) List(ctx context.Context, dir int64) ([]catalog.Inode, error) {
-	rows, err := s.readRows(ctx, "SELECT "+inodeCols+" FROM inodes WHERE parent = ? AND id <> ? ORDER BY name", dir, catalog.RootID)
+func (s *Store) List(ctx context.Context, dir int64, after string, limit int) ([]catalog.Inode, error) {
+	q, args := "SELECT "+inodeCols+" FROM inodes WHERE parent = ? AND name > ? AND id <> ? ORDER BY name", []any{dir, after, catalog.RootID}
+	if limit > 0 {
+		q, args = q+" LIMIT ?", append(args, limit)
+	}
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list %d: %w", dir, err)
 	}
