@@ -81,7 +81,6 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-
 // newServer writes a config and starts `strata serve`. extra is appended to
 // the config (device and class-of-service tables).
 func newServer(t *testing.T, extra string) *server {
