@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,10 +110,13 @@ func (s *server) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	// Serving, not only listening: a request answered.
 	for i := 0; i < 200; i++ {
-		if c, err := net.Dial("tcp", s.addr); err == nil {
-			c.Close()
-			return
+		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
