@@ -255,8 +255,10 @@ func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]F
 		if next == "" {
 			return nil
 		}
+		// A cursor must move forward (names are in order), or a faulty
+		// server would keep the client asking for the same page forever.
 		after, err := url.QueryUnescape(next)
-		if err != nil || after == "" {
+		if err != nil || after == "" || after <= q.Get("after") {
 			return fmt.Errorf("strata server %s: bad list cursor %q", c.base, next)
 		}
 		q.Set("after", after)
