@@ -165,8 +165,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			s.mu.Lock()
 			for c := range s.conns {
-				c.cancel()
+				// Close before cancelling: a handler woken by the cancel
+				// must not get a (partial or empty) reply out first, as if
+				// its request had succeeded.
 				c.nc.Close()
+				c.cancel()
 			}
 			s.mu.Unlock()
 			<-done
