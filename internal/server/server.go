@@ -28,6 +28,7 @@ import (
 	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/httpserve"
+	"github.com/strata-storage/strata/internal/metrics"
 	"github.com/strata-storage/strata/internal/mover"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
@@ -378,7 +379,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 		return nil, fmt.Errorf("control API: %w", err)
 	}
 	s.ctlAddr = ctlLn.Addr().String()
-	s.httpSrv = &httpserve.Server{Handler: s.Core.Handler(), HeaderTimeout: 10 * time.Second, Log: log}
+	s.httpSrv = &httpserve.Server{Handler: s.controlHandler(), HeaderTimeout: 10 * time.Second, Log: log}
 	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.httpSrv.Serve(ctlLn) }()
 	ctlSock := ""
@@ -414,6 +415,19 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}()
 	log.Info("strata serving", "control", "http://"+s.ctlAddr, "control_socket", ctlSock, "data", mn.adv, "socket", mn.socket, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
 	return s, nil
+}
+
+// controlHandler is the control API with /metrics beside it, every API
+// request counted and timed.
+func (s *Server) controlHandler() http.Handler {
+	src := metrics.Sources{DF: s.Core.DF, Library: s.Core.Library, Mover: func() (int64, int64) {
+		st := s.Mover.Stats()
+		return st.FilesHanded, st.FilesRead
+	}}
+	if g, ok := s.Store.(interface{ Groups() (int64, int64) }); ok {
+		src.Groups = g.Groups
+	}
+	return metrics.New(src).Handler(s.Core.Handler())
 }
 
 // DataAddr is the address the embedded mover listens on (which may differ
