@@ -162,7 +162,9 @@ strata_tape_drive_written_bytes_total{drive="drive0"} 8192
 
 	// No library: its metrics are left out, the rest still served. A
 	// failing device listing fails that part of the scrape alone.
-	src.Library = func(context.Context) (api.Library, error) { return api.Library{}, errors.New("no tape library configured") }
+	src.Library = func(context.Context) (api.Library, error) {
+		return api.Library{}, errors.New("no tape library configured")
+	}
 	src.DF = func(context.Context) (api.DFResponse, error) { return api.DFResponse{}, errors.New("catalog: closed") }
 	srv := httptest.NewServer(New(src).Handler(http.NewServeMux()))
 	defer srv.Close()
