@@ -2,8 +2,9 @@
 # scripts/test.sh — every check and test Strata has. This is the README's
 # test command, and .ci/run runs exactly this.
 #
-# It installs what the tests need on a fresh Debian machine (nothing beyond
-# Go today; later suites add their packages here), then: gofmt, go vet, the
+# It installs what the tests need on a fresh Debian machine (PostgreSQL's
+# server binaries, for the PostgreSQL catalog's tests, which start a
+# throwaway cluster of their own), then: gofmt, go vet, the
 # module files, and the whole test suite (unit, conformance, end-to-end with
 # the real binary, crash tests), with the race detector on the packages whose
 # concurrency matters most.
@@ -15,6 +16,15 @@ if ! need go; then
   echo "scripts/test.sh: Go 1.26 is required (https://go.dev/dl/)" >&2
   exit 1
 fi
+
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! need postgres; then
+  echo "== installing PostgreSQL (Debian package postgresql) for the catalog tests"
+  if [ "$(id -u)" -eq 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
+fi
+# Having installed it, a PostgreSQL test that cannot start one fails
+# rather than skips.
+export STRATA_REQUIRE_POSTGRES=1
 
 echo "== gofmt"
 bad=$(gofmt -l $( (git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go') ))

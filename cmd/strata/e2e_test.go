@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/internal/testutil/pgtest"
 )
 
 var bin string
@@ -36,6 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -369,12 +372,20 @@ func (s *server) waitObjects(want int) {
 // TestCrashDuringPut kills the server with SIGKILL while a put streams
 // (devices capped at 8 MB/s so the put takes seconds), restarts it, and
 // checks that no partial file is visible and all its space is reclaimed.
+// A put killed with its server leaves nothing visible and its space
+// reclaimed, on either catalog.
 func TestCrashDuringPut(t *testing.T) {
+	for _, c := range catalogs {
+		t.Run(c.name, func(t *testing.T) { crashDuringPut(t, c.config(t)) })
+	}
+}
+
+func crashDuringPut(t *testing.T, catalog string) {
 	devs := ""
 	for i := 0; i < 4; i++ {
 		devs += fmt.Sprintf("[[device]]\nid = \"disk%d\"\nbandwidth = \"8MB/s\"\n", i)
 	}
-	s := newServer(t, devs)
+	s := newServer(t, devs+catalog)
 	keep := filepath.Join(s.dir, "keep")
 	writeRandom(t, keep, 300<<10)
 	s.ok("put", keep, "/keep")

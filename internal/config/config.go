@@ -114,9 +114,13 @@ type HSM struct {
 
 // Catalog selects the catalog database.
 type Catalog struct {
-	Driver string `toml:"driver"` // "sqlite"
-	Path   string `toml:"path"`   // default <data_dir>/catalog.db
-	Sync   string `toml:"sync"`   // "full" (default) or "normal"
+	Driver string `toml:"driver"` // "sqlite" (default) or "postgres"
+	Path   string `toml:"path"`   // sqlite: default <data_dir>/catalog.db
+	// DSN is the PostgreSQL connection string or URL (driver "postgres"),
+	// e.g. "postgres://strata@db1/strata". What it leaves out comes from
+	// the PG* environment variables and ~/.pgpass, as for psql.
+	DSN  string `toml:"dsn"`
+	Sync string `toml:"sync"` // "full" (default) or "normal"
 }
 
 // Mover configures the data mover.
@@ -238,6 +242,7 @@ func merge(c *Config, f Config) {
 	}
 	set(&c.Catalog.Driver, f.Catalog.Driver)
 	set(&c.Catalog.Path, f.Catalog.Path)
+	set(&c.Catalog.DSN, f.Catalog.DSN)
 	set(&c.Catalog.Sync, f.Catalog.Sync)
 	set(&c.Mover.ID, f.Mover.ID)
 	set(&c.Mover.Listen, f.Mover.Listen)
@@ -306,8 +311,14 @@ func (c *Config) Complete() error {
 	if c.ListPage < 1 {
 		return fmt.Errorf("config: list_page must be at least 1, not %d", c.ListPage)
 	}
-	if c.Catalog.Driver != "sqlite" {
-		return fmt.Errorf("config: catalog driver %q not supported (use sqlite)", c.Catalog.Driver)
+	switch c.Catalog.Driver {
+	case "sqlite":
+	case "postgres":
+		if c.Catalog.DSN == "" {
+			return errors.New(`config: catalog driver "postgres" needs a dsn (e.g. dsn = "postgres://strata@localhost/strata")`)
+		}
+	default:
+		return fmt.Errorf("config: catalog driver %q not supported (use sqlite or postgres)", c.Catalog.Driver)
 	}
 	seen := map[string]bool{}
 	for i := range c.Devices {

@@ -70,6 +70,18 @@ func FuzzParseSize(f *testing.F) {
 	})
 }
 
+func TestPostgresCatalog(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.toml")
+	os.WriteFile(p, []byte("[catalog]\ndriver = \"postgres\"\ndsn = \"postgres://strata@db1/strata\"\nsync = \"normal\"\n"), 0o644)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Catalog.Driver != "postgres" || c.Catalog.DSN != "postgres://strata@db1/strata" || c.Catalog.Sync != "normal" {
+		t.Fatalf("catalog: %+v", c.Catalog)
+	}
+}
+
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]string{
 		"unknown key": "listne = \"x\"\n",
@@ -78,6 +90,7 @@ func TestLoadRejects(t *testing.T) {
 		"dup device":  "[[device]]\nid = \"a\"\n[[device]]\nid = \"a\"\n",
 		"bad cos":     "[[cos]]\nname = \"x\"\n",
 		"bad catalog": "[catalog]\ndriver = \"oracle\"\n",
+		"no dsn":      "[catalog]\ndriver = \"postgres\"\n",
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

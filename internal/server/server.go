@@ -22,7 +22,9 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/catalog/postgres"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
+	"github.com/strata-storage/strata/internal/catalog/sqlstore"
 	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/core"
@@ -337,7 +339,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if err != nil {
 		return nil, err
 	}
-	if s.Store, err = sqlite.Open(cfg.Catalog.Path, sqlite.Options{Sync: cfg.Catalog.Sync}); err != nil {
+	if s.Store, err = openCatalog(cfg.Catalog); err != nil {
 		return nil, err
 	}
 	if p, ok := s.Store.(interface{ WriterPriority() error }); ok {
@@ -545,6 +547,20 @@ func register(ctx context.Context, hc *http.Client, coreURL string, reg api.Move
 		return 0, err
 	}
 	return r.Epoch, nil
+}
+
+// openCatalog opens the configured catalog: the embedded SQLite file or a
+// PostgreSQL database.
+func openCatalog(c config.Catalog) (catalog.Store, error) {
+	open := func() (*sqlstore.Store, error) { return sqlite.Open(c.Path, sqlite.Options{Sync: c.Sync}) }
+	if c.Driver == "postgres" {
+		open = func() (*sqlstore.Store, error) { return postgres.Open(c.DSN, postgres.Options{Sync: c.Sync}) }
+	}
+	s, err := open()
+	if err != nil {
+		return nil, err // not a nil *Store in a non-nil interface
+	}
+	return s, nil
 }
 
 // RebuildCatalog writes a new catalog at out from the tape library alone

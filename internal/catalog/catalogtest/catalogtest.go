@@ -1,6 +1,7 @@
 // Package catalogtest is the conformance suite every catalog.Store
 // implementation must pass. Each implementation's test calls Run with a
-// constructor for a fresh, empty store.
+// constructor for a fresh, empty store, and RunReopen with a way to open
+// the same catalog again.
 package catalogtest
 
 import (

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -24,80 +23,17 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func TestReopenKeepsData(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "c.db")
-	s, err := Open(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	d, err := s.Mkdir(ctx, catalog.Inode{Parent: catalog.RootID, Name: "keep", Mode: 0o755})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	s, err = Open(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.Lookup(ctx, catalog.RootID, "keep")
-	if err != nil || got.ID != d.ID {
-		t.Fatalf("after reopen: %+v %v", got, err)
-	}
+// Both reopen cases of the conformance suite, on a file.
+func TestReopen(t *testing.T) {
+	catalogtest.RunReopen(t, func(t *testing.T) func() (catalog.Store, error) {
+		p := filepath.Join(t.TempDir(), "c.db")
+		return func() (catalog.Store, error) { return Open(p, Options{}) }
+	})
 }
 
 func TestBadSync(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "c.db"), Options{Sync: "sometimes"}); err == nil {
 		t.Fatal("bad sync mode accepted")
-	}
-}
-
-// Ids are never reissued across a restart, even when the highest inode
-// and bitfile were removed before it.
-func TestIDsAcrossReopen(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "c.db")
-	ctx := context.Background()
-	var maxInode, maxBitfile int64
-	for round := range 3 {
-		s, err := Open(p, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if round == 0 {
-			if err := s.PutDevice(ctx, catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: 1 << 30}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range 3 {
-			f, err := s.Commit(ctx, catalog.Inode{Parent: catalog.RootID, Name: fmt.Sprintf("r%d-%d", round, i), Mode: 0o644}, nil, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.ID <= maxInode {
-				t.Fatalf("round %d: inode %d issued again (highest before: %d)", round, f.ID, maxInode)
-			}
-			maxInode = f.ID
-			b, err := s.CreatePending(ctx, catalog.Bitfile{Size: 1, StripeWidth: 1, Epoch: 1, Lease: 1, Segments: []catalog.Segment{{Device: "d0", Length: 1}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.ID <= maxBitfile {
-				t.Fatalf("round %d: bitfile %d issued again (highest before: %d)", round, b.ID, maxBitfile)
-			}
-			maxBitfile = b.ID
-		}
-		// The highest of each goes before the restart.
-		if _, err := s.Remove(ctx, catalog.RootID, fmt.Sprintf("r%d-2", round), false); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Abort(ctx, maxBitfile); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Purge(ctx, maxBitfile); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
 	}
 }
 

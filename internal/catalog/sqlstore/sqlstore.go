@@ -1,7 +1,7 @@
 // Package sqlstore implements catalog.Store over database/sql, for every SQL
 // database Strata supports (SQLite, PostgreSQL). Dialects differ only in
-// placeholders and in how a unique-key violation is reported; the queries
-// are plain SQL both accept.
+// placeholders and in what a failed statement leaves of its transaction;
+// the queries are plain SQL both accept.
 //
 // Writes go through one writer goroutine that groups whatever operations are
 // queued into one transaction, each inside its own SAVEPOINT (unless it
@@ -33,6 +33,10 @@ type Dialect struct {
 	Name string
 	// Numbered placeholders ($1, $2 …) instead of "?".
 	Numbered bool
+	// A failed statement aborts the whole transaction (PostgreSQL) rather
+	// than undoing only itself (SQLite), so every operation of a group
+	// needs a savepoint of its own.
+	AbortsOnError bool
 }
 
 // Store is a catalog.Store over database/sql.
@@ -277,7 +281,7 @@ func (s *Store) runBatch(batch []*op) {
 	var after []func()
 	for i, o := range batch {
 		t.after = t.after[:0]
-		if single || o.one {
+		if single || (o.one && !s.d.AbortsOnError) {
 			errs[i] = o.fn(t)
 		} else if _, err := t.Exec("SAVEPOINT op"); err != nil {
 			errs[i] = fmt.Errorf("catalog: savepoint: %w", err)

@@ -12,7 +12,8 @@ import (
 // The tape tier's part of the catalog: tape copies, purged disk copies and
 // their garbage, recall requests.
 
-const tapeCols = "copy, stripe, volume, seq, position, offset, length, crc32c"
+// offset is quoted: PostgreSQL reserves the word.
+const tapeCols = `copy, stripe, volume, seq, position, "offset", length, crc32c`
 
 func (s *Store) tapeCopies(ctx context.Context, b *catalog.Bitfile) error {
 	rows, err := s.readRows(ctx, "SELECT "+tapeCols+" FROM tape_copies WHERE bitfile = ? ORDER BY copy, stripe", b.ID)
@@ -300,14 +301,20 @@ func (s *Store) DropTapeCopy(ctx context.Context, bitfile int64, copy int) error
 
 // PutCOS implements catalog.Store.
 func (s *Store) PutCOS(ctx context.Context, k catalog.COS) error {
+	// The flag is stored as 0 or 1: PostgreSQL will not take a bool for
+	// an integer column.
+	tapeOnly := 0
+	if k.TapeOnly {
+		tapeOnly = 1
+	}
 	return s.write(ctx, func(t *Tx) error {
 		n, err := t.Exec("UPDATE cos SET pool = ?, stripe_width = ?, stripe_unit = ?, tape_copies = ?, tape_only = ? WHERE name = ?",
-			k.Pool, k.StripeWidth, k.StripeUnit, k.TapeCopies, k.TapeOnly, k.Name)
+			k.Pool, k.StripeWidth, k.StripeUnit, k.TapeCopies, tapeOnly, k.Name)
 		if err != nil || n > 0 {
 			return err
 		}
 		_, err = t.Exec("INSERT INTO cos (name, pool, stripe_width, stripe_unit, tape_copies, tape_only) VALUES (?, ?, ?, ?, ?, ?)",
-			k.Name, k.Pool, k.StripeWidth, k.StripeUnit, k.TapeCopies, k.TapeOnly)
+			k.Name, k.Pool, k.StripeWidth, k.StripeUnit, k.TapeCopies, tapeOnly)
 		return err
 	})
 }

@@ -1,0 +1,126 @@
+// Package postgres opens Strata's catalog on a PostgreSQL server, for
+// sites that keep their metadata in a database they already run, back up
+// and replicate. Queries and the group-commit writer are sqlstore's, the
+// same as the embedded SQLite catalog's; this package owns the connection
+// settings, the one-server-per-catalog lock and the schema migrations.
+//
+// The catalog's writer keeps state between transactions (the ids it has
+// reserved, the directories it knows, an inode cache), so exactly one
+// Strata server may write a catalog (a schema: the connection's
+// search_path): its writer connection holds a session advisory lock, and a
+// second server is refused at open.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/strata-storage/strata/internal/catalog/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options tune the catalog.
+type Options struct {
+	// Sync is "full" (a commit is answered once PostgreSQL has flushed it
+	// to its WAL: synchronous_commit on, the default) or "normal"
+	// (synchronous_commit off: a crash of the database server may lose
+	// the last fraction of a second of commits, never corrupt them).
+	Sync string
+	// Readers is the size of the read pool (default 8).
+	Readers int
+}
+
+// lockKey and the catalog's schema name the advisory lock a writing server
+// holds ("stra" in ASCII): one catalog per schema.
+const lockKey = 0x73747261
+
+// ErrLocked is returned when another server writes the catalog.
+var ErrLocked = errors.New("catalog: another strata server is using this PostgreSQL catalog")
+
+// Open connects to the catalog at dsn (a PostgreSQL connection string or
+// URL), creates or upgrades its schema, and returns the store.
+func Open(dsn string, o Options) (*sqlstore.Store, error) {
+	if o.Sync == "" {
+		o.Sync = "full"
+	}
+	if o.Sync != "full" && o.Sync != "normal" {
+		return nil, fmt.Errorf("catalog: sync must be full or normal, not %q", o.Sync)
+	}
+	if o.Readers <= 0 {
+		o.Readers = 8
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: postgres dsn: %w", err)
+	}
+	where := fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	wcfg := cfg.Copy()
+	if o.Sync == "normal" {
+		wcfg.RuntimeParams["synchronous_commit"] = "off"
+	}
+	// Every connection the writer's pool opens takes the lock first, so a
+	// connection lost and reopened cannot write beside another server.
+	wdb := stdlib.OpenDB(*wcfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+		var ok bool
+		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))", int32(lockKey)).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return ErrLocked
+		}
+		return nil
+	}))
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxIdleTime(0)
+	wdb.SetConnMaxLifetime(0)
+	if err := wdb.Ping(); err != nil {
+		wdb.Close()
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("%w (%s)", ErrLocked, where)
+		}
+		return nil, fmt.Errorf("catalog: connect %s: %w", where, err)
+	}
+	if err := migrate(wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("catalog: migrate %s: %w", where, err)
+	}
+	now := time.Now().UnixNano()
+	if _, err := wdb.Exec("UPDATE inodes SET mtime = $1, ctime = $1, atime = $1 WHERE id = 1 AND mtime = 0", now); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("catalog: init root: %w", err)
+	}
+	rdb := stdlib.OpenDB(*cfg)
+	rdb.SetMaxOpenConns(o.Readers)
+	rdb.SetMaxIdleConns(o.Readers)
+	s, err := sqlstore.New(sqlstore.Dialect{Name: "postgres", Numbered: true, AbortsOnError: true}, wdb, rdb)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+	}
+	return s, err
+}
+
+func migrate(db *sql.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub)
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(context.Background())
+	return err
+}
