@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/strata-storage/strata/internal/catalog"
@@ -63,4 +66,57 @@ func TestReopen(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		return func() (catalog.Store, error) { return Open(dsn, Options{}) }
 	})
+}
+
+// A statement PostgreSQL rejects (a NUL in a name: the API never sends
+// one, PostgreSQL's text cannot hold it) aborts its whole transaction;
+// the operations grouped with it must still succeed, and it alone fail.
+func TestFailedStatementFailsAlone(t *testing.T) {
+	s, err := Open(pgtest.DSN(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const workers, each = 8, 60
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				name := fmt.Sprintf("w%d-%d", w, i)
+				if w == 0 && i%2 == 0 {
+					if _, err := s.Commit(ctx, catalog.Inode{Parent: catalog.RootID, Name: "bad\x00" + name, Mode: 0o644}, nil, false); err == nil {
+						errs <- fmt.Errorf("a name with a NUL was stored")
+						return
+					}
+					continue
+				}
+				if _, err := s.Commit(ctx, catalog.Inode{Parent: catalog.RootID, Name: name, Mode: 0o644}, nil, false); err != nil {
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := len(must(s.List(ctx, catalog.RootID, "", 0))); n != workers*each-each/2 {
+		t.Fatalf("root holds %d entries, want %d", n, workers*each-each/2)
+	}
+	if g, o := s.Groups(); o <= g {
+		t.Logf("no group held two operations (%d groups, %d ops): the case was not exercised", g, o)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

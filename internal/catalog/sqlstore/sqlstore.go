@@ -260,6 +260,22 @@ func (s *Store) runBatch(batch []*op) {
 	s.groups.Add(1)
 	s.grouped.Add(int64(len(batch)))
 	defer s.prepareNew()
+	if s.runGroup(batch, false) {
+		s.runGroup(batch, true)
+	}
+}
+
+// runGroup runs batch as one transaction and answers its operations, each
+// inside a savepoint of its own so that one's failure undoes only itself.
+// SQLite spares the savepoint for an operation of at most one statement
+// (op.one): a failed statement undoes itself. PostgreSQL's savepoints
+// cost two round trips to the database per operation, and there a failed
+// statement aborts the whole transaction anyway; so on PostgreSQL a group
+// first runs with no savepoints at all, and if any operation fails it is
+// rolled back unanswered and runGroup reports that the batch must run
+// again, carefully, with a savepoint for every operation. Failures are
+// rare; the common case does not pay for them.
+func (s *Store) runGroup(batch []*op, careful bool) (retry bool) {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
 	tx, err := s.wdb.BeginTx(ctx, nil)
@@ -267,7 +283,7 @@ func (s *Store) runBatch(batch []*op) {
 		for _, o := range batch {
 			o.err <- fmt.Errorf("catalog: begin: %w", err)
 		}
-		return
+		return false
 	}
 	t := &Tx{s: s, tx: tx, ctx: ctx, ids: s.ids}
 	if err := t.reserveIDs(len(batch)); err != nil {
@@ -275,14 +291,18 @@ func (s *Store) runBatch(batch []*op) {
 		for _, o := range batch {
 			o.err <- err
 		}
-		return
+		return false
 	}
 	single := len(batch) == 1
 	var after []func()
 	for i, o := range batch {
 		t.after = t.after[:0]
-		if single || (o.one && !s.d.AbortsOnError) {
+		if single || (o.one && !s.d.AbortsOnError) || (s.d.AbortsOnError && !careful) {
 			errs[i] = o.fn(t)
+			if errs[i] != nil && !single && s.d.AbortsOnError {
+				tx.Rollback()
+				return true
+			}
 		} else if _, err := t.Exec("SAVEPOINT op"); err != nil {
 			errs[i] = fmt.Errorf("catalog: savepoint: %w", err)
 			continue
@@ -301,7 +321,7 @@ func (s *Store) runBatch(batch []*op) {
 	if single && errs[0] != nil {
 		tx.Rollback()
 		batch[0].err <- errs[0]
-		return
+		return false
 	}
 	if err := tx.Commit(); err != nil {
 		for i := range errs {
@@ -318,6 +338,7 @@ func (s *Store) runBatch(batch []*op) {
 	for i, o := range batch {
 		o.err <- errs[i]
 	}
+	return false
 }
 
 func (s *Store) prepareNew() {
