@@ -39,6 +39,10 @@ type Options struct {
 	Sync string
 	// Readers is the size of the read pool (default 8).
 	Readers int
+	// LockWait is how long Open waits for another server's hold on the
+	// catalog to end (default 5 s): a server restarted at once may find
+	// its predecessor's database session still closing.
+	LockWait time.Duration
 }
 
 // lockKey and the catalog's schema name the advisory lock a writing server
@@ -60,6 +64,9 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 	if o.Readers <= 0 {
 		o.Readers = 8
 	}
+	if o.LockWait == 0 {
+		o.LockWait = 5 * time.Second
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: postgres dsn: %w", err)
@@ -72,14 +79,20 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 	// Every connection the writer's pool opens takes the lock first, so a
 	// connection lost and reopened cannot write beside another server.
 	wdb := stdlib.OpenDB(*wcfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
-		var ok bool
-		if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))", int32(lockKey)).Scan(&ok); err != nil {
-			return err
+		deadline := time.Now().Add(o.LockWait)
+		for {
+			var ok bool
+			if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))", int32(lockKey)).Scan(&ok); err != nil {
+				return err
+			}
+			if ok {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return ErrLocked
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if !ok {
-			return ErrLocked
-		}
-		return nil
 	}))
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)

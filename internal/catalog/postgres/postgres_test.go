@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/catalogtest"
@@ -32,7 +33,7 @@ func TestOneWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := Open(dsn, Options{}); !errors.Is(err, ErrLocked) {
+	if b, err := Open(dsn, Options{LockWait: 200 * time.Millisecond}); !errors.Is(err, ErrLocked) {
 		if b != nil {
 			b.Close()
 		}
