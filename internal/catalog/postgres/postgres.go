@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,6 +81,9 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 	// Every connection the writer's pool opens takes the lock first, so a
 	// connection lost and reopened cannot write beside another server.
 	wdb := stdlib.OpenDB(*wcfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+		if err := ensureSchema(ctx, c); err != nil {
+			return err
+		}
 		deadline := time.Now().Add(o.LockWait)
 		for {
 			var ok bool
@@ -123,6 +128,33 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 		rdb.Close()
 	}
 	return s, err
+}
+
+// ensureSchema creates the schema the connection's search_path names
+// first, if there is none yet to create tables in.
+func ensureSchema(ctx context.Context, c *pgx.Conn) error {
+	var cur *string
+	if err := c.QueryRow(ctx, "SELECT current_schema()").Scan(&cur); err != nil {
+		return err
+	}
+	if cur != nil {
+		return nil
+	}
+	var path string
+	if err := c.QueryRow(ctx, "SHOW search_path").Scan(&path); err != nil {
+		return err
+	}
+	first := strings.TrimSpace(strings.Split(path, ",")[0])
+	if first == "" || first == `"$user"` {
+		return fmt.Errorf("catalog: no schema to create tables in (search_path %q): name one in the dsn, e.g. search_path=strata", path)
+	}
+	if unq, err := strconv.Unquote(first); err == nil {
+		first = unq
+	}
+	if _, err := c.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{first}.Sanitize()); err != nil {
+		return fmt.Errorf("catalog: create schema %s: %w", first, err)
+	}
+	return nil
 }
 
 func migrate(db *sql.DB) error {

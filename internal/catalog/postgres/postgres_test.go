@@ -121,3 +121,16 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A dsn naming a schema that does not exist yet gets it made.
+func TestCreatesSchema(t *testing.T) {
+	dsn := pgtest.DSN(t) + "_new" // pgtest's dsn ends with its schema's name
+	s, err := Open(dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Mkdir(context.Background(), catalog.Inode{Parent: catalog.RootID, Name: "d", Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+}
