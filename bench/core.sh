@@ -36,18 +36,7 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
 # earlier writes pay for reclaim: 400 MB/s instead of 2.8 GB/s here.)
 warm() { drop; cat "$@" > /dev/null; }
 
-SERVER_PID=
-start() { # config-file
-  "$S" serve --config "$1" > "$OUT/serve.log" 2>&1 &
-  SERVER_PID=$!
-  # Ours, not another server left on the port: ours must still be running.
-  for _ in $(seq 100); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    "$S" --server 127.0.0.1:$PORT ls / >/dev/null 2>&1 && return; sleep 0.1
-  done
-  echo "server did not start"; cat "$OUT/serve.log"; exit 1
-}
-stop() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=; }
+. bench/server.sh
 # settle: after removing files, wait until the server has reclaimed their
 # space and the file system has finished with it (freeing and discarding
 # gigabytes on ext4 competes with whatever is measured next).

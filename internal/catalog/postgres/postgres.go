@@ -13,11 +13,9 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -57,14 +55,9 @@ var ErrLocked = errors.New("catalog: another strata server is using this Postgre
 // Open connects to the catalog at dsn (a PostgreSQL connection string or
 // URL), creates or upgrades its schema, and returns the store.
 func Open(dsn string, o Options) (*sqlstore.Store, error) {
-	if o.Sync == "" {
-		o.Sync = "full"
-	}
-	if o.Sync != "full" && o.Sync != "normal" {
-		return nil, fmt.Errorf("catalog: sync must be full or normal, not %q", o.Sync)
-	}
-	if o.Readers <= 0 {
-		o.Readers = 8
+	var err error
+	if o.Sync, o.Readers, err = sqlstore.Settle(o.Sync, o.Readers); err != nil {
+		return nil, err
 	}
 	if o.LockWait == 0 {
 		o.LockWait = 5 * time.Second
@@ -110,7 +103,7 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 		}
 		return nil, fmt.Errorf("catalog: connect %s: %w", where, err)
 	}
-	if err := migrate(wdb); err != nil {
+	if err := sqlstore.Migrate(wdb, goose.DialectPostgres, migrations); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("catalog: migrate %s: %w", where, err)
 	}
@@ -155,17 +148,4 @@ func ensureSchema(ctx context.Context, c *pgx.Conn) error {
 		return fmt.Errorf("catalog: create schema %s: %w", first, err)
 	}
 	return nil
-}
-
-func migrate(db *sql.DB) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub)
-	if err != nil {
-		return err
-	}
-	_, err = p.Up(context.Background())
-	return err
 }

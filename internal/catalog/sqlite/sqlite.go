@@ -5,11 +5,9 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"time"
 
@@ -64,14 +62,9 @@ func dsn(path string, o Options, readOnly bool) string {
 
 // Open opens or creates the catalog at path and brings its schema up to date.
 func Open(path string, o Options) (*sqlstore.Store, error) {
-	if o.Sync == "" {
-		o.Sync = "full"
-	}
-	if o.Sync != "full" && o.Sync != "normal" {
-		return nil, fmt.Errorf("catalog: sync must be full or normal, not %q", o.Sync)
-	}
-	if o.Readers <= 0 {
-		o.Readers = 8
+	var err error
+	if o.Sync, o.Readers, err = sqlstore.Settle(o.Sync, o.Readers); err != nil {
+		return nil, err
 	}
 	wdb, err := sql.Open("sqlite", dsn(path, o, false))
 	if err != nil {
@@ -79,7 +72,7 @@ func Open(path string, o Options) (*sqlstore.Store, error) {
 	}
 	wdb.SetMaxOpenConns(1)
 	wdb.SetConnMaxIdleTime(0)
-	if err := migrate(wdb); err != nil {
+	if err := sqlstore.Migrate(wdb, goose.DialectSQLite3, migrations); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("catalog: migrate %s: %w", path, err)
 	}
@@ -101,17 +94,4 @@ func Open(path string, o Options) (*sqlstore.Store, error) {
 		rdb.Close()
 	}
 	return s, err
-}
-
-func migrate(db *sql.DB) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
-	if err != nil {
-		return err
-	}
-	_, err = p.Up(context.Background())
-	return err
 }

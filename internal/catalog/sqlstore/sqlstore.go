@@ -19,10 +19,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
@@ -164,6 +167,37 @@ func (s *Store) Close() error {
 	if e := s.rdb.Close(); err == nil {
 		err = e
 	}
+	return err
+}
+
+// Settle checks and completes the settings every catalog database is
+// opened with: sync is "full" (the default) or "normal", readers is the
+// read pool's size (default 8).
+func Settle(sync string, readers int) (string, int, error) {
+	if sync == "" {
+		sync = "full"
+	}
+	if sync != "full" && sync != "normal" {
+		return "", 0, fmt.Errorf("catalog: sync must be full or normal, not %q", sync)
+	}
+	if readers <= 0 {
+		readers = 8
+	}
+	return sync, readers, nil
+}
+
+// Migrate brings db's schema up to date with the goose migrations under
+// migrations/ in files: the catalog's schema, one set per database.
+func Migrate(db *sql.DB, dialect goose.Dialect, files fs.FS) error {
+	sub, err := fs.Sub(files, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(dialect, db, sub)
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(context.Background())
 	return err
 }
 
