@@ -609,7 +609,8 @@ func TestStandaloneMover(t *testing.T) {
 		filepath.Join(s.dir, "data", "secret"), freePort(t), "http://"+s.addr, filepath.Join(mdir, "far0"), filepath.Join(mdir, "far1"))
 	os.WriteFile(mcfg, []byte(conf), 0o644)
 	var mlog bytes.Buffer
-	mover := exec.Command(bin, "mover", "--config", mcfg)
+	metricsAddr := freePort(t)
+	mover := exec.Command(bin, "mover", "--config", mcfg, "--metrics", metricsAddr)
 	mover.Stdout, mover.Stderr = &mlog, &mlog
 	if err := mover.Start(); err != nil {
 		t.Fatal(err)
@@ -646,6 +647,18 @@ func TestStandaloneMover(t *testing.T) {
 	m, _ := filepath.Glob(filepath.Join(mdir, "far*", "objects", "*", "*"))
 	if len(m) != 2 {
 		t.Fatalf("%d objects on the standalone mover's devices, want 2", len(m))
+	}
+
+	// The mover's own /metrics: registered, and its two devices hold the
+	// two stripes it stored (4 MiB each, plus each object's header and
+	// chunk checksums).
+	got := scrape(t, "http://"+metricsAddr+"/metrics")
+	if v := sum(got, "strata_mover_registered", nil); v != 1 {
+		t.Fatalf("strata_mover_registered %v, want 1", v)
+	}
+	used := sum(got, "strata_mover_device_used_bytes", nil)
+	if n := len(got["strata_mover_device_used_bytes"].GetMetric()); n != 2 || used < 2*4<<20 || used > 2*4<<20+8192 {
+		t.Fatalf("mover devices: %d series, %v bytes used, want 2 and %d (+ object overhead)", n, used, 2*4<<20)
 	}
 }
 

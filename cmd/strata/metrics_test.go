@@ -14,18 +14,24 @@ import (
 // scrape reads the server's /metrics as an operator's Prometheus would.
 func (s *server) scrape() map[string]*dto.MetricFamily {
 	s.t.Helper()
-	resp, err := http.Get("http://" + s.addr + "/metrics")
+	return scrape(s.t, "http://"+s.addr+"/metrics")
+}
+
+// scrape reads the metrics at url.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		s.t.Fatalf("/metrics: %s", resp.Status)
+		t.Fatalf("%s: %s", url, resp.Status)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		s.t.Fatalf("/metrics does not parse: %v", err)
+		t.Fatalf("%s does not parse: %v", url, err)
 	}
 	return fams
 }

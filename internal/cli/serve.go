@@ -76,19 +76,24 @@ directory, or --config, overrides any of it.`,
 }
 
 func (e *env) moverCmd() *cobra.Command {
-	var cfgPath, core string
+	var cfgPath, core, metricsAddr string
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "mover",
 		Short: "Run a standalone mover that serves its devices for a remote core",
 		Long: `Run a data mover on its own, for multi-host deployments. It serves the
 devices in its configuration and registers with the core (--core or [mover]
-core) every 5 seconds. It needs the core's secret file (secret_file).`,
+core) every 5 seconds. It needs the core's secret file (secret_file).
+With --metrics (or [mover] metrics) it serves Prometheus metrics there:
+its devices, its transfers and whether the core hears it.`,
 		Args: exactArgs(0, "mover --config FILE [--core URL]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
 				if core != "" {
 					c.Mover.Core = core
+				}
+				if metricsAddr != "" {
+					c.Mover.Metrics = metricsAddr
 				}
 			})
 			if err != nil {
@@ -99,6 +104,7 @@ core) every 5 seconds. It needs the core's secret file (secret_file).`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file")
 	cmd.Flags().StringVar(&core, "core", "", "URL of the core to register with")
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
 }

@@ -132,6 +132,9 @@ type Mover struct {
 	// TCP (faster); default data_dir/mover.sock, "off" for none.
 	Socket string `toml:"socket"`
 	Core   string `toml:"core"` // standalone movers: the core's URL
+	// Metrics is where a standalone mover serves /metrics (host:port);
+	// default none. (strata serve's are on its control listener.)
+	Metrics string `toml:"metrics"`
 }
 
 // Config is the whole file.
@@ -249,6 +252,7 @@ func merge(c *Config, f Config) {
 	set(&c.Mover.Advertise, f.Mover.Advertise)
 	set(&c.Mover.Socket, f.Mover.Socket)
 	set(&c.Mover.Core, f.Mover.Core)
+	set(&c.Mover.Metrics, f.Mover.Metrics)
 	mergeFields(&c.Library, f.Library)
 	mergeFields(&c.HSM, f.HSM)
 	if f.Devices != nil {

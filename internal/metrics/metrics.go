@@ -168,8 +168,8 @@ var (
 	deviceOnline     = prometheus.NewDesc("strata_device_online", "1 if the device's mover is registered, else 0.", devLabels, nil)
 	catalogGroups    = prometheus.NewDesc("strata_catalog_group_commits_total", "Transactions the catalog's writer committed (each one durable sync).", nil, nil)
 	catalogOps       = prometheus.NewDesc("strata_catalog_operations_total", "Namespace changes committed; divided by group commits, the group size.", nil, nil)
-	moverHanded      = prometheus.NewDesc("strata_mover_files_handed_total", "Reads the embedded mover answered by handing the object's file to a client on its host.", nil, nil)
-	moverRead        = prometheus.NewDesc("strata_mover_files_read_total", "Writes for which the embedded mover read the client's own file.", nil, nil)
+	moverHanded      = prometheus.NewDesc("strata_mover_files_handed_total", "Reads the mover answered by handing the object's file to a client on its host.", nil, nil)
+	moverRead        = prometheus.NewDesc("strata_mover_files_read_total", "Writes for which the mover read the client's own file.", nil, nil)
 	driveLabels      = []string{"drive"}
 	driveState       = prometheus.NewDesc("strata_tape_drive_state", "1 for a drive's current state (idle, recall, migrate, repack, failed …).", []string{"drive", "state"}, nil)
 	driveMounts      = prometheus.NewDesc("strata_tape_drive_mounts_total", "Cartridges mounted in a drive.", driveLabels, nil)

@@ -116,10 +116,10 @@ strata_device_online{device="d1",mover="m1",pool="disk"} 0
 # TYPE strata_device_used_bytes gauge
 strata_device_used_bytes{device="d0",mover="m0",pool="disk"} 250
 strata_device_used_bytes{device="d1",mover="m1",pool="disk"} 0
-# HELP strata_mover_files_handed_total Reads the embedded mover answered by handing the object's file to a client on its host.
+# HELP strata_mover_files_handed_total Reads the mover answered by handing the object's file to a client on its host.
 # TYPE strata_mover_files_handed_total counter
 strata_mover_files_handed_total 5
-# HELP strata_mover_files_read_total Writes for which the embedded mover read the client's own file.
+# HELP strata_mover_files_read_total Writes for which the mover read the client's own file.
 # TYPE strata_mover_files_read_total counter
 strata_mover_files_read_total 6
 # HELP strata_recall_queue_bytes Bytes waiting to be recalled from a cartridge.

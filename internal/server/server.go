@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -498,10 +499,20 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer wg.Wait()
 	defer m.Close()
 	adv := mn.adv
+	var registered atomic.Bool
+	var lastEpoch, failures atomic.Int64
+	if cfg.Mover.Metrics != "" {
+		stop, err := serveMoverMetrics(cfg, devs, m, log, func() (bool, int64, int64) {
+			return registered.Load(), lastEpoch.Load(), failures.Load()
+		})
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
-	registered := false
 	for {
 		reg := mn.registration(cfg, m)
 		reg.Proof = core.Proof(secret, reg)
@@ -509,13 +520,15 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		switch {
 		case err != nil:
 			log.Warn("mover: cannot register with core", "core", cfg.Mover.Core, "err", err)
-			registered = false
-		case !registered:
+			registered.Store(false)
+			failures.Add(1)
+		case !registered.Load():
 			log.Info("mover registered", "core", cfg.Mover.Core, "data", adv, "epoch", epoch)
-			registered = true
+			registered.Store(true)
 		}
 		if err == nil {
 			m.SetEpoch(epoch)
+			lastEpoch.Store(epoch)
 		}
 		select {
 		case <-ctx.Done():
@@ -523,6 +536,35 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		case <-t.C:
 		}
 	}
+}
+
+// serveMoverMetrics serves a standalone mover's /metrics on
+// cfg.Mover.Metrics until the returned stop is called.
+func serveMoverMetrics(cfg config.Config, devs []*disk.Device, m *mover.Mover, log *slog.Logger, reg func() (bool, int64, int64)) (stop func(), err error) {
+	ln, err := net.Listen("tcp", cfg.Mover.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("mover: metrics: %w", err)
+	}
+	pool := poolOf(cfg)
+	h, _ := metrics.MoverHandler(metrics.MoverSources{
+		Devices: func() []metrics.MoverDevice {
+			out := make([]metrics.MoverDevice, 0, len(devs))
+			for _, d := range devs {
+				c, u, f := d.Usage()
+				out = append(out, metrics.MoverDevice{ID: d.ID(), Pool: pool(d.ID()), Capacity: c, Used: u, Free: f})
+			}
+			return out
+		},
+		Stats: func() (int64, int64) {
+			st := m.Stats()
+			return st.FilesHanded, st.FilesRead
+		},
+		Registration: reg,
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("mover metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { srv.Close() }, nil
 }
 
 func register(ctx context.Context, hc *http.Client, coreURL string, reg api.MoverRegistration) (int64, error) {
