@@ -37,8 +37,8 @@ type Dialect struct {
 	// Numbered placeholders ($1, $2 …) instead of "?".
 	Numbered bool
 	// A failed statement aborts the whole transaction (PostgreSQL) rather
-	// than undoing only itself (SQLite), so every operation of a group
-	// needs a savepoint of its own.
+	// than undoing only itself (SQLite), so one operation's failure would
+	// take its whole group with it (see runGroup).
 	AbortsOnError bool
 }
 
