@@ -199,6 +199,10 @@ type Store interface {
 
 	// CreatePending records a bitfile being written, with its segments'
 	// reservations, and returns it with ID and object names filled in.
+	// A reservation that would take a device past its capacity fails the
+	// whole call with api.ErrNoSpace and records nothing: the core places
+	// from a view of the devices that concurrent creates may have filled
+	// since.
 	CreatePending(ctx context.Context, b Bitfile) (Bitfile, error)
 	// Bitfile returns a bitfile with its segments.
 	Bitfile(ctx context.Context, id int64) (Bitfile, error)

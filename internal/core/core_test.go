@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
 	"github.com/strata-storage/strata/internal/tape"
 )
@@ -151,4 +153,136 @@ func TestPickVolumeConcurrent(t *testing.T) {
 			seen[got[i]] = i
 		}
 	}
+}
+
+// Creates racing for the last free space never reserve more than a device
+// holds, whatever view of the devices each was placed from: the catalog
+// refuses a reservation past capacity and the core places the file again
+// on what is left. After the race, exactly as many files as fit were
+// reserved (with three 300-byte files to a 1000-byte device). The store's
+// device listing is slowed so that most creates place from a view that
+// others' reservations have made stale.
+func TestCreatesRacingForSpace(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := staleDevices{db}
+	c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{
+		{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, {ID: "d1", Pool: "disk", Capacity: 1000, Free: 1 << 30}}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	reserved := 0
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Create(ctx, api.CreateRequest{Path: fmt.Sprintf("/race%d", i), Size: 300})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				reserved++
+			case !errors.Is(err, api.ErrNoSpace):
+				t.Errorf("create: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; ; i++ {
+		if _, err := c.Create(ctx, api.CreateRequest{Path: fmt.Sprintf("/after%d", i), Size: 300}); err != nil {
+			if !errors.Is(err, api.ErrNoSpace) {
+				t.Fatal(err)
+			}
+			break
+		}
+		reserved++
+	}
+	if reserved != 6 {
+		t.Errorf("%d files reserved, want 6", reserved)
+	}
+	devs, err := store.Devices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.Used != 900 {
+			t.Errorf("device %s: %d bytes reserved of %d, want 900", d.ID, d.Used, d.Capacity)
+		}
+	}
+	if len(c.held) != 0 {
+		t.Errorf("space still held after every create returned: %v", c.held)
+	}
+}
+
+// A create the catalog refuses for lack of space is placed again, on a
+// device with room: here its first placement saw d0 empty, as it was
+// before another create filled it.
+func TestCreatePlacedAgainWhenRefused(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := &snapshotDevices{Store: db}
+	c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{
+		{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, {ID: "d1", Pool: "disk", Capacity: 900, Free: 1 << 30}}}); err != nil {
+		t.Fatal(err)
+	}
+	if store.snap, err = db.Devices(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreatePending(ctx, catalog.Bitfile{Size: 1000, StripeWidth: 1, StripeUnit: 1 << 20, Lease: 1 << 62,
+		Segments: []catalog.Segment{{Device: "d0", Length: 1000}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Create(ctx, api.CreateRequest{Path: "/f", Size: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Stripes) != 1 || resp.Stripes[0].Device != "d1" {
+		t.Fatalf("placed on %+v, want d1", resp.Stripes)
+	}
+	if store.stale != 1 {
+		t.Fatalf("%d stale answers, want the first only", store.stale)
+	}
+}
+
+// staleDevices answers Devices as the catalog stood a moment ago.
+type staleDevices struct{ catalog.Store }
+
+func (s staleDevices) Devices(ctx context.Context) ([]catalog.Device, error) {
+	d, err := s.Store.Devices(ctx)
+	time.Sleep(2 * time.Millisecond)
+	return d, err
+}
+
+// snapshotDevices answers its first Devices after snap is set with snap.
+type snapshotDevices struct {
+	catalog.Store
+	snap  []catalog.Device
+	stale int
+}
+
+func (s *snapshotDevices) Devices(ctx context.Context) ([]catalog.Device, error) {
+	if s.snap != nil && s.stale == 0 {
+		s.stale++
+		return s.snap, nil
+	}
+	return s.Store.Devices(ctx)
 }

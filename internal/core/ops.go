@@ -287,26 +287,13 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		k.StripeUnit = r.StripeUnit
 	}
 	units := (r.Size + k.StripeUnit - 1) / k.StripeUnit
-	w = int(min(int64(w), units))
-	picked, err := c.place(ctx, k.Pool, w, stripeLen(r.Size, k.StripeUnit, w, 0), false)
+	b, picked, err := c.reserve(ctx, k, int(min(int64(w), units)), r.Size)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 	}
-	w = len(picked) // fewer devices online than asked: stripe narrower
-	b := catalog.Bitfile{Size: r.Size, StripeWidth: w, StripeUnit: k.StripeUnit, Epoch: c.epoch, Lease: c.now().Add(c.cfg.TokenTTL).UnixNano()}
-	devs := make([]string, w)
+	devs := make([]string, len(picked))
 	for i, p := range picked {
-		b.Segments = append(b.Segments, catalog.Segment{Stripe: i, Device: p.dev.ID, Length: stripeLen(r.Size, k.StripeUnit, w, i)})
 		devs[i] = p.dev.ID
-	}
-	b, err = c.store.CreatePending(ctx, b)
-	if err != nil {
-		c.mu.Lock()
-		for _, d := range devs {
-			c.load[d]--
-		}
-		c.mu.Unlock()
-		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 	}
 	c.mu.Lock()
 	c.inflight[b.ID] = devs
@@ -317,6 +304,47 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 			Token: c.sign(token.OpWrite, s.Device, s.Object, s.Length)}))
 	}
 	return resp, nil
+}
+
+// placeAttempts bounds how often a create is placed again after the
+// catalog refused its reservation.
+const placeAttempts = 3
+
+// reserve places a new file of size bytes w stripes wide and records it
+// as pending. The placement holds its bytes on the picked devices until
+// the catalog has them, so concurrent creates see each other; the catalog
+// has the last word (a create placed from a view of the devices read just
+// before another's reservation committed), and when it refuses for lack of
+// space the file is placed again on what is left.
+func (c *Core) reserve(ctx context.Context, k COS, w int, size int64) (catalog.Bitfile, []candidate, error) {
+	need := stripeLen(size, k.StripeUnit, w, 0)
+	for attempt := 1; ; attempt++ {
+		picked, err := c.place(ctx, k.Pool, w, need, true)
+		if err != nil {
+			return catalog.Bitfile{}, nil, err
+		}
+		n := len(picked) // fewer devices online than asked: stripe narrower
+		b := catalog.Bitfile{Size: size, StripeWidth: n, StripeUnit: k.StripeUnit, Epoch: c.epoch, Lease: c.now().Add(c.cfg.TokenTTL).UnixNano()}
+		for i, p := range picked {
+			b.Segments = append(b.Segments, catalog.Segment{Stripe: i, Device: p.dev.ID, Length: stripeLen(size, k.StripeUnit, n, i)})
+		}
+		b, err = c.store.CreatePending(ctx, b)
+		c.mu.Lock()
+		for _, p := range picked {
+			if c.held[p.dev.ID] -= need; c.held[p.dev.ID] <= 0 {
+				delete(c.held, p.dev.ID)
+			}
+			if err != nil {
+				if c.load[p.dev.ID]--; c.load[p.dev.ID] <= 0 {
+					delete(c.load, p.dev.ID)
+				}
+			}
+		}
+		c.mu.Unlock()
+		if err == nil || !errors.Is(err, api.ErrNoSpace) || attempt == placeAttempts {
+			return b, picked, err
+		}
+	}
 }
 
 // Commit makes a written file visible, after checking every mover receipt.

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"CommitEmpty", testCommitEmpty},
 		{"CommitData", testCommitData},
 		{"Replace", testReplace},
+		{"Capacity", testCapacity},
 		{"Rename", testRename},
 		{"Remove", testRemove},
 		{"CreateInRemovedDir", testCreateInRemovedDir},
@@ -278,6 +279,56 @@ func testCommitData(t *testing.T, s catalog.Store) {
 	// Unknown device is refused and leaves nothing behind.
 	_, err = s.CreatePending(ctx, catalog.Bitfile{Size: 1, Segments: []catalog.Segment{{Device: "nope", Length: 1}}})
 	wantErr(t, err, api.ErrNotFound)
+}
+
+// testCapacity: the catalog is where concurrent creates meet, so it is
+// the one to refuse a reservation past a device's capacity; a refused
+// create records nothing, not even its other stripes' reservations.
+func testCapacity(t *testing.T, s catalog.Store) {
+	for _, d := range []catalog.Device{{ID: "small", Pool: "disk", Mover: "m0", Capacity: 1000}, {ID: "race", Pool: "disk", Mover: "m0", Capacity: 1000},
+		{ID: "big", Pool: "disk", Mover: "m0", Capacity: 1 << 30}} {
+		if err := s.PutDevice(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending(t, s, 600, "small")
+	two := catalog.Bitfile{Size: 1000, StripeWidth: 2, StripeUnit: 1 << 20, Epoch: 1, Lease: 100,
+		Segments: []catalog.Segment{{Stripe: 0, Device: "big", Length: 500}, {Stripe: 1, Device: "small", Length: 500}}}
+	_, err := s.CreatePending(ctx, two)
+	wantErr(t, err, api.ErrNoSpace)
+	if u := used(t, s); u["small"] != 600 || u["big"] != 0 {
+		t.Fatalf("a refused reservation left use behind: %v", u)
+	}
+	pending(t, s, 400, "small") // exactly full is allowed
+	_, err = s.CreatePending(ctx, catalog.Bitfile{Size: 1, StripeWidth: 1, Segments: []catalog.Segment{{Device: "small", Length: 1}}})
+	wantErr(t, err, api.ErrNoSpace)
+
+	// Racing reservations: of 16 creates of 100 bytes on 1000, exactly 10 fit.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, full int
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.CreatePending(ctx, catalog.Bitfile{Size: 100, StripeWidth: 1, StripeUnit: 1 << 20, Epoch: 1, Lease: 100,
+				Segments: []catalog.Segment{{Device: "race", Length: 100}}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, api.ErrNoSpace):
+				full++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 10 || full != 6 || used(t, s)["race"] != 1000 {
+		t.Fatalf("racing reservations: %d reserved, %d refused, use %v", ok, full, used(t, s))
+	}
 }
 
 func testReplace(t *testing.T, s catalog.Store) {

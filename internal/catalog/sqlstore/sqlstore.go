@@ -978,17 +978,26 @@ func (s *Store) CreatePending(ctx context.Context, b catalog.Bitfile) (catalog.B
 				b.ID, sg.Copy, sg.Stripe, sg.Device, sg.Object, sg.Length); err != nil {
 				return err
 			}
-			n, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ?", sg.Length, sg.Device)
+			n, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ? AND used + ? <= capacity", sg.Length, sg.Device, sg.Length)
 			if err != nil {
 				return err
 			}
 			if n == 0 {
-				return api.Errorf(api.ErrNotFound, "device %q", sg.Device)
+				return t.whyFull(sg.Device, sg.Length)
 			}
 		}
 		return nil
 	})
 	return b, err
+}
+
+// whyFull explains a reservation of n bytes on dev that updated no row.
+func (t *Tx) whyFull(dev string, n int64) error {
+	var capacity, used int64
+	if err := t.QueryRow("SELECT capacity, used FROM devices WHERE id = ?", dev).Scan(&capacity, &used); err != nil {
+		return notFound(err, "device %q", dev)
+	}
+	return api.Errorf(api.ErrNoSpace, "device %s: %d bytes to reserve, %d free", dev, n, max(capacity-used, 0))
 }
 
 const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease, on_disk, disk_gen"
