@@ -102,6 +102,8 @@ func TestMetrics(t *testing.T) {
 		{"strata_api_request_duration_seconds", map[string]string{"route": "POST /v1/create"}, 2},
 		{"strata_catalog_group_commits_total", nil, 1},
 		{"strata_catalog_operations_total", nil, 4},
+		{"strata_catalog_group_duration_seconds", nil, 1},
+		{"strata_catalog_group_operations", nil, 1},
 		{"strata_tape_drive_mounts_total", nil, 1},
 		{"strata_tape_drive_written_bytes_total", nil, float64(sizes)},
 		{"strata_tape_cartridge_used_bytes", nil, float64(sizes)},

@@ -76,6 +76,52 @@ func TestRequests(t *testing.T) {
 	}
 }
 
+// Each group transaction of the catalog's writer lands in both histograms
+// once: its duration and its size.
+func TestGroups(t *testing.T) {
+	m := New(Sources{})
+	m.ObserveGroup(4, 150*time.Microsecond)
+	m.ObserveGroup(1, 30*time.Microsecond)
+	m.ObserveGroup(300, 5*time.Millisecond)
+	const want = `
+# HELP strata_catalog_group_operations Operations each of the catalog writer's group transactions held (one durable sync shared among them).
+# TYPE strata_catalog_group_operations histogram
+strata_catalog_group_operations_bucket{le="1"} 1
+strata_catalog_group_operations_bucket{le="2"} 1
+strata_catalog_group_operations_bucket{le="4"} 2
+strata_catalog_group_operations_bucket{le="8"} 2
+strata_catalog_group_operations_bucket{le="16"} 2
+strata_catalog_group_operations_bucket{le="32"} 2
+strata_catalog_group_operations_bucket{le="64"} 2
+strata_catalog_group_operations_bucket{le="128"} 2
+strata_catalog_group_operations_bucket{le="256"} 2
+strata_catalog_group_operations_bucket{le="512"} 3
+strata_catalog_group_operations_bucket{le="+Inf"} 3
+strata_catalog_group_operations_sum 305
+strata_catalog_group_operations_count 3
+`
+	if err := testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want), "strata_catalog_group_operations"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.groupTime); n != 1 {
+		t.Fatalf("%d duration series", n)
+	}
+	srv := httptest.NewServer(m.Handler(http.NewServeMux()))
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/metrics")
+	for _, line := range []string{
+		`strata_catalog_group_duration_seconds_bucket{le="2.5e-05"} 0`,
+		`strata_catalog_group_duration_seconds_bucket{le="5e-05"} 1`,
+		`strata_catalog_group_duration_seconds_bucket{le="0.0002"} 2`,
+		`strata_catalog_group_duration_seconds_bucket{le="0.0064"} 3`,
+		`strata_catalog_group_duration_seconds_count 3`,
+	} {
+		if code != http.StatusOK || !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", line, body)
+		}
+	}
+}
+
 // The state metrics are what the sources report at scrape time.
 func TestState(t *testing.T) {
 	oldest := time.Unix(1700000000, 500_000_000)

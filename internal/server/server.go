@@ -430,7 +430,13 @@ func (s *Server) controlHandler() http.Handler {
 	if g, ok := s.Store.(interface{ Groups() (int64, int64) }); ok {
 		src.Groups = g.Groups
 	}
-	return metrics.New(src).Handler(s.Core.Handler())
+	reg := metrics.New(src)
+	if o, ok := s.Store.(interface {
+		ObserveGroups(func(int, time.Duration))
+	}); ok {
+		o.ObserveGroups(reg.ObserveGroup)
+	}
+	return reg.Handler(s.Core.Handler())
 }
 
 // DataAddr is the address the embedded mover listens on (which may differ

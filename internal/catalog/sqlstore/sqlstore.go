@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -89,6 +90,7 @@ type Store struct {
 	prioErr error
 
 	groups, grouped atomic.Int64 // transactions the writer committed, and operations in them
+	observe         atomic.Pointer[func(ops int, took time.Duration)]
 }
 
 var _ catalog.Store = (*Store)(nil)
@@ -290,12 +292,22 @@ func (s *Store) writer() {
 // far one commit's fsync is shared.
 func (s *Store) Groups() (groups, ops int64) { return s.groups.Load(), s.grouped.Load() }
 
+// ObserveGroups has fn told of every group transaction the writer runs:
+// how many operations it held and how long it took from BEGIN to the end
+// of its COMMIT (the durable sync included). fn runs on the writer's
+// goroutine and must be quick.
+func (s *Store) ObserveGroups(fn func(ops int, took time.Duration)) { s.observe.Store(&fn) }
+
 func (s *Store) runBatch(batch []*op) {
 	s.groups.Add(1)
 	s.grouped.Add(int64(len(batch)))
 	defer s.prepareNew()
+	start := time.Now()
 	if s.runGroup(batch, false) {
 		s.runGroup(batch, true)
+	}
+	if fn := s.observe.Load(); fn != nil {
+		(*fn)(len(batch), time.Since(start))
 	}
 }
 
