@@ -112,15 +112,20 @@ its devices, its transfers and whether the core hears it.`,
 func (e *env) rebuildCmd() *cobra.Command {
 	var cfgPath, dataDir string
 	cmd := &cobra.Command{
-		Use:   "rebuild-catalog NEW.db",
+		Use:   "rebuild-catalog NEW.db | postgres://URL",
 		Short: "Rebuild a catalog of every file on tape from the cartridges alone (server stopped)",
 		Long: `Read the self-describing tape files on every cartridge of the configured
 library and write a new catalog with the namespace they hold: directories,
 files with their attributes and fixity, and their tape copies (the files are
-on tape only). The server must be stopped; NEW.db must not exist. To use it,
-point [catalog] path at it. Files deleted since they were migrated come back:
-tape does not record deletions.`,
-		Args: exactArgs(1, "rebuild-catalog [--config FILE] NEW.db"),
+on tape only). The server must be stopped.
+
+The new catalog is a SQLite file (NEW.db, which must not exist) or, given a
+postgres:// or postgresql:// URL, a PostgreSQL schema: the one the URL's
+search_path names, e.g. postgres://strata@dbhost/strata?search_path=rebuilt,
+which must be empty or missing. To use it, point [catalog] path (or driver
+and dsn) at it. Files deleted since they were migrated come back: tape does
+not record deletions.`,
+		Args: exactArgs(1, "rebuild-catalog [--config FILE] NEW.db | postgres://URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
 				if dataDir != "" {
@@ -134,7 +139,7 @@ tape does not record deletions.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "rebuilt %s: %d files (%d tape copies) from %d tape files on %d cartridges\n", args[0], res.Files, res.Copies, res.TapeFiles, res.Cartridges)
+			fmt.Fprintf(e.stdout, "rebuilt %s: %d files (%d tape copies) from %d tape files on %d cartridges\n", server.Redacted(args[0]), res.Files, res.Copies, res.TapeFiles, res.Cartridges)
 			return nil
 		},
 	}

@@ -14,8 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -612,11 +614,13 @@ func openCatalog(c config.Catalog) (catalog.Store, error) {
 }
 
 // RebuildCatalog writes a new catalog at out from the tape library alone
-// (see core.Rebuild). It takes the data directory's lock: the server must
-// not be running.
+// (see core.Rebuild): a new SQLite file, or, when out is a postgres:// or
+// postgresql:// URL, the empty (or missing) PostgreSQL schema it names. It
+// takes the data directory's lock: the server must not be running.
 func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slog.Logger) (core.RebuildResult, error) {
 	var res core.RebuildResult
-	if _, err := os.Stat(out); err == nil {
+	pg := IsPostgresURL(out)
+	if _, err := os.Stat(out); err == nil && !pg {
 		return res, fmt.Errorf("rebuild: %s exists", out)
 	}
 	lock, err := lockDir(cfg.DataDir)
@@ -631,10 +635,29 @@ func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slo
 	if hc.Library == nil {
 		return res, errors.New("rebuild: no tape library configured")
 	}
-	store, err := sqlite.Open(out, sqlite.Options{Sync: cfg.Catalog.Sync})
+	var store *sqlstore.Store
+	if pg {
+		store, err = postgres.Open(out, postgres.Options{Sync: cfg.Catalog.Sync, New: true})
+	} else {
+		store, err = sqlite.Open(out, sqlite.Options{Sync: cfg.Catalog.Sync})
+	}
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("rebuild: %w", err)
 	}
 	defer store.Close()
 	return core.Rebuild(ctx, hc.Library, store, log)
+}
+
+// IsPostgresURL says whether a catalog named on the command line is a
+// PostgreSQL database rather than a SQLite file.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Redacted is a catalog's name fit to print: a URL's password hidden.
+func Redacted(s string) string {
+	if u, err := url.Parse(s); err == nil && IsPostgresURL(s) {
+		return u.Redacted()
+	}
+	return s
 }

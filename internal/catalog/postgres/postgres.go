@@ -43,7 +43,14 @@ type Options struct {
 	// catalog to end (default 5 s): a server restarted at once may find
 	// its predecessor's database session still closing.
 	LockWait time.Duration
+	// New refuses a schema that already holds tables: a catalog written
+	// from scratch (strata rebuild-catalog) goes into an empty one only.
+	New bool
 }
+
+// ErrNotNew is returned by Open with Options.New when the schema holds
+// tables already.
+var ErrNotNew = errors.New("catalog: the schema already holds tables; name a new one")
 
 // lockKey and the catalog's schema name the advisory lock a writing server
 // holds ("stra" in ASCII): one catalog per schema.
@@ -102,6 +109,19 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 			return nil, fmt.Errorf("%w (%s)", ErrLocked, where)
 		}
 		return nil, fmt.Errorf("catalog: connect %s: %w", where, err)
+	}
+	if o.New {
+		// Checked under the advisory lock: no other server can be
+		// creating the tables meanwhile.
+		var n int
+		if err := wdb.QueryRow("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").Scan(&n); err != nil {
+			wdb.Close()
+			return nil, fmt.Errorf("catalog: connect %s: %w", where, err)
+		}
+		if n > 0 {
+			wdb.Close()
+			return nil, fmt.Errorf("%w (%s)", ErrNotNew, where)
+		}
 	}
 	if err := sqlstore.Migrate(wdb, goose.DialectPostgres, migrations); err != nil {
 		wdb.Close()

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -81,6 +82,20 @@ func Stop() {
 // when PostgreSQL is not installed, unless RequireEnv is set.
 func DSN(t testing.TB) string {
 	t.Helper()
+	schema := newSchema(t) // first: it starts the cluster
+	return shared.dsn(schema)
+}
+
+// URL is DSN as a postgres:// URL.
+func URL(t testing.TB) string {
+	t.Helper()
+	schema := newSchema(t)
+	q := url.Values{"host": {shared.dir}, "port": {strconv.Itoa(port)}, "sslmode": {"disable"}, "search_path": {schema}}
+	return "postgres://strata@/postgres?" + q.Encode()
+}
+
+func newSchema(t testing.TB) string {
+	t.Helper()
 	once.Do(func() { shared, errOnce = start() })
 	if errOnce != nil {
 		if errors.Is(errOnce, errNoServer) && os.Getenv(RequireEnv) == "" {
@@ -99,7 +114,7 @@ func DSN(t testing.TB) string {
 	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
-	return shared.dsn(schema)
+	return schema
 }
 
 func (c *cluster) dsn(schema string) string {
