@@ -75,19 +75,7 @@ func TestRecallPlacementHoldsSpace(t *testing.T) {
 	} {
 		t.Run(lim.name, func(t *testing.T) {
 			ctx := context.Background()
-			store, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{{ID: "d0", Pool: "disk", Capacity: lim.capacity, Free: lim.free}}}); err != nil {
-				t.Fatal(err)
-			}
+			c, _ := newTestCore(t, nil, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: lim.capacity, Free: lim.free})
 			steps := []struct {
 				name    string
 				need    int64
@@ -164,21 +152,8 @@ func TestPickVolumeConcurrent(t *testing.T) {
 // others' reservations have made stale.
 func TestCreatesRacingForSpace(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	store := staleDevices{db}
-	c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{
-		{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, {ID: "d1", Pool: "disk", Capacity: 1000, Free: 1 << 30}}}); err != nil {
-		t.Fatal(err)
-	}
+	c, store := newTestCore(t, func(s catalog.Store) catalog.Store { return staleDevices{s} },
+		api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, api.DeviceInfo{ID: "d1", Pool: "disk", Capacity: 1000, Free: 1 << 30})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	reserved := 0
@@ -229,21 +204,10 @@ func TestCreatesRacingForSpace(t *testing.T) {
 // before another create filled it.
 func TestCreatePlacedAgainWhenRefused(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	store := &snapshotDevices{Store: db}
-	c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: []api.DeviceInfo{
-		{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, {ID: "d1", Pool: "disk", Capacity: 900, Free: 1 << 30}}}); err != nil {
-		t.Fatal(err)
-	}
+	var store *snapshotDevices
+	c, db := newTestCore(t, func(s catalog.Store) catalog.Store { store = &snapshotDevices{Store: s}; return store },
+		api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, api.DeviceInfo{ID: "d1", Pool: "disk", Capacity: 900, Free: 1 << 30})
+	var err error
 	if store.snap, err = db.Devices(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +225,32 @@ func TestCreatePlacedAgainWhenRefused(t *testing.T) {
 	if store.stale != 1 {
 		t.Fatalf("%d stale answers, want the first only", store.stale)
 	}
+}
+
+// newTestCore starts a core on a new SQLite catalog (seen through wrap,
+// if given) with one class of service, "default": one stripe on pool
+// "disk", whose devices devs are served by a local mover.
+func newTestCore(t *testing.T, wrap func(catalog.Store) catalog.Store, devs ...api.DeviceInfo) (*Core, catalog.Store) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var store catalog.Store = db
+	if wrap != nil {
+		store = wrap(db)
+	}
+	c, err := New(ctx, store, []byte("secret"), Config{COS: []COS{{Name: "default", Pool: "disk", StripeWidth: 1, StripeUnit: 1 << 20}}, DefaultCOS: "default"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.RegisterLocal(ctx, api.MoverRegistration{ID: "m0", Addr: "127.0.0.1:1", Devices: devs}); err != nil {
+		t.Fatal(err)
+	}
+	return c, db
 }
 
 // staleDevices answers Devices as the catalog stood a moment ago.
