@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,8 +85,11 @@ func LoadSecret(path string, create bool) ([]byte, error) {
 
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("data directory %s does not exist (set data_dir, or --data)", dir)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
