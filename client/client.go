@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,9 @@ var (
 	ErrNoSpace  = api.ErrNoSpace
 	ErrCorrupt  = api.ErrCorrupt
 	ErrDenied   = api.ErrDenied
+	// ErrUnauthenticated means the server could not tell who is calling:
+	// over TCP a request needs a bearer token (SetToken).
+	ErrUnauthenticated = api.ErrUnauthenticated
 	// ErrOffline means the file is on tape only and was not recalled.
 	ErrOffline = api.ErrOffline
 	// ErrUnreachable means the server could not be contacted at all.
@@ -76,8 +80,10 @@ type Client struct {
 	// Retries is how many times a failed stripe transfer is retried on a
 	// new connection before the operation fails (default 3).
 	Retries int
-	// UID and GID are recorded as the owner of what this client creates.
-	UID, GID uint32
+	// token is the bearer token sent with every control request (the
+	// server ignores it on its Unix socket, where the kernel says who
+	// the caller is).
+	token string
 }
 
 // New returns a client for the server at addr ("host:port" or a URL).
@@ -100,9 +106,42 @@ func New(addr string) (*Client, error) {
 		tr.MaxIdleConnsPerHost = 64
 		rt = tr
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: rt}, pool: mover.NewPool(), Retries: 3,
-		UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, nil
+	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: rt}, pool: mover.NewPool(), Retries: 3}, nil
 }
+
+// TokenFile is where `strata login` keeps a user's bearer token:
+// $XDG_CONFIG_HOME/strata/token (~/.config/strata/token), mode 0600.
+func TokenFile() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no config directory for the token: %w", err)
+	}
+	return filepath.Join(dir, "strata", "token"), nil
+}
+
+// DefaultToken is the bearer token a program acting for the user should
+// present over TCP: $STRATA_TOKEN, else the file `strata login` wrote,
+// else none (fine on the server's host, where the Unix socket says who
+// the user is).
+func DefaultToken() string {
+	if t := os.Getenv("STRATA_TOKEN"); t != "" {
+		return t
+	}
+	p, err := TokenFile()
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// SetToken sets the bearer token the client authenticates with over TCP
+// ("strata_…", from `strata token create`). On the core's Unix socket the
+// server takes the caller's identity from the kernel instead.
+func (c *Client) SetToken(tok string) { c.token = strings.TrimSpace(tok) }
 
 // Handover says whether transfers with a mover on this host may pass
 // files instead of streaming through the mover's socket (the default: one
@@ -182,6 +221,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.hc.Transport.RoundTrip(req)
 	if err != nil {
@@ -269,7 +311,7 @@ func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]F
 // an existing directory is not an error.
 func (c *Client) Mkdir(ctx context.Context, p string, parents bool, mode uint32) (*FileInfo, error) {
 	var fi FileInfo
-	return &fi, c.do(ctx, "POST", "/v1/mkdir", nil, api.MkdirRequest{Path: p, Parents: parents, Mode: mode, UID: c.UID, GID: c.GID}, &fi)
+	return &fi, c.do(ctx, "POST", "/v1/mkdir", nil, api.MkdirRequest{Path: p, Parents: parents, Mode: mode}, &fi)
 }
 
 // Rename moves src to dst; an existing dst is replaced only with overwrite.
@@ -292,6 +334,36 @@ func (c *Client) SetAttr(ctx context.Context, r SetAttr) (*FileInfo, error) {
 func (c *Client) DF(ctx context.Context) (*DF, error) {
 	var df DF
 	return &df, c.do(ctx, "GET", "/v1/df", nil, nil, &df)
+}
+
+// WhoAmI returns who the server takes this client to be.
+func (c *Client) WhoAmI(ctx context.Context) (*api.WhoAmI, error) {
+	var w api.WhoAmI
+	return &w, c.do(ctx, "GET", "/v1/whoami", nil, nil, &w)
+}
+
+// TokenRequest and TokenInfo are the bearer tokens' vocabulary.
+type (
+	TokenRequest = api.TokenRequest
+	TokenInfo    = api.TokenInfo
+)
+
+// CreateToken issues a bearer token (admins only); the reply is the only
+// place its secret appears.
+func (c *Client) CreateToken(ctx context.Context, r TokenRequest) (*TokenInfo, error) {
+	var t TokenInfo
+	return &t, c.do(ctx, "POST", "/v1/tokens", nil, r, &t)
+}
+
+// Tokens lists the bearer tokens (admins only).
+func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
+	var ts []TokenInfo
+	return ts, c.do(ctx, "GET", "/v1/tokens", nil, nil, &ts)
+}
+
+// RevokeToken revokes a bearer token at once (admins only).
+func (c *Client) RevokeToken(ctx context.Context, id string) error {
+	return c.do(ctx, "POST", "/v1/tokens/revoke", nil, api.RevokeRequest{ID: id}, nil)
 }
 
 // Version returns the server's version.

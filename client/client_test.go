@@ -25,12 +25,7 @@ var ctx = context.Background()
 
 func newClient(t *testing.T, edit func(*config.Config)) (*client.Client, string) {
 	s := testutil.Start(t, edit)
-	c, err := client.New(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, s.Cfg.DataDir
+	return testutil.Client(t, s), s.Cfg.DataDir
 }
 
 func randBytes(seed uint64, n int) []byte {
@@ -443,6 +438,7 @@ func TestControlSocketReprobe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	c.SetToken(testutil.Token(t, s, "root", 0)) // no socket: TCP needs a token
 	if _, err := c.Mkdir(ctx, "/d", false, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -478,11 +474,12 @@ func TestControlSocketReprobe(t *testing.T) {
 // need escaping; a caller's page size and a stop from the callback are
 // honoured; a file lists itself.
 func TestListPages(t *testing.T) {
-	c, _ := newClient(t, func(cfg *config.Config) { cfg.ListPage = 4 })
+	s := testutil.Start(t, func(cfg *config.Config) { cfg.ListPage = 4 })
+	c := testutil.Client(t, s)
 	if _, err := c.Mkdir(ctx, "/d", false, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"a b", "50%", "new\nline", "ü", "x&y=z", "+plus", "%2F", "z"}
+	names := []string{"a b", "50%", "new line", "ü", "x&y=z", "+plus", "%2F", "z"}
 	for i := 0; i < 13; i++ {
 		names = append(names, fmt.Sprintf("f%02d", i))
 	}
@@ -538,20 +535,23 @@ func TestListPages(t *testing.T) {
 	}
 
 	// The wire, as curl sees it.
+	tok := testutil.Token(t, s, "root", 0)
 	for _, tc := range []struct {
 		query  string
 		status int
 		next   string
 	}{
 		{"path=/d&limit=2", 200, "%2Bplus"}, // "%2F", then "+plus"
-		{"path=/d&after=new%0Aline&limit=1", 200, "x%26y%3Dz"},
+		{"path=/d&after=new%20line&limit=1", 200, "x%26y%3Dz"},
 		{"path=/d&after=z", 200, ""},
 		{"path=/d&limit=x", 400, ""},
 		{"path=/d&limit=-1", 400, ""},
 		{"limit=1", 400, ""},
 		{"path=/nope", 404, ""},
 	} {
-		resp, err := http.Get(c.Server() + "/v1/list?" + tc.query)
+		req, _ := http.NewRequest("GET", c.Server()+"/v1/list?"+tc.query, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,11 +79,7 @@ func TestStripeRetriesSurviveCutConnections(t *testing.T) {
 		cfg.Mover.Advertise = cut.ln.Addr().String()
 	})
 	cut.target = s.DataAddr()
-	c, err := client.New(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testutil.Client(t, s)
 	c.TCPOnly(true) // the proxy is on the TCP path
 	data := randBytes(21, 3<<20+4321)
 	fi, err := c.Put(ctx, "/flaky", bytes.NewReader(data), int64(len(data)), client.PutOptions{})

@@ -44,7 +44,7 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
+		Overwrite: o.Overwrite, Mode: o.Mode}, &cr)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	}
 	var fi FileInfo
 	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &fi)
+		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Mode: o.Mode}, &fi)
 	if err != nil {
 		return nil, err
 	}

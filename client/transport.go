@@ -48,26 +48,81 @@ var reprobeAfter = time.Minute
 const maxIdleConns = 64
 
 type pconn struct {
-	c  net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	c    net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	idle time.Time // when it went back to the pool
 }
+
+// checkIdleAfter is how long a pooled connection may sit before a request
+// that must not be sent twice first checks that the server has not closed
+// it (a variable for tests).
+var checkIdleAfter = time.Second
 
 func newTransport(addr string) *transport {
 	return &transport{addr: addr, dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
 }
 
-func (t *transport) get(ctx context.Context) (*pconn, bool, error) {
-	t.mu.Lock()
-	if n := len(t.idle); n > 0 {
+// get returns a connection: a pooled one, or a new one. For a request
+// that must not run twice (check), a connection that has sat idle a while
+// is first checked for a close from the server, which can then never be
+// mistaken for a failure after the request was sent.
+func (t *transport) get(ctx context.Context, check bool) (*pconn, bool, error) {
+	for {
+		t.mu.Lock()
+		n := len(t.idle)
+		if n == 0 {
+			t.mu.Unlock()
+			break
+		}
 		pc := t.idle[n-1]
 		t.idle = t.idle[:n-1]
 		t.mu.Unlock()
+		if check && time.Since(pc.idle) >= checkIdleAfter && closedByPeer(pc) {
+			pc.c.Close()
+			continue
+		}
 		return pc, true, nil
 	}
-	t.mu.Unlock()
 	pc, err := t.dial(ctx)
 	return pc, false, err
+}
+
+// closedByPeer reports whether an idle connection has been closed (or has
+// unexpected bytes waiting): a peek that may not wait finds EOF or data
+// instead of EAGAIN. (A read with a deadline already past would not even
+// try: Go's poller answers it with a timeout before the system call.)
+func closedByPeer(pc *pconn) bool {
+	if pc.br.Buffered() > 0 {
+		return true
+	}
+	sc, ok := pc.c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n > 0 || err == nil || !errors.Is(err, syscall.EAGAIN)
+		return true // never wait
+	})
+	return closed
+}
+
+// idempotent requests may be sent again when a reused connection fails
+// after they were written (net/http's rule): they change nothing, or
+// nothing more the second time.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
 }
 
 func newPconn(c net.Conn) *pconn {
@@ -173,6 +228,7 @@ func (t *transport) put(pc *pconn) {
 		pc.c.Close()
 		return
 	}
+	pc.idle = time.Now()
 	t.idle = append(t.idle, pc)
 }
 
@@ -193,10 +249,17 @@ func stale(err error) bool {
 }
 
 // RoundTrip implements http.RoundTripper.
+//
+// A request that failed on a reused connection is sent again, once, on a
+// new one only when it cannot have run: writing it failed (the server had
+// closed the connection), or it is idempotent. A create or commit whose
+// bytes all went out may have run before the server went away; sending it
+// again could run it twice, so its error is returned instead.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	safe := idempotent(req.Method)
 	for attempt := 0; ; attempt++ {
-		pc, reused, err := t.get(ctx)
+		pc, reused, err := t.get(ctx, !safe)
 		if err != nil {
 			return nil, err
 		}
@@ -205,6 +268,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			err = pc.bw.Flush()
 		}
+		written := err == nil
 		var resp *http.Response
 		if err == nil {
 			resp, err = http.ReadResponse(pc.br, req)
@@ -213,8 +277,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			stop()
 			pc.c.Close()
 			// A connection from the pool that fails at once was closed by
-			// a server that restarted: the request never reached it.
-			if reused && attempt == 0 && ctx.Err() == nil && stale(err) && (req.Body == nil || req.GetBody != nil) {
+			// a server that restarted.
+			if reused && attempt == 0 && ctx.Err() == nil && stale(err) && (!written || safe) && (req.Body == nil || req.GetBody != nil) {
 				if req.GetBody != nil {
 					if req.Body, err = req.GetBody(); err != nil {
 						return nil, err

@@ -59,7 +59,7 @@ func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptio
 	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Mode: o.Mode, UID: c.UID, GID: c.GID}, &cr)
+		Overwrite: o.Overwrite, Mode: o.Mode}, &cr)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	}
 	var fi FileInfo
 	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Mode: u.o.Mode, UID: u.c.UID, GID: u.c.GID}, &fi)
+		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Mode: u.o.Mode}, &fi)
 	if err != nil {
 		return nil, err
 	}

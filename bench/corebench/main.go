@@ -188,6 +188,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		c.SetToken(client.DefaultToken())
 		c.TCPOnly(*tcp)
 		o = strataOps{c}
 	case *posix != "":

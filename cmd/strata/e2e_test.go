@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,9 @@ type server struct {
 	addr string
 	cmd  *exec.Cmd
 	log  *syncBuffer
+	// token is root's bearer token, made the first time a command goes
+	// over TCP (--tcp-only): on the socket the kernel says who we are.
+	token string
 }
 
 // syncBuffer collects the server's output while a test may read it.
@@ -143,6 +147,12 @@ func (s *server) run(args ...string) (string, string, int) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+	if slices.Contains(args, "--tcp-only") {
+		if s.token == "" {
+			s.token = strings.TrimSpace(s.ok("token", "create", "--user", "root", "--ttl", "1h"))
+		}
+		cmd.Env = append(cmd.Env, "STRATA_TOKEN="+s.token)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

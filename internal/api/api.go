@@ -31,6 +31,9 @@ const (
 	CodeDenied   = "denied"
 	CodeInternal = "internal"
 	CodeOffline  = "offline"
+	// CodeUnauthenticated: no credentials, or ones the server does not
+	// accept (HTTP 401); CodeDenied is an established caller refused (403).
+	CodeUnauthenticated = "unauthenticated"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -46,6 +49,8 @@ var (
 	ErrDenied   = errors.New("permission denied")
 	ErrInternal = errors.New("internal server error")
 	ErrOffline  = errors.New("file is on tape only")
+	// ErrUnauthenticated: the server could not tell who is calling.
+	ErrUnauthenticated = errors.New("not authenticated")
 )
 
 var codes = []struct {
@@ -64,6 +69,7 @@ var codes = []struct {
 	{CodeDenied, ErrDenied, 403},
 	{CodeInternal, ErrInternal, 500},
 	{CodeOffline, ErrOffline, 409},
+	{CodeUnauthenticated, ErrUnauthenticated, 401},
 }
 
 // CodeOf returns the code and HTTP status for err.
@@ -279,8 +285,6 @@ type MkdirRequest struct {
 	Parents bool   `json:"parents,omitempty"`
 	COS     string `json:"cos,omitempty"` // default class of service below it
 	Mode    uint32 `json:"mode,omitempty"`
-	UID     uint32 `json:"uid"`
-	GID     uint32 `json:"gid"`
 }
 
 // CreateRequest asks for a layout to write a new file of Size bytes. A
@@ -295,8 +299,6 @@ type CreateRequest struct {
 	StripeUnit int64  `json:"stripe_unit,omitempty"`
 	Overwrite  bool   `json:"overwrite,omitempty"` // replace an existing file atomically
 	Mode       uint32 `json:"mode,omitempty"`
-	UID        uint32 `json:"uid"`
-	GID        uint32 `json:"gid"`
 }
 
 // StripeTarget tells a client where to send or fetch one stripe.
@@ -340,8 +342,6 @@ type CommitRequest struct {
 	COS       string           `json:"cos,omitempty"`
 	Overwrite bool             `json:"overwrite,omitempty"`
 	Mode      uint32           `json:"mode,omitempty"`
-	UID       uint32           `json:"uid"`
-	GID       uint32           `json:"gid"`
 }
 
 // AbortRequest abandons a pending write.
@@ -441,4 +441,48 @@ type COS struct {
 	TapeCopies  int    `json:"tape_copies"`
 	TapeOnly    bool   `json:"tape_only,omitempty"`
 	Default     bool   `json:"default,omitempty"`
+}
+
+// TokenRequest asks for a new bearer token (admin only). The user is
+// looked up on the server's host for its uid and groups unless UID is
+// given.
+type TokenRequest struct {
+	User   string   `json:"user"`
+	UID    *uint32  `json:"uid,omitempty"`
+	GID    *uint32  `json:"gid,omitempty"`
+	Groups []uint32 `json:"groups,omitempty"`
+	TTL    float64  `json:"ttl_seconds,omitempty"` // 0: never expires
+	Scopes []string `json:"scopes,omitempty"`      // "storage.read:/path"; none: the user's permissions
+}
+
+// TokenInfo describes a bearer token; Token (the secret) is set only in
+// the reply that created it.
+type TokenInfo struct {
+	ID      string     `json:"id"`
+	Token   string     `json:"token,omitempty"`
+	User    string     `json:"user"`
+	UID     uint32     `json:"uid"`
+	GID     uint32     `json:"gid"`
+	Groups  []uint32   `json:"groups,omitempty"`
+	Scopes  []string   `json:"scopes,omitempty"`
+	Created time.Time  `json:"created"`
+	Expires *time.Time `json:"expires,omitempty"`
+	Revoked *time.Time `json:"revoked,omitempty"`
+}
+
+// RevokeRequest revokes a token by ID.
+type RevokeRequest struct {
+	ID string `json:"id"`
+}
+
+// WhoAmI is who the server takes the caller to be.
+type WhoAmI struct {
+	User   string   `json:"user"`
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+	Admin  bool     `json:"admin,omitempty"`
+	Method string   `json:"method"`
+	Token  string   `json:"token_id,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
 }

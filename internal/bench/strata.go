@@ -37,6 +37,7 @@ func openStrata(ctx context.Context, spec string) (*stratat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", spec, err)
 	}
+	c.SetToken(client.DefaultToken())
 	if _, err := c.Version(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("target %s: %w", spec, err)

@@ -270,7 +270,33 @@ type Store interface {
 	// NextEpoch increments and returns the core epoch.
 	NextEpoch(ctx context.Context) (int64, error)
 
+	// PutToken records a new bearer token; ErrExist if its ID is taken.
+	PutToken(ctx context.Context, t Token) error
+	// Token returns the token with the given ID (revoked ones too).
+	Token(ctx context.Context, id string) (Token, error)
+	// Tokens lists every token by creation time.
+	Tokens(ctx context.Context) ([]Token, error)
+	// RevokeToken marks a token revoked at the given time (Unix ns);
+	// ErrNotFound if there is none, and revoking twice keeps the first
+	// time.
+	RevokeToken(ctx context.Context, id string, at int64) error
+
 	Close() error
+}
+
+// Token is a bearer token's record: who it stands for, what it may do,
+// and the hash of its secret (never the secret). Times are Unix ns;
+// Expires 0 never expires, Revoked 0 is not revoked.
+type Token struct {
+	ID       string
+	User     string
+	UID, GID uint32
+	Groups   []uint32
+	Scopes   []string // "storage.read:/path"; none: the user's permissions alone
+	Hash     string
+	Created  int64
+	Expires  int64
+	Revoked  int64
 }
 
 // MaxNameLen bounds one path component, as on most POSIX file systems.

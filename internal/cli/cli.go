@@ -46,7 +46,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.PersistentFlags().BoolVar(&e.tcpOnly, "tcp-only", false, "reach the core and movers over TCP even on their own host (default: their Unix sockets there)")
 	root.PersistentFlags().BoolVar(&e.noHandover, "no-handover", false, "stream reads and puts through the sockets of movers on this host (default: pass files between client and mover)")
 	root.AddCommand(e.serveCmd(), e.moverCmd(), e.mkdirCmd(), e.putCmd(), e.getCmd(), e.catCmd(), e.lsCmd(), e.statCmd(),
-		e.mvCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd(), e.stageCmd(), e.migrateCmd(), e.purgeCmd(), e.adminCmd(), e.rebuildCmd(), e.repackCmd(), e.chcosCmd(), e.benchCmd(), e.simCmd())
+		e.mvCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd(), e.stageCmd(), e.migrateCmd(), e.purgeCmd(), e.adminCmd(), e.rebuildCmd(), e.repackCmd(), e.chcosCmd(), e.benchCmd(), e.simCmd(),
+		e.tokenCmd(), e.loginCmd(), e.whoamiCmd(), e.chownCmd())
 	root.SetArgs(args)
 	// Flag errors are usage errors: one line, like every other failure.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -66,6 +67,9 @@ func oneLine(err error) string {
 	if errors.Is(err, context.Canceled) {
 		msg = "interrupted"
 	}
+	if errors.Is(err, client.ErrUnauthenticated) && !strings.Contains(msg, "STRATA_TOKEN") {
+		msg += " (set STRATA_TOKEN or run `strata login`)"
+	}
 	return strings.Join(strings.Fields(msg), " ")
 }
 
@@ -75,6 +79,9 @@ func (e *env) client() (*client.Client, error) {
 		addr = os.Getenv("STRATA_SERVER")
 	}
 	c, err := client.New(addr)
+	if err == nil {
+		c.SetToken(client.DefaultToken())
+	}
 	if err == nil && e.tcpOnly {
 		c.TCPOnly(true)
 	}
@@ -109,6 +116,15 @@ func exactArgs(n int, usage string) cobra.PositionalArgs {
 func minArgs(n int, usage string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
+			return fmt.Errorf("usage: strata %s", usage)
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int, usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
 			return fmt.Errorf("usage: strata %s", usage)
 		}
 		return nil

@@ -159,6 +159,20 @@ type Config struct {
 	Devices   []Device   `toml:"device"`
 	COS       []COS      `toml:"cos"`
 	SizeRules []SizeRule `toml:"cos_rule"`
+	Auth      Auth       `toml:"auth"`
+}
+
+// Auth configures who may do what (see docs/SECURITY.md).
+type Auth struct {
+	// AdminGroups name the groups (of this host, by name or gid) whose
+	// members are admins, besides root.
+	AdminGroups []string `toml:"admin_groups"`
+	// Umask clears mode bits of entries created without a mode, as a
+	// process umask does (octal; default "022").
+	Umask string `toml:"umask"`
+	// PublicMetrics leaves /metrics open to callers without credentials
+	// (default true: it names devices and counts, no paths or users).
+	PublicMetrics *bool `toml:"public_metrics"`
 }
 
 // Default returns the built-in configuration: one node on 127.0.0.1, data
@@ -171,6 +185,7 @@ func Default() Config {
 		// An emulated LTO-9 library, 100 times faster than real time so a
 		// mount takes a quarter of a second.
 		Library: Library{Generation: "LTO-9", Drives: 4, Cartridges: 20, TimeScale: "x100"},
+		Auth:    Auth{Umask: "022"},
 		HSM: HSM{MigrateAfter: "15m", MigrateEvery: "30s", MigrateDrives: 2, Aggregate: 1 << 30, StripeMin: 16 << 30, HighWater: 0.9, LowWater: 0.7,
 			PurgeEvery: "30s", RecallMinFiles: 100, RecallMinBytes: 8 << 30, RecallMaxAge: "2m"},
 		COS: []COS{
@@ -255,6 +270,7 @@ func merge(c *Config, f Config) {
 	set(&c.Mover.Metrics, f.Mover.Metrics)
 	mergeFields(&c.Library, f.Library)
 	mergeFields(&c.HSM, f.HSM)
+	mergeFields(&c.Auth, f.Auth)
 	if f.Devices != nil {
 		c.Devices = f.Devices
 	}

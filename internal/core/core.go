@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/mover"
 	"github.com/strata-storage/strata/internal/token"
@@ -57,6 +58,18 @@ type Config struct {
 	// 10,000): a directory of millions is listed page by page, so neither
 	// the server nor a client holds all of it at once.
 	ListPage int
+	// ReadTokenTTL bounds a read's capability tokens (default the
+	// smaller of TokenTTL and 1h): a token lives no longer than a
+	// transfer needs, and a reader that outlives it opens the file again.
+	ReadTokenTTL time.Duration
+	// Umask clears mode bits of new entries created without a mode
+	// (files 0666, directories 0777 before it). Default 022 (UmaskSet
+	// false); set UmaskSet to use 0.
+	Umask    uint32
+	UmaskSet bool
+	// AdminGroups are the groups whose members are admins (besides uid
+	// 0).
+	AdminGroups []uint32
 }
 
 // SizeRule maps files of at most MaxSize bytes to a class of service.
@@ -87,14 +100,22 @@ type Core struct {
 	// two recalls (or the scheduler's buffer check) could count the same
 	// free bytes twice.
 	held     map[string]int64
-	inflight map[int64][]string // pending bitfile → its devices
+	inflight map[int64]inflight // pending bitfiles of this epoch
 	load     map[string]int     // device → writes in flight
 	rr       int                // rotates ties in placement
 	local    api.Local          // the control API's Unix socket, if any
 
 	atimes chan catalog.Inode // access-time updates, applied by one goroutine
+	tokens tokenCache
 
 	hsm *hsm // nil without a tape library
+}
+
+// inflight is a write in progress: where it is placed, and who started it
+// (only they may commit or abort it).
+type inflight struct {
+	devs []string
+	uid  uint32
 }
 
 type moverState struct {
@@ -122,10 +143,17 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	if cfg.ListPage <= 0 {
 		cfg.ListPage = 10000
 	}
+	if cfg.ReadTokenTTL == 0 {
+		cfg.ReadTokenTTL = min(cfg.TokenTTL, time.Hour)
+	}
+	if !cfg.UmaskSet {
+		cfg.Umask = 0o022
+	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, log: log,
 		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, held: map[string]int64{},
-		inflight: map[int64][]string{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
+		inflight: map[int64]inflight{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
+	c.tokens.m = map[string]catalog.Token{}
 	c.hsm = newHSM(c, cfg.HSM)
 	if err := c.loadClasses(ctx, cfg.COS); err != nil {
 		return nil, err
@@ -255,9 +283,14 @@ func target(ep mover.Endpoint, t api.StripeTarget) api.StripeTarget {
 	return t
 }
 
-func (c *Core) sign(op, device, object string, maxLen int64) string {
-	return c.signer.Sign(token.Claims{Op: op, Device: device, Object: object, MaxLen: maxLen, Epoch: c.epoch,
-		Expires: c.now().Add(c.cfg.TokenTTL).Unix()})
+// sign issues a capability for one transfer, bound to the caller who
+// asked for it (movers log whom they served) and living ttl.
+func (c *Core) sign(who *auth.Identity, op, device, object string, maxLen int64, ttl time.Duration) string {
+	cl := token.Claims{Op: op, Device: device, Object: object, MaxLen: maxLen, Epoch: c.epoch, Expires: c.now().Add(ttl).Unix()}
+	if who != nil {
+		cl.User, cl.UID = who.User, who.UID
+	}
+	return c.signer.Sign(cl)
 }
 
 // stripeLen is how many of size bytes land on stripe k of w with unit u:
@@ -364,7 +397,7 @@ func (c *Core) freeLocked(d catalog.Device) int64 {
 func (c *Core) settle(bitfile int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, d := range c.inflight[bitfile] {
+	for _, d := range c.inflight[bitfile].devs {
 		if c.load[d]--; c.load[d] <= 0 {
 			delete(c.load, d)
 		}
@@ -373,15 +406,4 @@ func (c *Core) settle(bitfile int64) {
 }
 
 // splitParent splits a path into its parent's components and its name.
-func splitParent(p string) ([]string, string, error) {
-	comps, err := catalog.SplitPath(p)
-	if err != nil {
-		return nil, "", err
-	}
-	if len(comps) == 0 {
-		return nil, "", api.Errorf(api.ErrInvalid, "%q: the root has no parent", p)
-	}
-	return comps[:len(comps)-1], comps[len(comps)-1], nil
-}
-
 func joinPath(comps []string) string { return "/" + strings.Join(comps, "/") }

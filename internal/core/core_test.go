@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
 	"github.com/strata-storage/strata/internal/tape"
@@ -74,7 +75,7 @@ func TestRecallPlacementHoldsSpace(t *testing.T) {
 		{"file system", 1 << 30, 1500},
 	} {
 		t.Run(lim.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := auth.With(context.Background(), auth.Root)
 			c, _ := newTestCore(t, nil, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: lim.capacity, Free: lim.free})
 			steps := []struct {
 				name    string
@@ -151,7 +152,7 @@ func TestPickVolumeConcurrent(t *testing.T) {
 // device listing is slowed so that most creates place from a view that
 // others' reservations have made stale.
 func TestCreatesRacingForSpace(t *testing.T) {
-	ctx := context.Background()
+	ctx := auth.With(context.Background(), auth.Root)
 	c, store := newTestCore(t, func(s catalog.Store) catalog.Store { return staleDevices{s} },
 		api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, api.DeviceInfo{ID: "d1", Pool: "disk", Capacity: 1000, Free: 1 << 30})
 	var wg sync.WaitGroup
@@ -203,7 +204,7 @@ func TestCreatesRacingForSpace(t *testing.T) {
 // device with room: here its first placement saw d0 empty, as it was
 // before another create filled it.
 func TestCreatePlacedAgainWhenRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := auth.With(context.Background(), auth.Root)
 	var store *snapshotDevices
 	c, db := newTestCore(t, func(s catalog.Store) catalog.Store { store = &snapshotDevices{Store: s}; return store },
 		api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1000, Free: 1 << 30}, api.DeviceInfo{ID: "d1", Pool: "disk", Capacity: 900, Free: 1 << 30})
@@ -232,7 +233,7 @@ func TestCreatePlacedAgainWhenRefused(t *testing.T) {
 // "disk", whose devices devs are served by a local mover.
 func newTestCore(t *testing.T, wrap func(catalog.Store) catalog.Store, devs ...api.DeviceInfo) (*Core, catalog.Store) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := auth.With(context.Background(), auth.Root)
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{Sync: "normal"})
 	if err != nil {
 		t.Fatal(err)

@@ -88,7 +88,11 @@ func (c *Core) loadClasses(ctx context.Context, list []COS) error {
 // catalog and overrides the configuration's class of that name. A change
 // applies to new files at once and to existing ones from then on (their
 // migration, for example, adds the tape copies a class now asks for).
+// Admin only.
 func (c *Core) SetCOS(ctx context.Context, r api.COS) (api.COS, error) {
+	if _, err := admin(ctx, "cos set "+r.Name); err != nil {
+		return r, err
+	}
 	k := COS{Name: r.Name, Pool: r.Pool, StripeWidth: r.StripeWidth, StripeUnit: r.StripeUnit, TapeCopies: r.TapeCopies, TapeOnly: r.TapeOnly}
 	if err := checkCOS(k); err != nil {
 		return r, err

@@ -199,8 +199,11 @@ func (c *Core) ClassesOfService() []api.COS {
 	return out
 }
 
-// Library reports the tape library's state.
+// Library reports the tape library's state, to admins.
 func (c *Core) Library(ctx context.Context) (api.Library, error) {
+	if _, err := admin(ctx, "library"); err != nil {
+		return api.Library{}, err
+	}
 	h := c.hsm
 	if h == nil {
 		return api.Library{}, api.Errorf(api.ErrNotFound, "no tape library configured")

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 )
 
 // maxBody bounds a control request; the largest (a commit of a very wide
@@ -56,7 +57,48 @@ func (c *Core) Handler() http.Handler {
 		c.reply(w, l, nil)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	return c.recoverer(mux)
+	mux.HandleFunc("GET /v1/whoami", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := c.WhoAmI(r.Context())
+		c.reply(w, resp, err)
+	})
+	mux.HandleFunc("POST /v1/tokens", body(c, c.CreateToken))
+	mux.HandleFunc("GET /v1/tokens", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := c.Tokens(r.Context())
+		c.reply(w, resp, err)
+	})
+	mux.HandleFunc("POST /v1/tokens/revoke", body(c, func(ctx context.Context, r api.RevokeRequest) (struct{}, error) {
+		return struct{}{}, c.RevokeToken(ctx, r)
+	}))
+	return c.recoverer(c.authenticate(mux))
+}
+
+// public are the routes anyone may call without credentials: liveness,
+// the version, where the Unix socket is (a client on this host must learn
+// it before it can authenticate by its credentials there), and mover
+// registration (which proves itself with the cluster secret instead).
+var public = map[string]bool{"/healthz": true, "/v1/version": true, "/v1/local": true, "/v1/movers/register": true}
+
+// authenticate puts the caller's identity into every request's context,
+// or answers 401.
+func (c *Core) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if public[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, err := c.Identify(r)
+		if err != nil {
+			if errors.Is(err, api.ErrUnauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+			}
+			c.reply(w, nil, err)
+			return
+		}
+		if auth.From(r.Context()) != id {
+			r = r.WithContext(auth.With(r.Context(), id))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverer turns a panic in a handler into a 500 for that request alone:

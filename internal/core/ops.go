@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/token"
 )
@@ -56,18 +57,26 @@ func residencyOf(b catalog.Bitfile) catalog.Residency {
 	return catalog.Residency{OnDisk: b.OnDisk, Tapes: len(copies)}
 }
 
-func (c *Core) statPath(ctx context.Context, p string) ([]string, catalog.Inode, error) {
-	comps, err := catalog.SplitPath(p)
+func (c *Core) statPath(ctx context.Context, who *auth.Identity, p string) ([]string, catalog.Inode, error) {
+	comps, err := splitPath(p)
 	if err != nil {
 		return nil, catalog.Inode{}, err
 	}
-	in, err := c.resolve(ctx, comps)
+	in, err := c.resolve(ctx, who, comps)
 	return comps, in, err
 }
 
-// Stat describes one entry, with its layout and fixity for files.
+// Stat describes one entry, with its layout and fixity for files. It
+// needs search on the directories above it, nothing on the entry.
 func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
-	comps, in, err := c.statPath(ctx, p)
+	who, err := caller(ctx)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	if err := scoped(who, auth.ScopeRead, p); err != nil {
+		return api.FileInfo{}, err
+	}
+	comps, in, err := c.statPath(ctx, who, p)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("stat: %w", err)
 	}
@@ -86,9 +95,17 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 // List returns a page of a directory's entries in name order: those named
 // after after, at most limit (0 or more than the configured page: a full
 // page). more says the page was cut short and the next one starts after its
-// last name. A file lists itself, on the first page.
+// last name. A file lists itself, on the first page. Listing a directory
+// needs read and search on it.
 func (c *Core) List(ctx context.Context, p, after string, limit int) (out []api.FileInfo, more bool, err error) {
-	comps, in, err := c.statPath(ctx, p)
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := scoped(who, auth.ScopeRead, p); err != nil {
+		return nil, false, err
+	}
+	comps, in, err := c.statPath(ctx, who, p)
 	if err != nil {
 		return nil, false, fmt.Errorf("list: %w", err)
 	}
@@ -97,6 +114,9 @@ func (c *Core) List(ctx context.Context, p, after string, limit int) (out []api.
 			return []api.FileInfo{}, false, nil
 		}
 		return []api.FileInfo{info(joinPath(comps), in)}, false, nil
+	}
+	if err := may(who, in, joinPath(comps), joinPath(comps), auth.Read|auth.Exec); err != nil {
+		return nil, false, err
 	}
 	if limit <= 0 || limit > c.cfg.ListPage {
 		limit = c.cfg.ListPage
@@ -131,10 +151,37 @@ func (c *Core) List(ctx context.Context, p, after string, limit int) (out []api.
 	return out, more, nil
 }
 
+// newEntry is a new entry's owner and mode: the caller owns it; its group
+// is the caller's primary group, or the parent's when the parent has the
+// set-group-ID bit (which a new directory then inherits, so a project
+// tree stays in the project's group); a mode of 0 means def less the
+// configured umask.
+func (c *Core) newEntry(who *auth.Identity, parent dentry, mode, def uint32, dir bool) catalog.Inode {
+	if mode == 0 {
+		mode = def &^ c.cfg.Umask
+	}
+	in := catalog.Inode{Mode: mode & 0o7777, UID: who.UID, GID: who.GID}
+	if parent.mode&0o2000 != 0 {
+		in.GID = parent.gid
+		if dir {
+			in.Mode |= 0o2000
+		}
+	}
+	return in
+}
+
 // Mkdir creates a directory (and, with Parents, its missing ancestors).
+// Each directory created needs write and search on its parent.
 func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, error) {
-	comps, err := catalog.SplitPath(r.Path)
+	who, err := caller(ctx)
 	if err != nil {
+		return api.FileInfo{}, err
+	}
+	comps, err := splitPath(r.Path)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	if err := checkMode(r.Mode, "mkdir "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
 	if len(comps) == 0 {
@@ -143,9 +190,8 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 		}
 		return api.FileInfo{}, api.Errorf(api.ErrExist, "mkdir /")
 	}
-	mode := r.Mode
-	if mode == 0 {
-		mode = 0o755
+	if err := scoped(who, auth.ScopeCreate, joinPath(comps)); err != nil {
+		return api.FileInfo{}, err
 	}
 	if r.COS != "" {
 		if _, err := c.cosFor(r.COS); err != nil {
@@ -153,33 +199,40 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 		}
 	}
 	now := c.now().UnixNano()
-	last := comps[len(comps)-1]
-	mk := func(parent int64, name string) (catalog.Inode, error) {
-		in := catalog.Inode{Parent: parent, Name: name, Mode: mode, UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now}
-		if name == last {
+	last := len(comps) - 1
+	mk := func(parent dentry, i int) (catalog.Inode, error) {
+		if err := mayDir(who, parent, joinPath(comps[:i]), joinPath(comps[:i+1]), auth.Write|auth.Exec); err != nil {
+			return catalog.Inode{}, err
+		}
+		in := c.newEntry(who, parent, r.Mode, 0o777, true)
+		in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime = parent.id, comps[i], now, now, now
+		if i == last {
 			in.COS = r.COS // the new directory's default for what is created below it
 		}
 		return c.store.Mkdir(ctx, in)
 	}
 	if !r.Parents {
-		parent, err := c.resolveDir(ctx, comps[:len(comps)-1])
+		parent, err := c.resolveDirCOS(ctx, who, comps[:last])
 		if err != nil {
 			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", r.Path, err)
 		}
-		in, err := mk(parent, comps[len(comps)-1])
+		in, err := mk(parent, last)
 		if err != nil {
 			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", joinPath(comps), err)
 		}
 		return info(joinPath(comps), in), nil
 	}
 	var in catalog.Inode
-	parent := catalog.RootID
 	for i, name := range comps {
-		in, err = c.store.Lookup(ctx, parent, name)
+		parent, err := c.resolveDirCOS(ctx, who, comps[:i])
+		if err != nil {
+			return api.FileInfo{}, fmt.Errorf("mkdir %s: %w", joinPath(comps[:i+1]), err)
+		}
+		in, err = c.store.Lookup(ctx, parent.id, name)
 		if errors.Is(err, api.ErrNotFound) {
-			in, err = mk(parent, name)
+			in, err = mk(parent, i)
 			if errors.Is(err, api.ErrExist) { // lost a race: fine
-				in, err = c.store.Lookup(ctx, parent, name)
+				in, err = c.store.Lookup(ctx, parent.id, name)
 			}
 		}
 		if err != nil {
@@ -188,7 +241,6 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 		if in.Kind != catalog.KindDir {
 			return api.FileInfo{}, api.Errorf(api.ErrNotDir, "mkdir %s", joinPath(comps[:i+1]))
 		}
-		parent = in.ID
 	}
 	return info(joinPath(comps), in), nil
 }
@@ -228,16 +280,50 @@ func (c *Core) cosFor(name string) (COS, error) {
 	return k, nil
 }
 
-func fileMode(m uint32) uint32 {
-	if m == 0 {
-		return 0o644
+// splitParent validates a path a caller sent and splits it into its
+// directory's components and its name.
+func splitParent(p string) ([]string, string, error) {
+	comps, err := splitPath(p)
+	if err != nil {
+		return nil, "", err
 	}
-	return m & 0o7777
+	if len(comps) == 0 {
+		return nil, "", api.Errorf(api.ErrInvalid, "%q: the root has no parent", p)
+	}
+	return comps[:len(comps)-1], comps[len(comps)-1], nil
+}
+
+// writableDir resolves the directory a new entry goes in and checks that
+// who may create there (write and search), and that a token allows op on
+// the entry's path.
+func (c *Core) writableDir(ctx context.Context, who *auth.Identity, dirComps []string, path, op string) (dentry, error) {
+	if err := scoped(who, op, path); err != nil {
+		return dentry{}, err
+	}
+	dir, err := c.resolveDirCOS(ctx, who, dirComps)
+	if err != nil {
+		return dentry{}, err
+	}
+	return dir, mayDir(who, dir, joinPath(dirComps), path, auth.Write|auth.Exec)
+}
+
+// replaceable checks that who may replace old, an existing entry of dir:
+// the sticky rule, and a token's modify scope.
+func replaceable(who *auth.Identity, dir dentry, dirPath string, old catalog.Inode, path string) error {
+	if err := scoped(who, auth.ScopeModify, path); err != nil {
+		return err
+	}
+	return sticky(who, dir, dirPath, old, path)
 }
 
 // Create returns a write layout for a new file, or commits it at once when
-// it is empty.
+// it is empty. It needs write and search on the parent directory; with
+// Overwrite, an existing file there is replaced as by a rename over it.
 func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
 	dirComps, name, err := splitParent(r.Path)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -245,7 +331,11 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if r.Size < 0 {
 		return api.CreateResponse{}, api.Errorf(api.ErrInvalid, "create %s: negative size", r.Path)
 	}
-	dir, err := c.resolveDirCOS(ctx, dirComps)
+	if err := checkMode(r.Mode, "create "+r.Path); err != nil {
+		return api.CreateResponse{}, err
+	}
+	path := joinPath(append(dirComps, name))
+	dir, err := c.writableDir(ctx, who, dirComps, path, auth.ScopeCreate)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
@@ -253,17 +343,6 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	k, err := c.chooseCOS(r.COS, dir.cos, r.Size)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
-	}
-	path := joinPath(append(dirComps, name))
-	now := c.now().UnixNano()
-	in := catalog.Inode{Parent: parent, Name: name, Mode: fileMode(r.Mode), UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now, COS: k.Name}
-	if r.Size == 0 {
-		in, err := c.store.Commit(ctx, in, nil, r.Overwrite)
-		if err != nil {
-			return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
-		}
-		fi := info(path, in)
-		return api.CreateResponse{File: &fi}, nil
 	}
 	// Fail before any data moves if the name is taken.
 	if old, err := c.store.Lookup(ctx, parent, name); err == nil {
@@ -273,8 +352,22 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		if !r.Overwrite {
 			return api.CreateResponse{}, api.Errorf(api.ErrExist, "create %s", path)
 		}
+		if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
+			return api.CreateResponse{}, err
+		}
 	} else if !errors.Is(err, api.ErrNotFound) {
 		return api.CreateResponse{}, err
+	}
+	now := c.now().UnixNano()
+	if r.Size == 0 {
+		in := c.newEntry(who, dir, r.Mode, 0o666, false)
+		in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
+		in, err := c.store.Commit(ctx, in, nil, r.Overwrite)
+		if err != nil {
+			return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
+		}
+		fi := info(path, in)
+		return api.CreateResponse{File: &fi}, nil
 	}
 	w := k.StripeWidth
 	if r.Stripes > 0 {
@@ -296,12 +389,12 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		devs[i] = p.dev.ID
 	}
 	c.mu.Lock()
-	c.inflight[b.ID] = devs
+	c.inflight[b.ID] = inflight{devs: devs, uid: who.UID}
 	c.mu.Unlock()
 	resp := api.CreateResponse{Bitfile: b.ID, StripeUnit: b.StripeUnit}
 	for i, s := range b.Segments {
 		resp.Stripes = append(resp.Stripes, target(picked[i].ep, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length,
-			Token: c.sign(token.OpWrite, s.Device, s.Object, s.Length)}))
+			Token: c.sign(who, token.OpWrite, s.Device, s.Object, s.Length, c.cfg.TokenTTL)}))
 	}
 	return resp, nil
 }
@@ -347,10 +440,37 @@ func (c *Core) reserve(ctx context.Context, k COS, w int, size int64) (catalog.B
 	}
 }
 
+// writer checks that who started pending write bitfile (or is an admin):
+// a write belongs to the caller who created it.
+func (c *Core) writer(who *auth.Identity, bitfile int64, what string) error {
+	c.mu.Lock()
+	w, ok := c.inflight[bitfile]
+	c.mu.Unlock()
+	if !ok {
+		return api.Errorf(api.ErrInvalid, "%s: write %d is not in progress (expired, aborted or committed)", what, bitfile)
+	}
+	if who.Admin || w.uid == who.UID {
+		return nil
+	}
+	return fmt.Errorf("%s: %w (write %d belongs to another user)", what, api.ErrDenied, bitfile)
+}
+
 // Commit makes a written file visible, after checking every mover receipt.
+// The caller must be the one that created the write, and may commit it
+// only where it may create a file.
 func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
 	dirComps, name, err := splitParent(r.Path)
 	if err != nil {
+		return api.FileInfo{}, err
+	}
+	if err := checkMode(r.Mode, "commit "+r.Path); err != nil {
+		return api.FileInfo{}, err
+	}
+	if err := c.writer(who, r.Bitfile, "commit "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
 	b, err := c.store.Bitfile(ctx, r.Bitfile)
@@ -378,43 +498,71 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 		want.CRC32C = got.CRC32C
 	}
 	b.Size, b.Fixity = r.Size, r.Fixity
-	dir, err := c.resolveDirCOS(ctx, dirComps)
+	path := joinPath(append(dirComps, name))
+	dir, err := c.writableDir(ctx, who, dirComps, path, auth.ScopeCreate)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	parent := dir.id
+	if r.Overwrite {
+		if old, err := c.store.Lookup(ctx, parent, name); err == nil {
+			if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
+				return api.FileInfo{}, err
+			}
+		}
+	}
 	k, err := c.chooseCOS(r.COS, dir.cos, b.Size)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	now := c.now().UnixNano()
-	in := catalog.Inode{Parent: parent, Name: name, Mode: fileMode(r.Mode), UID: r.UID, GID: r.GID, Mtime: now, Ctime: now, Atime: now, COS: k.Name}
+	in := c.newEntry(who, dir, r.Mode, 0o666, false)
+	in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
 	in, err = c.store.Commit(ctx, in, &b, r.Overwrite)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	c.settle(b.ID)
-	fi := info(joinPath(append(dirComps, name)), in)
+	fi := info(path, in)
 	fi.Layout, fi.Fixity = layout(b), b.Fixity
 	return fi, nil
 }
 
-// Abort abandons a pending write; its space is reclaimed.
+// Abort abandons a pending write; its space is reclaimed. Only the
+// write's creator (or an admin) may.
 func (c *Core) Abort(ctx context.Context, r api.AbortRequest) error {
-	err := c.store.Abort(ctx, r.Bitfile)
+	who, err := caller(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.writer(who, r.Bitfile, "abort"); err != nil {
+		return err
+	}
+	err = c.store.Abort(ctx, r.Bitfile)
 	c.settle(r.Bitfile)
 	return err
 }
 
-// Open returns a read layout with tokens for every stripe.
+// Open returns a read layout with tokens for every stripe. It needs read
+// permission on the file.
 func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
-	comps, in, err := c.statPath(ctx, p)
+	who, err := caller(ctx)
+	if err != nil {
+		return api.OpenResponse{}, err
+	}
+	if err := scoped(who, auth.ScopeRead, p); err != nil {
+		return api.OpenResponse{}, err
+	}
+	comps, in, err := c.statPath(ctx, who, p)
 	if err != nil {
 		return api.OpenResponse{}, fmt.Errorf("open: %w", err)
 	}
 	path := joinPath(comps)
 	if in.Kind == catalog.KindDir {
 		return api.OpenResponse{}, api.Errorf(api.ErrIsDir, "open %s", path)
+	}
+	if err := may(who, in, path, path, auth.Read); err != nil {
+		return api.OpenResponse{}, err
 	}
 	resp := api.OpenResponse{File: info(path, in)}
 	if in.Bitfile == 0 {
@@ -436,7 +584,7 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 			return resp, fmt.Errorf("open %s: stripe %d: %w", path, s.Stripe, err)
 		}
 		resp.Stripes = append(resp.Stripes, target(ep, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length, CRC32C: s.CRC32C,
-			Token: c.sign(token.OpRead, s.Device, s.Object, 0)}))
+			Token: c.sign(who, token.OpRead, s.Device, s.Object, 0, c.cfg.ReadTokenTTL)}))
 	}
 	c.touch(in)
 	return resp, nil
@@ -457,31 +605,59 @@ func (c *Core) touch(in catalog.Inode) {
 	}
 }
 
-// parentOf resolves the directory holding p and returns it with p's name;
-// errors name the operation and the path.
-func (c *Core) parentOf(ctx context.Context, op, p string) (int64, string, error) {
-	dir, name, err := splitParent(p)
+// entryIn resolves the directory holding p, checks that who may change
+// it (write and search; scope op on p), and returns it with p's entry.
+func (c *Core) entryIn(ctx context.Context, who *auth.Identity, p, op string) (dir dentry, dirPath, path string, in catalog.Inode, err error) {
+	dirComps, name, err := splitParent(p)
 	if err != nil {
-		return 0, "", err
+		return dentry{}, "", "", in, err
 	}
-	parent, err := c.resolveDir(ctx, dir)
+	dirPath, path = joinPath(dirComps), joinPath(append(dirComps, name))
+	if dir, err = c.writableDir(ctx, who, dirComps, path, op); err != nil {
+		return dentry{}, "", "", in, err
+	}
+	in, err = c.store.Lookup(ctx, dir.id, name)
 	if err != nil {
-		return 0, "", fmt.Errorf("%s %s: %w", op, p, err)
+		return dentry{}, "", "", in, notFoundAt(err, append(dirComps, name))
 	}
-	return parent, name, nil
+	return dir, dirPath, path, in, nil
 }
 
-// Rename moves an entry.
+// Rename moves an entry. It needs write and search on both directories,
+// the sticky rule in each (for the entry moved and any it replaces), and
+// write on a directory moved to another parent (its ".." changes).
 func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
-	sp, sName, err := c.parentOf(ctx, "rename", r.Src)
+	who, err := caller(ctx)
 	if err != nil {
 		return err
 	}
-	dp, dName, err := c.parentOf(ctx, "rename to", r.Dst)
+	sd, sDir, src, moving, err := c.entryIn(ctx, who, r.Src, auth.ScopeModify)
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", r.Src, err)
+	}
+	if err := sticky(who, sd, sDir, moving, src); err != nil {
+		return err
+	}
+	dComps, dName, err := splitParent(r.Dst)
 	if err != nil {
 		return err
 	}
-	moved, err := c.store.Rename(ctx, sp, sName, dp, dName, r.Overwrite, c.now().UnixNano())
+	dst := joinPath(append(dComps, dName))
+	dd, err := c.writableDir(ctx, who, dComps, dst, auth.ScopeCreate)
+	if err != nil {
+		return fmt.Errorf("rename to %s: %w", r.Dst, err)
+	}
+	if old, err := c.store.Lookup(ctx, dd.id, dName); err == nil {
+		if err := replaceable(who, dd, joinPath(dComps), old, dst); err != nil {
+			return err
+		}
+	}
+	if moving.Kind == catalog.KindDir && dd.id != sd.id {
+		if err := may(who, moving, src, src, auth.Write); err != nil {
+			return err
+		}
+	}
+	moved, err := c.store.Rename(ctx, sd.id, moving.Name, dd.id, dName, r.Overwrite, c.now().UnixNano())
 	if moved.Kind == catalog.KindDir {
 		c.dc.invalidate()
 	}
@@ -491,13 +667,28 @@ func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
 	return nil
 }
 
-// Remove deletes an entry.
+// Remove deletes an entry. It needs write and search on the parent and
+// the sticky rule there. A tree is removed in one transaction for an
+// admin; anyone else's recursive remove walks it as rm -r does, each
+// entry checked, and stops at the first it may not remove.
 func (c *Core) Remove(ctx context.Context, r api.RemoveRequest) error {
-	parent, name, err := c.parentOf(ctx, "remove", r.Path)
+	who, err := caller(ctx)
 	if err != nil {
 		return err
 	}
-	gone, err := c.store.Remove(ctx, parent, name, r.Recursive)
+	dir, dirPath, path, in, err := c.entryIn(ctx, who, r.Path, auth.ScopeModify)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", r.Path, err)
+	}
+	if err := sticky(who, dir, dirPath, in, path); err != nil {
+		return err
+	}
+	if in.Kind == catalog.KindDir && r.Recursive && !who.Admin {
+		if err := c.removeTree(ctx, who, in, path); err != nil {
+			return err
+		}
+	}
+	gone, err := c.store.Remove(ctx, dir.id, in.Name, r.Recursive && who.Admin)
 	if gone.Kind == catalog.KindDir {
 		c.dc.invalidate()
 	}
@@ -507,21 +698,88 @@ func (c *Core) Remove(ctx context.Context, r api.RemoveRequest) error {
 	return nil
 }
 
-// SetAttr changes attributes.
+// removeTree empties directory d (at path) for a caller who is not an
+// admin, depth first, checking each step as the caller's own rm -r would
+// be checked: read, write and search on every directory emptied, the
+// sticky rule for every entry.
+func (c *Core) removeTree(ctx context.Context, who *auth.Identity, d catalog.Inode, path string) error {
+	if err := may(who, d, path, path, auth.Read|auth.Write|auth.Exec); err != nil {
+		return err
+	}
+	de := dentry{id: d.ID, mode: d.Mode, uid: d.UID, gid: d.GID}
+	for {
+		ents, err := c.store.List(ctx, d.ID, "", 1000)
+		if err != nil {
+			return fmt.Errorf("remove %s: %w", path, err)
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+		for _, e := range ents {
+			p := path + "/" + e.Name
+			if err := sticky(who, de, path, e, p); err != nil {
+				return err
+			}
+			if e.Kind == catalog.KindDir {
+				if err := c.removeTree(ctx, who, e, p); err != nil {
+					return err
+				}
+			}
+			gone, err := c.store.Remove(ctx, d.ID, e.Name, false)
+			if gone.Kind == catalog.KindDir {
+				c.dc.invalidate()
+			}
+			if err != nil && !errors.Is(err, api.ErrNotFound) {
+				return fmt.Errorf("remove %s: %w", p, err)
+			}
+		}
+	}
+}
+
+// SetAttr changes attributes. The owner (or an admin) may change mode,
+// times and class of service; only an admin may change the owner; the
+// owner may change the group to one of its own groups.
 func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo, error) {
-	comps, in, err := c.statPath(ctx, r.Path)
+	who, err := caller(ctx)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	if err := scoped(who, auth.ScopeModify, r.Path); err != nil {
+		return api.FileInfo{}, err
+	}
+	comps, in, err := c.statPath(ctx, who, r.Path)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("setattr: %w", err)
+	}
+	path := joinPath(comps)
+	notOwner := func(what string) error {
+		return &denial{path: path, user: who.User, want: "ownership to change " + what, on: path}
+	}
+	if r.Mode != nil {
+		if err := checkMode(*r.Mode, "chmod "+path); err != nil {
+			return api.FileInfo{}, err
+		}
+		if !owns(who, in) {
+			return api.FileInfo{}, notOwner("its mode")
+		}
+	}
+	if (r.Mtime != nil || r.Atime != nil) && !owns(who, in) {
+		return api.FileInfo{}, notOwner("its times")
+	}
+	if r.COS != nil && !owns(who, in) {
+		return api.FileInfo{}, notOwner("its class of service")
+	}
+	if r.UID != nil && *r.UID != in.UID && !who.Admin {
+		return api.FileInfo{}, &denial{path: path, user: who.User, want: "admin rights to give a file away", on: path}
+	}
+	if r.GID != nil && *r.GID != in.GID && !who.Admin && (!owns(who, in) || !who.InGroup(*r.GID)) {
+		return api.FileInfo{}, &denial{path: path, user: who.User, want: fmt.Sprintf("ownership and membership of group %d", *r.GID), on: path}
 	}
 	a := catalog.Attr{Mode: r.Mode, UID: r.UID, GID: r.GID, Ctime: c.now().UnixNano(), COS: r.COS}
 	if r.COS != nil && *r.COS != "" {
 		if _, err := c.cosFor(*r.COS); err != nil {
 			return api.FileInfo{}, fmt.Errorf("setattr %s: %w", r.Path, err)
 		}
-	}
-	if r.Mode != nil {
-		m := *r.Mode & 0o7777
-		a.Mode = &m
 	}
 	if r.Mtime != nil {
 		t := r.Mtime.UnixNano()
@@ -532,17 +790,20 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 		a.Atime = &t
 	}
 	in, err = c.store.SetAttr(ctx, in.ID, a)
-	if in.Kind == catalog.KindDir && r.COS != nil {
-		c.dc.invalidate() // what the directory hands down changed
+	if in.Kind == catalog.KindDir && (r.COS != nil || r.Mode != nil || r.UID != nil || r.GID != nil) {
+		c.dc.invalidate() // what the directory hands down, or who may search it, changed
 	}
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("setattr %s: %w", r.Path, err)
 	}
-	return info(joinPath(comps), in), nil
+	return info(path, in), nil
 }
 
-// DF reports capacity and use per device and pool.
+// DF reports capacity and use per device and pool, to any caller.
 func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
+	if _, err := caller(ctx); err != nil {
+		return api.DFResponse{}, err
+	}
 	devs, err := c.store.Devices(ctx)
 	if err != nil {
 		return api.DFResponse{}, err

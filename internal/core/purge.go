@@ -10,7 +10,11 @@ import (
 )
 
 // Purge drops disk copies now (see api.PurgeRequest).
+// Admin only.
 func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, error) {
+	if _, err := admin(ctx, "purge"); err != nil {
+		return api.HSMResult{}, err
+	}
 	if c.hsm == nil {
 		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "purge: no tape library configured")
 	}
@@ -19,7 +23,7 @@ func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, er
 	}
 	var res api.HSMResult
 	for _, p := range r.Paths {
-		comps, in, err := c.statPath(ctx, p)
+		comps, in, err := c.statPath(ctx, nil, p)
 		if err != nil {
 			return res, fmt.Errorf("purge: %w", err)
 		}

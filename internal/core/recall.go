@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/mover"
@@ -18,12 +19,20 @@ import (
 )
 
 // Stage queues recalls of the named files (see api.StageRequest) and
-// reports where each stands.
+// reports where each stands. A caller may stage what it may read.
 func (c *Core) Stage(ctx context.Context, r api.StageRequest) (api.StageResponse, error) {
 	var out api.StageResponse
 	var ids []int64
+	who, err := caller(ctx)
+	if err != nil {
+		return out, err
+	}
+	if r.Priority > 0 && !who.Admin {
+		// A raised priority jumps every other user's queue.
+		return out, fmt.Errorf("stage --priority: %w (%s is not an admin)", api.ErrDenied, who.User)
+	}
 	for _, p := range r.Paths {
-		st, id, err := c.stageOne(ctx, p, r.Priority, true)
+		st, id, err := c.stageOne(ctx, who, p, r.Priority, true)
 		if err != nil {
 			return out, err
 		}
@@ -36,7 +45,11 @@ func (c *Core) Stage(ctx context.Context, r api.StageRequest) (api.StageResponse
 
 // StageStatus reports one file's recall without queueing one.
 func (c *Core) StageStatus(ctx context.Context, p string) (api.StageStatus, error) {
-	st, id, err := c.stageOne(ctx, p, 0, false)
+	who, err := caller(ctx)
+	if err != nil {
+		return api.StageStatus{}, err
+	}
+	st, id, err := c.stageOne(ctx, who, p, 0, false)
 	if err != nil {
 		return st, err
 	}
@@ -48,14 +61,26 @@ func (c *Core) StageStatus(ctx context.Context, p string) (api.StageStatus, erro
 // stageOne resolves p and queues its recall if asked and needed. It
 // returns the file's state if it is settled (resident), else the bitfile
 // whose recall status statuses fills in.
-func (c *Core) stageOne(ctx context.Context, p string, prio int, queue bool) (api.StageStatus, int64, error) {
-	comps, in, err := c.statPath(ctx, p)
+func (c *Core) stageOne(ctx context.Context, who *auth.Identity, p string, prio int, queue bool) (api.StageStatus, int64, error) {
+	op := auth.ScopeRead
+	if queue {
+		op = auth.ScopeStage
+	}
+	if err := scoped(who, op, p); err != nil {
+		return api.StageStatus{}, 0, err
+	}
+	comps, in, err := c.statPath(ctx, who, p)
 	if err != nil {
 		return api.StageStatus{}, 0, fmt.Errorf("stage: %w", err)
 	}
 	path := joinPath(comps)
 	if in.Kind == catalog.KindDir {
 		return api.StageStatus{}, 0, api.Errorf(api.ErrIsDir, "stage %s", path)
+	}
+	if queue {
+		if err := may(who, in, path, path, auth.Read); err != nil {
+			return api.StageStatus{}, 0, err
+		}
 	}
 	st := api.StageStatus{Path: path, State: api.StageResident}
 	if in.Bitfile == 0 {
@@ -538,7 +563,7 @@ func (c *Core) writeObject(ctx context.Context, ep mover.Endpoint, dev, obj stri
 	if err != nil {
 		return wire.Status{}, err
 	}
-	req := wire.Request{Op: token.OpWrite, Token: c.sign(token.OpWrite, dev, obj, n), Device: dev, Object: obj}
+	req := wire.Request{Op: token.OpWrite, Token: c.sign(auth.Root, token.OpWrite, dev, obj, n, c.cfg.TokenTTL), Device: dev, Object: obj}
 	st, err := conn.Write(ctx, req, src, make([]byte, mover.FrameSize), nil)
 	c.pool.Put(conn)
 	if err != nil {

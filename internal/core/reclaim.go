@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
@@ -94,7 +95,7 @@ func (c *Core) deleteObject(ctx context.Context, device, object string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err = conn.Do(ctx, wire.Request{Op: token.OpDelete, Token: c.sign(token.OpDelete, device, object, 0), Device: device, Object: object})
+	_, err = conn.Do(ctx, wire.Request{Op: token.OpDelete, Token: c.sign(auth.Root, token.OpDelete, device, object, 0, c.cfg.TokenTTL), Device: device, Object: object})
 	c.pool.Put(conn)
 	return err
 }

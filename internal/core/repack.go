@@ -17,7 +17,11 @@ import (
 // cartridge is forgotten only once its replacement is verified and
 // flushed, so a crash halfway loses nothing and the repack can be run
 // again.
+// Admin only.
 func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, error) {
+	if _, err := admin(ctx, "repack"); err != nil {
+		return api.HSMResult{}, err
+	}
 	h := c.hsm
 	if h == nil {
 		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "repack: no tape library configured")

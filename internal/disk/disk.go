@@ -91,7 +91,7 @@ func Open(id, dir string, o Options) (*Device, error) {
 	d.direct.Store(true)
 	for i := 0; i < fanout; i++ {
 		p := filepath.Join(dir, "objects", fmt.Sprintf("%02x", i))
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			return nil, fmt.Errorf("disk %s: %w", id, err)
 		}
 		f, err := os.Open(p)
@@ -248,7 +248,7 @@ func openNew(p string, direct bool) (*os.File, error) {
 	if direct {
 		flags |= syscall.O_DIRECT
 	}
-	return os.OpenFile(p, flags, 0o644)
+	return os.OpenFile(p, flags, 0o600)
 }
 
 // directAlign is the alignment O_DIRECT needs of file offsets, lengths and

@@ -47,6 +47,10 @@ type Server struct {
 	// MaxBody bounds a request body (default 8 MiB).
 	MaxBody int64
 	Log     *slog.Logger
+	// ConnContext, if set, derives the context of every request on a new
+	// connection (as net/http.Server's does): the caller's identity on a
+	// Unix socket is a property of the connection.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
 
 	mu       sync.Mutex
 	lns      map[net.Listener]struct{}
@@ -119,12 +123,16 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
+	ctx := context.Background()
+	if s.ConnContext != nil {
+		ctx = s.ConnContext(ctx, nc) // outside the lock: it may make system calls
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	c := &conn{s: s, nc: nc, ctx: ctx, cancel: cancel,
 		br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), remote: nc.RemoteAddr().String()}
 	s.conns[c] = struct{}{}

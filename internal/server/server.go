@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/postgres"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
@@ -84,7 +86,7 @@ func LoadSecret(path string, create bool) ([]byte, error) {
 }
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("data directory %s does not exist (set data_dir, or --data)", dir)
 	}
@@ -111,7 +113,7 @@ func defaultCapacities(cfg config.Config) (map[string]int64, map[string]int, err
 	unsized := map[uint64]int64{} // devices without a configured capacity
 	devFS := map[string]uint64{}
 	for _, d := range cfg.Devices {
-		if err := os.MkdirAll(d.Path, 0o755); err != nil {
+		if err := os.MkdirAll(d.Path, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
 		}
 		var st syscall.Stat_t
@@ -319,8 +321,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	if err := privateDataDir(cfg); err != nil {
+		return nil, err
 	}
 	built := &Server{Cfg: cfg}
 	s = built
@@ -355,6 +357,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 		}
 	}
 	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage}
+	if err := authConfig(cfg.Auth, &cc); err != nil {
+		return nil, err
+	}
 	for _, k := range cfg.COS {
 		cc.COS = append(cc.COS, core.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: int64(k.StripeUnit), TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly})
 	}
@@ -388,7 +393,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 		return nil, fmt.Errorf("control API: %w", err)
 	}
 	s.ctlAddr = ctlLn.Addr().String()
-	s.httpSrv = &httpserve.Server{Handler: s.controlHandler(), HeaderTimeout: 10 * time.Second, Log: log}
+	s.httpSrv = &httpserve.Server{Handler: s.controlHandler(), HeaderTimeout: 10 * time.Second, Log: log, ConnContext: s.peerContext(log)}
 	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.httpSrv.Serve(ctlLn) }()
 	ctlSock := ""
@@ -426,13 +431,75 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	return s, nil
 }
 
+// peerContext gives every connection on the control socket the identity
+// of the process at its other end, as the kernel reports it. A connection
+// whose credentials cannot be read gets none, and must then present a
+// token like a TCP client.
+func (s *Server) peerContext(log *slog.Logger) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			return ctx
+		}
+		p, err := auth.PeerOf(uc)
+		if err != nil {
+			log.Warn("control socket: cannot read the peer's credentials", "err", err)
+			return ctx
+		}
+		return auth.With(ctx, s.Core.PeerIdentity(p))
+	}
+}
+
+// authConfig reads the [auth] settings into the core's.
+func authConfig(a config.Auth, cc *core.Config) error {
+	for _, g := range a.AdminGroups {
+		gid, err := auth.LookupGroup(g)
+		if err != nil {
+			return fmt.Errorf("config: auth admin_groups: %w", err)
+		}
+		cc.AdminGroups = append(cc.AdminGroups, gid)
+	}
+	if a.Umask != "" {
+		m, err := strconv.ParseUint(a.Umask, 8, 32)
+		if err != nil || m > 0o777 {
+			return fmt.Errorf("config: auth umask %q is not an octal mask like \"022\"", a.Umask)
+		}
+		cc.Umask, cc.UmaskSet = uint32(m), true
+	}
+	return nil
+}
+
+// privateDataDir creates the data directory, or tightens an existing one,
+// so that only the server's user can list or read it: it holds the
+// catalog, the cluster secret, every device's objects and the tapes. It
+// stays searchable (0711) so that local users reach the two Unix sockets
+// in it by name; everything else in it is 0700 or 0600.
+func privateDataDir(cfg config.Config) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	for _, p := range []string{cfg.SecretFile, filepath.Join(cfg.DataDir, "lock")} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("data directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// internal is the context of the server's own reads of its state.
+func internal(ctx context.Context) context.Context { return auth.With(ctx, auth.Root) }
+
 // controlHandler is the control API with /metrics beside it, every API
 // request counted and timed.
 func (s *Server) controlHandler() http.Handler {
-	src := metrics.Sources{DF: s.Core.DF, Library: s.Core.Library, Mover: func() (int64, int64) {
-		st := s.Mover.Stats()
-		return st.FilesHanded, st.FilesRead
-	}}
+	src := metrics.Sources{DF: func(ctx context.Context) (api.DFResponse, error) { return s.Core.DF(internal(ctx)) },
+		Library: func(ctx context.Context) (api.Library, error) { return s.Core.Library(internal(ctx)) }, Mover: func() (int64, int64) {
+			st := s.Mover.Stats()
+			return st.FilesHanded, st.FilesRead
+		}}
 	if g, ok := s.Store.(interface{ Groups() (int64, int64) }); ok {
 		src.Groups = g.Groups
 	}
@@ -442,7 +509,22 @@ func (s *Server) controlHandler() http.Handler {
 	}); ok {
 		o.ObserveGroups(reg.ObserveGroup)
 	}
-	return reg.Handler(s.Core.Handler())
+	h := reg.Handler(s.Core.Handler())
+	if s.Cfg.Auth.PublicMetrics == nil || *s.Cfg.Auth.PublicMetrics {
+		return h
+	}
+	// /metrics for authenticated callers only (the API authenticates its
+	// own routes).
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			if _, err := s.Core.Identify(r); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // DataAddr is the address the embedded mover listens on (which may differ

@@ -97,7 +97,7 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 	}
 	e := &Emulator{dir: dir, gen: o.Generation, clk: o.Clock, capacity: o.Capacity, log: o.Log,
 		carts: map[string]*cartridge{}, robot: make(chan struct{}, 1)}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tape library %s: %w", dir, err)
 	}
 	ents, err := os.ReadDir(dir)
@@ -140,7 +140,7 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 
 func (e *Emulator) newCartridge(vol string) (*cartridge, error) {
 	d := filepath.Join(e.dir, vol)
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := os.MkdirAll(d, 0o700); err != nil {
 		return nil, fmt.Errorf("tape: cartridge %s: %w", vol, err)
 	}
 	b, _ := json.Marshal(map[string]any{"volume": vol, "generation": e.gen.Name, "capacity": e.capacity})
@@ -151,7 +151,7 @@ func (e *Emulator) newCartridge(vol string) (*cartridge, error) {
 }
 
 func writeFileSync(path string, b []byte) error {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -576,7 +576,7 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		return nil, err
 	}
 	final := filepath.Join(c.dir, fileName(h.Seq))
-	f, err := os.Create(final + ".partial")
+	f, err := os.OpenFile(final+".partial", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		e.release(d)
 		return nil, fmt.Errorf("tape: %s: %w", c.volume, err)

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/server"
 )
@@ -56,4 +59,29 @@ func Start(t testing.TB, edit func(*config.Config)) *server.Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// Token returns a bearer token for the given user and uid on s (made in
+// process, as an admin would with `strata token create`), for clients
+// that reach s over TCP.
+func Token(t testing.TB, s *server.Server, user string, uid uint32, scopes ...string) string {
+	t.Helper()
+	ti, err := s.Core.CreateToken(auth.With(context.Background(), auth.Root), api.TokenRequest{User: user, UID: &uid, Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ti.Token
+}
+
+// Client returns a client of s authenticated as root (over TCP by its
+// token, on the socket by the kernel's word), closed at cleanup.
+func Client(t testing.TB, s *server.Server) *client.Client {
+	t.Helper()
+	c, err := client.New(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetToken(Token(t, s, "root", 0))
+	t.Cleanup(func() { c.Close() })
+	return c
 }

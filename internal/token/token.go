@@ -45,6 +45,10 @@ type Claims struct {
 	MaxLen  int64  `json:"max,omitempty"` // write: bytes the holder may store
 	Epoch   int64  `json:"ep"`
 	Expires int64  `json:"exp"` // unix seconds
+	// User and UID are whom the core issued the token to: a mover logs
+	// them with the transfer.
+	User string `json:"usr,omitempty"`
+	UID  uint32 `json:"uid,omitempty"`
 }
 
 // Signer signs and verifies tokens and receipts with one key.

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"TapeCopies", testTapeCopies},
 		{"Recalls", testRecalls},
 		{"ClassesOfService", testCOS},
+		{"Tokens", testTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -957,5 +958,34 @@ func testCOS(t *testing.T, s catalog.Store) {
 	}
 	if got := must(s.ClassesOfService(ctx)); !reflect.DeepEqual(got, []catalog.COS{z, a}) {
 		t.Fatalf("classes %+v", got)
+	}
+}
+
+func testTokens(t *testing.T, s catalog.Store) {
+	if got := must(s.Tokens(ctx)); len(got) != 0 {
+		t.Fatalf("new catalog has tokens: %v", got)
+	}
+	a := catalog.Token{ID: "00000000000000a1", User: "alice", UID: 1001, GID: 100, Groups: []uint32{100, 4000000000}, Scopes: []string{"storage.read:/proj", "storage.create:/proj/in"},
+		Hash: "h1", Created: 10, Expires: 1 << 62}
+	b := catalog.Token{ID: "00000000000000b2", User: "bob", UID: 1002, GID: 1002, Hash: "h2", Created: 20}
+	must(0, s.PutToken(ctx, a))
+	must(0, s.PutToken(ctx, b))
+	wantErr(t, s.PutToken(ctx, b), api.ErrExist)
+	if got := must(s.Token(ctx, a.ID)); !reflect.DeepEqual(got, a) {
+		t.Fatalf("token a: got %+v, want %+v", got, a)
+	}
+	if got := must(s.Tokens(ctx)); len(got) != 2 || got[0].ID != a.ID || !reflect.DeepEqual(got[1], b) {
+		t.Fatalf("tokens: %+v", got)
+	}
+	_, err := s.Token(ctx, "0000000000000000")
+	wantErr(t, err, api.ErrNotFound)
+	wantErr(t, s.RevokeToken(ctx, "0000000000000000", 5), api.ErrNotFound)
+	must(0, s.RevokeToken(ctx, b.ID, 30))
+	must(0, s.RevokeToken(ctx, b.ID, 40)) // the first time is kept
+	if got := must(s.Token(ctx, b.ID)); got.Revoked != 30 {
+		t.Fatalf("revoked at %d, want 30", got.Revoked)
+	}
+	if got := must(s.Token(ctx, a.ID)); got.Revoked != 0 {
+		t.Fatalf("revoking b touched a: %+v", got)
 	}
 }

@@ -7,8 +7,10 @@ package sqlite
 import (
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -66,6 +68,9 @@ func Open(path string, o Options) (*sqlstore.Store, error) {
 	if o.Sync, o.Readers, err = sqlstore.Settle(o.Sync, o.Readers); err != nil {
 		return nil, err
 	}
+	if err := private(path); err != nil {
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
 	wdb, err := sql.Open("sqlite", dsn(path, o, false))
 	if err != nil {
 		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
@@ -94,4 +99,22 @@ func Open(path string, o Options) (*sqlstore.Store, error) {
 		rdb.Close()
 	}
 	return s, err
+}
+
+// private makes the catalog file readable by its owner only, creating it
+// so if it is new: it holds every name and owner in the namespace and the
+// hashes of bearer tokens. SQLite gives its -wal and -shm files the
+// database file's permissions.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-storage/strata/client"
+)
+
+// parseTTL reads a lifetime: a Go duration, or whole days ("30d").
+func parseTTL(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bad lifetime %q (e.g. 30d, 12h)", s)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bad lifetime %q (e.g. 30d, 12h)", s)
+	}
+	return d, nil
+}
+
+func (e *env) tokenCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Bearer tokens for clients over TCP (admins only)"}
+	var user, ttl, groups string
+	var uid, gid int64
+	var scopes []string
+	create := &cobra.Command{
+		Use:   "create --user NAME [--ttl 30d] [--scope storage.read:/path]...",
+		Short: "Issue a token; it is printed once and only its hash is kept",
+		Args:  exactArgs(0, "token create --user NAME [--ttl 30d] [--scope storage.OP:/path]..."),
+	}
+	create.Flags().StringVar(&user, "user", "", "the user the token stands for (looked up on the server's host unless --uid is given)")
+	create.Flags().StringVar(&ttl, "ttl", "30d", "lifetime (30d, 12h; 0: never expires)")
+	create.Flags().StringArrayVar(&scopes, "scope", nil, "limit the token to an operation under a path: storage.{read,create,modify,stage}:/path (repeatable)")
+	create.Flags().Int64Var(&uid, "uid", -1, "uid to act as (for a user the server's host does not know)")
+	create.Flags().Int64Var(&gid, "gid", -1, "primary gid (default: the user's, or the uid)")
+	create.Flags().StringVar(&groups, "groups", "", "supplementary gids, comma-separated (default: the user's on the server's host)")
+	create.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		if user == "" {
+			return errors.New("token create: --user is required")
+		}
+		d, err := parseTTL(ttl)
+		if err != nil {
+			return fmt.Errorf("token create: %w", err)
+		}
+		r := client.TokenRequest{User: user, TTL: d.Seconds(), Scopes: scopes}
+		for _, v := range []struct {
+			n   int64
+			dst **uint32
+			f   string
+		}{{uid, &r.UID, "--uid"}, {gid, &r.GID, "--gid"}} {
+			if v.n < -1 || v.n > 1<<32-1 {
+				return fmt.Errorf("token create: %s %d is not a valid id", v.f, v.n)
+			}
+			if v.n >= 0 {
+				n := uint32(v.n)
+				*v.dst = &n
+			}
+		}
+		for _, g := range strings.Split(groups, ",") {
+			if g = strings.TrimSpace(g); g == "" {
+				continue
+			}
+			n, err := strconv.ParseUint(g, 10, 32)
+			if err != nil {
+				return fmt.Errorf("token create: --groups: %q is not a gid", g)
+			}
+			r.Groups = append(r.Groups, uint32(n))
+		}
+		t, err := c.CreateToken(ctx, r)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, t.Token)
+		exp := "never"
+		if t.Expires != nil {
+			exp = t.Expires.Format(time.RFC3339)
+		}
+		fmt.Fprintf(e.stderr, "token %s for %s (uid %d) expires %s; it is shown only now\n", t.ID, t.User, t.UID, exp)
+		return nil
+	})
+	list := &cobra.Command{Use: "list", Short: "List tokens (never their secrets)", Args: exactArgs(0, "token list")}
+	list.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		ts, err := c.Tokens(ctx)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tUSER\tUID\tCREATED\tEXPIRES\tSTATE\tSCOPES")
+		now := time.Now()
+		for _, t := range ts {
+			exp, state := "never", "valid"
+			if t.Expires != nil {
+				exp = t.Expires.Format(time.RFC3339)
+				if t.Expires.Before(now) {
+					state = "expired"
+				}
+			}
+			if t.Revoked != nil {
+				state = "revoked"
+			}
+			fmt.Fprintf(w, "%s\t%q\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.User, t.UID, t.Created.Format(time.RFC3339), exp, state, strings.Join(t.Scopes, " "))
+		}
+		return w.Flush()
+	})
+	revoke := &cobra.Command{Use: "revoke ID...", Short: "Revoke tokens at once", Args: minArgs(1, "token revoke ID...")}
+	revoke.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		for _, id := range args {
+			if err := c.RevokeToken(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+func (e *env) loginCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "login [TOKEN]",
+		Short: "Store a bearer token for this user (read from stdin when not given), after checking it with the server",
+		Args:  rangeArgs(0, 1, "login [TOKEN]"),
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		tok := ""
+		if len(args) == 1 {
+			tok = args[0]
+		} else {
+			line, err := bufio.NewReader(e.stdin).ReadString('\n')
+			if err != nil && line == "" {
+				return errors.New("login: no token given (pass it, or pipe it on stdin)")
+			}
+			tok = line
+		}
+		tok = strings.TrimSpace(tok)
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetToken(tok)
+		c.TCPOnly(true) // check the token itself, not the socket's identity
+		who, err := c.WhoAmI(cmd.Context())
+		if err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		p, err := client.TokenFile()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		tmp := p + ".new"
+		if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		fmt.Fprintf(e.stdout, "logged in to %s as %s (uid %d); token saved in %s\n", c.Server(), who.User, who.UID, p)
+		return nil
+	}
+	return cmd
+}
+
+func (e *env) whoamiCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "whoami", Short: "Show who the server takes you to be", Args: exactArgs(0, "whoami")}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		w, err := c.WhoAmI(ctx)
+		if err != nil {
+			return err
+		}
+		var groups []string
+		for _, g := range w.Groups {
+			groups = append(groups, strconv.FormatUint(uint64(g), 10))
+		}
+		fmt.Fprintf(e.stdout, "%s uid=%d gid=%d groups=%s via %s", w.User, w.UID, w.GID, strings.Join(groups, ","), w.Method)
+		if w.Token != "" {
+			fmt.Fprintf(e.stdout, " (token %s)", w.Token)
+		}
+		if w.Admin {
+			fmt.Fprint(e.stdout, " admin")
+		}
+		if len(w.Scopes) > 0 {
+			fmt.Fprintf(e.stdout, " scopes=%s", strings.Join(w.Scopes, ","))
+		}
+		fmt.Fprintln(e.stdout)
+		return nil
+	})
+	return cmd
+}
+
+func (e *env) chownCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chown UID[:GID] PATH...",
+		Short: "Change owner and group (numeric ids; admins only, or an owner changing the group to one of its own)",
+		Args:  minArgs(2, "chown UID[:GID] PATH..."),
+	}
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		u, g, hasG := strings.Cut(args[0], ":")
+		var r client.SetAttr
+		parse := func(s, what string) (*uint32, error) {
+			n, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("chown: %s %q is not a number", what, s)
+			}
+			v := uint32(n)
+			return &v, nil
+		}
+		var err error
+		if u != "" {
+			if r.UID, err = parse(u, "uid"); err != nil {
+				return err
+			}
+		}
+		if hasG && g != "" {
+			if r.GID, err = parse(g, "gid"); err != nil {
+				return err
+			}
+		}
+		if r.UID == nil && r.GID == nil {
+			return errors.New("usage: strata chown UID[:GID] PATH...")
+		}
+		return eachRemote(args[1:], func(p string) error {
+			r.Path = p
+			_, err := c.SetAttr(ctx, r)
+			return err
+		})
+	})
+	return cmd
+}

@@ -1,0 +1,224 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// Authentication: who is calling. On the Unix socket the server's
+// listener has put the kernel's credentials of the peer into the
+// connection's context (PeerIdentity); over TCP a request carries a
+// bearer token ("Authorization: Bearer strata_…"), which the catalog
+// knows by its ID and the hash of its secret. Anything else is 401.
+
+// tokenCache holds the catalog records of tokens seen recently, so a
+// request costs a hash, not a catalog read. This core is the only writer
+// of tokens (one server per catalog), so a revocation drops its entry at
+// once and the cache is never stale.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]catalog.Token
+}
+
+const tokenCacheMax = 1 << 14
+
+// PeerIdentity is the identity of a process on this host connected to the
+// Unix socket: its uid, gid and groups as the kernel gave them; an admin
+// when root or in an admin group.
+func (c *Core) PeerIdentity(p auth.Peer) *auth.Identity {
+	id := &auth.Identity{User: auth.NameOf(p.UID), UID: p.UID, GID: p.GID, Groups: p.Groups, Method: auth.MethodPeer}
+	id.Admin = c.isAdmin(id)
+	return id
+}
+
+func (c *Core) isAdmin(id *auth.Identity) bool {
+	if id.UID == 0 {
+		return true
+	}
+	for _, g := range c.cfg.AdminGroups {
+		if id.InGroup(g) {
+			return true
+		}
+	}
+	return false
+}
+
+// Identify establishes who sent r: the connection's identity (the Unix
+// socket's peer), else its bearer token. ErrUnauthenticated when neither.
+func (c *Core) Identify(r *http.Request) (*auth.Identity, error) {
+	if id := auth.From(r.Context()); id != nil {
+		return id, nil
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, api.Errorf(api.ErrUnauthenticated, "%s %s: no credentials (set STRATA_TOKEN or run `strata login`)", r.Method, r.URL.Path)
+	}
+	scheme, tok, _ := strings.Cut(h, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return nil, api.Errorf(api.ErrUnauthenticated, "authorization scheme %q is not Bearer", scheme)
+	}
+	return c.verifyToken(r.Context(), strings.TrimSpace(tok))
+}
+
+// verifyToken checks a bearer token against the catalog.
+func (c *Core) verifyToken(ctx context.Context, tok string) (*auth.Identity, error) {
+	id, secret, err := auth.ParseToken(tok)
+	if err != nil {
+		return nil, api.Errorf(api.ErrUnauthenticated, "bearer token: %v", err)
+	}
+	c.tokens.mu.Lock()
+	k, ok := c.tokens.m[id]
+	c.tokens.mu.Unlock()
+	if !ok {
+		k, err = c.store.Token(ctx, id)
+		if errors.Is(err, api.ErrNotFound) {
+			return nil, api.Errorf(api.ErrUnauthenticated, "token %s is not known", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.tokens.mu.Lock()
+		if len(c.tokens.m) >= tokenCacheMax {
+			c.tokens.m = map[string]catalog.Token{}
+		}
+		c.tokens.m[id] = k
+		c.tokens.mu.Unlock()
+	}
+	switch {
+	case !auth.SecretMatches(secret, k.Hash):
+		return nil, api.Errorf(api.ErrUnauthenticated, "token %s: wrong secret", id)
+	case k.Revoked != 0:
+		return nil, api.Errorf(api.ErrUnauthenticated, "token %s was revoked", id)
+	case k.Expires != 0 && c.now().UnixNano() > k.Expires:
+		return nil, api.Errorf(api.ErrUnauthenticated, "token %s expired at %s", id, time.Unix(0, k.Expires).UTC().Format(time.RFC3339))
+	}
+	who := &auth.Identity{User: k.User, UID: k.UID, GID: k.GID, Groups: k.Groups, Method: auth.MethodToken, TokenID: k.ID}
+	for _, s := range k.Scopes {
+		sc, err := auth.ParseScope(s)
+		if err != nil {
+			return nil, fmt.Errorf("token %s: %w", id, err)
+		}
+		who.Scopes = append(who.Scopes, sc)
+	}
+	who.Admin = c.isAdmin(who) && who.Scopes == nil // a scoped token is never an admin's
+	return who, nil
+}
+
+// CreateToken issues a bearer token (admin only). The secret is in the
+// reply and nowhere else.
+func (c *Core) CreateToken(ctx context.Context, r api.TokenRequest) (api.TokenInfo, error) {
+	if _, err := admin(ctx, "token create"); err != nil {
+		return api.TokenInfo{}, err
+	}
+	if r.User == "" || strings.ContainsFunc(r.User, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(r.User) > 256 {
+		return api.TokenInfo{}, api.Errorf(api.ErrInvalid, "token create: a user name is required (printable, at most 256 bytes)")
+	}
+	if r.TTL < 0 {
+		return api.TokenInfo{}, api.Errorf(api.ErrInvalid, "token create: negative lifetime")
+	}
+	k := catalog.Token{User: r.User, Groups: r.Groups, Created: c.now().UnixNano()}
+	if r.UID != nil {
+		k.UID = *r.UID
+		k.GID = k.UID
+		if r.GID != nil {
+			k.GID = *r.GID
+		}
+	} else {
+		uid, gid, groups, err := auth.LookupUser(r.User)
+		if err != nil {
+			return api.TokenInfo{}, api.Errorf(api.ErrInvalid, "token create: %v (or give --uid)", err)
+		}
+		k.UID, k.GID = uid, gid
+		if r.GID != nil {
+			k.GID = *r.GID
+		}
+		if k.Groups == nil {
+			k.Groups = groups
+		}
+	}
+	for _, s := range r.Scopes {
+		sc, err := auth.ParseScope(s)
+		if err != nil {
+			return api.TokenInfo{}, api.Errorf(api.ErrInvalid, "token create: %v", err)
+		}
+		k.Scopes = append(k.Scopes, sc.String())
+	}
+	if r.TTL > 0 {
+		k.Expires = c.now().Add(time.Duration(r.TTL * float64(time.Second))).UnixNano()
+	}
+	var tok string
+	k.ID, tok, k.Hash = auth.NewToken()
+	if err := c.store.PutToken(ctx, k); err != nil {
+		return api.TokenInfo{}, fmt.Errorf("token create: %w", err)
+	}
+	c.log.Info("core: token created", "id", k.ID, "user", k.User, "uid", k.UID, "scopes", strings.Join(k.Scopes, " "))
+	out := tokenInfo(k)
+	out.Token = tok
+	return out, nil
+}
+
+func tokenInfo(k catalog.Token) api.TokenInfo {
+	t := api.TokenInfo{ID: k.ID, User: k.User, UID: k.UID, GID: k.GID, Groups: k.Groups, Scopes: k.Scopes, Created: time.Unix(0, k.Created).UTC()}
+	if k.Expires != 0 {
+		e := time.Unix(0, k.Expires).UTC()
+		t.Expires = &e
+	}
+	if k.Revoked != 0 {
+		r := time.Unix(0, k.Revoked).UTC()
+		t.Revoked = &r
+	}
+	return t
+}
+
+// Tokens lists every token, never a secret (admin only).
+func (c *Core) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
+	if _, err := admin(ctx, "token list"); err != nil {
+		return nil, err
+	}
+	ks, err := c.store.Tokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.TokenInfo, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, tokenInfo(k))
+	}
+	return out, nil
+}
+
+// RevokeToken revokes a token at once (admin only).
+func (c *Core) RevokeToken(ctx context.Context, r api.RevokeRequest) error {
+	if _, err := admin(ctx, "token revoke"); err != nil {
+		return err
+	}
+	if err := c.store.RevokeToken(ctx, r.ID, c.now().UnixNano()); err != nil {
+		return fmt.Errorf("token revoke: %w", err)
+	}
+	c.tokens.mu.Lock()
+	delete(c.tokens.m, r.ID)
+	c.tokens.mu.Unlock()
+	c.log.Info("core: token revoked", "id", r.ID)
+	return nil
+}
+
+// WhoAmI tells callers who the server takes them to be.
+func (c *Core) WhoAmI(ctx context.Context) (api.WhoAmI, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return api.WhoAmI{}, err
+	}
+	w := api.WhoAmI{User: who.User, UID: who.UID, GID: who.GID, Groups: who.Groups, Admin: who.Admin, Method: who.Method, Token: who.TokenID}
+	for _, s := range who.Scopes {
+		w.Scopes = append(w.Scopes, s.String())
+	}
+	return w, nil
+}
