@@ -21,10 +21,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/mover"
@@ -204,6 +206,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 // doHeader is do that also returns the reply's header.
 func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, in, out any) (http.Header, error) {
 	var body io.Reader
+	if err := validUTF8(in, q); err != nil {
+		return nil, err
+	}
 	if in != nil {
 		b, err := api.Marshal(in)
 		if err != nil {
@@ -392,4 +397,44 @@ func backoff(ctx context.Context, attempt int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// validUTF8 refuses a request whose strings (paths, names) are not valid
+// UTF-8: JSON would carry them with U+FFFD in place of the bad bytes, and
+// the server would create a name the caller never gave. (The server
+// refuses such names in query strings itself.)
+func validUTF8(in any, q url.Values) error {
+	bad := func(s string) error {
+		if utf8.ValidString(s) {
+			return nil
+		}
+		return fmt.Errorf("%q: %w: not valid UTF-8", s, ErrInvalid)
+	}
+	for _, vs := range q {
+		for _, s := range vs {
+			if err := bad(s); err != nil {
+				return err
+			}
+		}
+	}
+	v := reflect.Indirect(reflect.ValueOf(in))
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.String:
+			if err := bad(f.String()); err != nil {
+				return err
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			for j := range f.Len() {
+				if err := bad(f.Index(j).String()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

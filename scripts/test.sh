@@ -47,3 +47,16 @@ go test -count=1 -timeout 15m ./...
 
 echo "== go test -race (catalog, mover, core, httpserve, tape, sched, client, bench, metrics)"
 go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./internal/httpserve/... ./internal/tape/... ./internal/sched/... ./client/... ./internal/bench/... ./internal/metrics/...
+
+# Every fuzz target runs briefly beyond its seed corpus (which go test
+# above already ran): parsers of what clients send get fresh inputs on
+# every run. FUZZTIME=30s for a longer look.
+echo "== go test -fuzz (each target ${FUZZTIME:-3s})"
+grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+  pkg="./$(dirname "${f#./}")"
+  for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //'); do
+    go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-3s}" "$pkg" >/tmp/strata-fuzz.$$ 2>&1 || { cat /tmp/strata-fuzz.$$; rm -f /tmp/strata-fuzz.$$; echo "fuzz $pkg $fn failed"; exit 1; }
+    echo "ok  fuzz $pkg $fn"
+  done
+done
+rm -f /tmp/strata-fuzz.$$

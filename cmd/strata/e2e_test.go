@@ -144,14 +144,25 @@ func (s *server) kill9() {
 
 // run runs the binary against the server and returns stdout, stderr, code.
 func (s *server) run(args ...string) (string, string, int) {
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+	var env []string
 	if slices.Contains(args, "--tcp-only") {
 		if s.token == "" {
 			s.token = strings.TrimSpace(s.ok("token", "create", "--user", "root", "--ttl", "1h"))
 		}
-		cmd.Env = append(cmd.Env, "STRATA_TOKEN="+s.token)
+		env = append(env, "STRATA_TOKEN="+s.token)
+	}
+	return s.runAs(nil, env, args...)
+}
+
+// runAs runs the binary as another user (cred; nil: as this process) with
+// extra environment.
+func (s *server) runAs(cred *syscall.Credential, env []string, args ...string) (string, string, int) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(append(os.Environ(), "STRATA_SERVER="+s.addr), env...)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Dir = "/"
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"github.com/strata-storage/strata/internal/chart"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -29,6 +30,9 @@ func ParseSize(s string) (int64, error) {
 	v, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || v < 0 {
 		return 0, fmt.Errorf("size %q: want a number with an optional k, m, g or t", s)
+	}
+	if v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q: too large", s)
 	}
 	return v * mult, nil
 }

@@ -93,9 +93,16 @@ func sticky(who *auth.Identity, dir dentry, dirPath string, in catalog.Inode, ta
 	return &denial{path: target, user: who.User, want: "ownership (sticky directory)", on: dirPath}
 }
 
-// scoped checks a token's scopes for op on path.
+// scoped checks a token's scopes for op on path (as sent: it is read in
+// its clean form; a path that does not parse fails later, on its own).
 func scoped(who *auth.Identity, op, path string) error {
-	if who == nil || who.Allows(op, path) {
+	if who == nil || who.Scopes == nil {
+		return nil
+	}
+	if comps, err := catalog.SplitPath(path); err == nil {
+		path = joinPath(comps)
+	}
+	if who.Allows(op, path) {
 		return nil
 	}
 	return &denial{path: path, want: fmt.Sprintf("the token of %s has no storage.%s scope for it", who.User, op)}
