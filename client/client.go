@@ -13,6 +13,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -88,10 +89,21 @@ type Client struct {
 	token string
 }
 
-// New returns a client for the server at addr ("host:port" or a URL).
+// New returns a client for the server at addr: "host:port", an http://
+// or https:// URL, or "unix:PATH", the core's Unix socket on this host
+// (which needs neither a token nor TLS: the kernel tells the server who
+// is calling).
 func New(addr string) (*Client, error) {
 	if addr == "" {
 		addr = DefaultServer
+	}
+	if sock, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if sock == "" {
+			return nil, fmt.Errorf("bad server address %q: want unix:PATH", addr)
+		}
+		tr := newTransport("localhost")
+		tr.socket, tr.unixOnly = sock, true
+		return &Client{base: "http://localhost", hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3}, nil
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -100,15 +112,12 @@ func New(addr string) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
 	}
-	var rt http.RoundTripper
-	if u.Scheme == "http" {
-		rt = newTransport(u.Host)
-	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 64
-		rt = tr
+	tr := newTransport(u.Host)
+	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3}
+	if u.Scheme == "https" {
+		c.SetTLS(&tls.Config{MinVersion: tls.VersionTLS13}) // the system's roots until told otherwise
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: rt}, pool: mover.NewPool(), Retries: 3}, nil
+	return c, nil
 }
 
 // TokenFile is where `strata login` keeps a user's bearer token:
@@ -138,6 +147,21 @@ func DefaultToken() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// SetTLS sets how the client verifies the core and the movers over TCP
+// (the CA that signed their certificates; a client certificate for mutual
+// TLS): see pki.ClientConfig. The core is reached by TLS when the
+// server's URL is https://; a mover's data port when the core says it
+// speaks TLS.
+func (c *Client) SetTLS(cfg *tls.Config) {
+	c.pool.TLS = cfg
+	if t, ok := c.hc.Transport.(*transport); ok && strings.HasPrefix(c.base, "https://") {
+		t.mu.Lock()
+		t.tls = cfg
+		t.mu.Unlock()
+		t.CloseIdleConnections()
+	}
 }
 
 // SetToken sets the bearer token the client authenticates with over TCP
@@ -185,7 +209,7 @@ func (c *Client) ControlSocket() string {
 }
 
 func endpoint(t api.StripeTarget) mover.Endpoint {
-	return mover.Endpoint{Addr: t.Mover, Socket: t.Socket, Host: t.Host}
+	return mover.Endpoint{Addr: t.Mover, Socket: t.Socket, Host: t.Host, TLS: t.TLS}
 }
 
 // Close releases idle connections.

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,12 +29,16 @@ import (
 // connection uses it, as clients do with a local mover's socket.
 type transport struct {
 	addr    string
+	tls     *tls.Config // nil: plain HTTP
 	dialer  net.Dialer
 	mu      sync.Mutex
 	idle    []*pconn
 	closed  bool
 	tcpOnly bool
 	socket  string // "" not asked yet; noSocket: none usable
+	// unixOnly: the client was given the socket itself (unix:PATH), and
+	// never uses TCP.
+	unixOnly bool
 	// When the core last said it had no socket for us: the next TCP dial
 	// after reprobeAfter asks again, so a long-lived client finds the
 	// socket of a core restarted with one.
@@ -134,6 +139,14 @@ func newPconn(c net.Conn) *pconn {
 func (t *transport) dial(ctx context.Context) (*pconn, error) {
 	t.mu.Lock()
 	sock, tcpOnly := t.socket, t.tcpOnly
+	if t.unixOnly {
+		t.mu.Unlock()
+		c, err := t.dialer.DialContext(ctx, "unix", sock)
+		if err != nil {
+			return nil, err
+		}
+		return newPconn(c), nil
+	}
 	if sock == noSocket && time.Since(t.noSocketAt) >= reprobeAfter {
 		sock = ""
 	}
@@ -150,6 +163,21 @@ func (t *transport) dial(ctx context.Context) (*pconn, error) {
 	c, err := t.dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
 		return nil, err
+	}
+	t.mu.Lock()
+	cfg := t.tls
+	t.mu.Unlock()
+	if cfg != nil {
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(t.addr)
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("TLS with %s: %w", t.addr, err)
+		}
+		c = tc
 	}
 	pc := newPconn(c)
 	if tcpOnly || sock != "" {

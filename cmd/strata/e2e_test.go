@@ -6,6 +6,7 @@ package main_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -117,9 +118,11 @@ func (s *server) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	// Serving, not only listening: a request answered.
+	// Serving, not only listening: a request answered (over TLS, when
+	// the server speaks it, not yet caring whose certificate it is).
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	for i := 0; i < 200; i++ {
-		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
+		if resp, err := hc.Get(s.scheme() + "://" + s.addr + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
@@ -128,6 +131,14 @@ func (s *server) start() {
 		time.Sleep(25 * time.Millisecond)
 	}
 	s.t.Fatalf("server did not start:\n%s", s.log)
+}
+
+// scheme is https when the configuration turns TLS on.
+func (s *server) scheme() string {
+	if b, _ := os.ReadFile(s.cfg); bytes.Contains(b, []byte(`enabled = "on"`)) {
+		return "https"
+	}
+	return "http"
 }
 
 func (s *server) stop() {

@@ -310,6 +310,9 @@ type StripeTarget struct {
 	// host (Host, its boot id): there the data path skips the TCP stack.
 	Socket string `json:"socket,omitempty"`
 	Host   string `json:"host,omitempty"`
+	// TLS says the mover's TCP port speaks TLS (verified against the
+	// client's CA, for the address in Mover).
+	TLS    bool   `json:"tls,omitempty"`
 	Object string `json:"object"`
 	Length int64  `json:"length"` // write: bytes reserved; read: bytes stored
 	CRC32C uint32 `json:"crc32c,omitempty"`
@@ -422,6 +425,7 @@ type MoverRegistration struct {
 	Addr    string       `json:"addr"`
 	Socket  string       `json:"socket,omitempty"` // Unix socket for clients on Host
 	Host    string       `json:"host,omitempty"`   // boot id of the mover's host
+	TLS     bool         `json:"tls,omitempty"`    // its TCP port speaks TLS
 	Devices []DeviceInfo `json:"devices"`
 	// Proof is an HMAC of the body fields under the cluster secret.
 	Proof string `json:"proof"`

@@ -25,6 +25,7 @@ import (
 const (
 	MethodPeer     = "peercred" // Unix socket: the kernel's SO_PEERCRED
 	MethodToken    = "token"    // a bearer token the catalog holds
+	MethodCert     = "x509"     // a TLS client certificate the configured CA signed
 	MethodInternal = "internal" // the server itself (tests, tools in-process)
 )
 

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/pki"
 )
 
 // parseTTL reads a lifetime: a Go duration, or whole days ("30d").
@@ -243,5 +245,51 @@ func (e *env) chownCmd() *cobra.Command {
 			return err
 		})
 	})
+	return cmd
+}
+
+func (e *env) certCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cert", Short: "Certificates from the server's own CA (run on the core's host, as its user)"}
+	var cfgPath, dataDir, out, user string
+	var hosts []string
+	issue := &cobra.Command{
+		Use:   "issue (--host NAME... | --user NAME) --out DIR",
+		Short: "Issue a mover's server certificate (--host) or a user's client certificate for mutual TLS (--user)",
+		Args:  exactArgs(0, "cert issue (--host NAME... | --user NAME) --out DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" || (len(hosts) == 0) == (user == "") {
+				return errors.New("usage: strata cert issue (--host NAME... | --user NAME) --out DIR")
+			}
+			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
+				if dataDir != "" {
+					c.DataDir = dataDir
+				}
+			})
+			if err != nil {
+				return err
+			}
+			f := pki.In(filepath.Join(cfg.DataDir, "tls"))
+			if err := os.MkdirAll(out, 0o700); err != nil {
+				return fmt.Errorf("cert issue: %w", err)
+			}
+			cert, key := filepath.Join(out, "cert.pem"), filepath.Join(out, "key.pem")
+			if user != "" {
+				err = pki.Issue(f, cert, key, nil, user, false)
+			} else {
+				err = pki.Issue(f, cert, key, hosts, hosts[0], true)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s\n%s\n", cert, key)
+			return nil
+		},
+	}
+	issue.Flags().StringVar(&cfgPath, "config", "", "the server's TOML configuration (default ./strata.toml if present)")
+	issue.Flags().StringVar(&dataDir, "data", "", "the server's data directory (overrides data_dir)")
+	issue.Flags().StringVar(&out, "out", "", "directory to write cert.pem and key.pem to")
+	issue.Flags().StringArrayVar(&hosts, "host", nil, "a name or address the mover is reached by (repeatable)")
+	issue.Flags().StringVar(&user, "user", "", "the user a client certificate stands for (its common name)")
+	cmd.AddCommand(issue)
 	return cmd
 }

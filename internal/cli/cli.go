@@ -19,12 +19,14 @@ import (
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/pki"
 )
 
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	server         string
+	ca, cert, key  string
 	tcpOnly        bool
 	noHandover     bool
 }
@@ -43,11 +45,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetIn(stdin)
 	root.PersistentFlags().StringVar(&e.server, "server", "", "server address (default $STRATA_SERVER or "+client.DefaultServer+")")
+	root.PersistentFlags().StringVar(&e.ca, "ca", "", "CA certificate to verify the server and movers by over TLS (default $STRATA_CA); with it, a server address without a scheme is https")
+	root.PersistentFlags().StringVar(&e.cert, "cert", "", "client certificate for mutual TLS (default $STRATA_CERT)")
+	root.PersistentFlags().StringVar(&e.key, "key", "", "its key (default $STRATA_KEY)")
 	root.PersistentFlags().BoolVar(&e.tcpOnly, "tcp-only", false, "reach the core and movers over TCP even on their own host (default: their Unix sockets there)")
 	root.PersistentFlags().BoolVar(&e.noHandover, "no-handover", false, "stream reads and puts through the sockets of movers on this host (default: pass files between client and mover)")
 	root.AddCommand(e.serveCmd(), e.moverCmd(), e.mkdirCmd(), e.putCmd(), e.getCmd(), e.catCmd(), e.lsCmd(), e.statCmd(),
 		e.mvCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd(), e.stageCmd(), e.migrateCmd(), e.purgeCmd(), e.adminCmd(), e.rebuildCmd(), e.repackCmd(), e.chcosCmd(), e.benchCmd(), e.simCmd(),
-		e.tokenCmd(), e.loginCmd(), e.whoamiCmd(), e.chownCmd())
+		e.tokenCmd(), e.loginCmd(), e.whoamiCmd(), e.chownCmd(), e.certCmd())
 	root.SetArgs(args)
 	// Flag errors are usage errors: one line, like every other failure.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -78,9 +83,22 @@ func (e *env) client() (*client.Client, error) {
 	if addr == "" {
 		addr = os.Getenv("STRATA_SERVER")
 	}
+	ca, cert, key := or(e.ca, "STRATA_CA"), or(e.cert, "STRATA_CERT"), or(e.key, "STRATA_KEY")
+	if ca != "" && addr != "" && !strings.Contains(addr, "://") {
+		addr = "https://" + addr
+	}
 	c, err := client.New(addr)
-	if err == nil {
-		c.SetToken(client.DefaultToken())
+	if err != nil {
+		return nil, err
+	}
+	c.SetToken(client.DefaultToken())
+	if ca != "" || cert != "" || strings.HasPrefix(c.Server(), "https:") {
+		tc, err := pki.ClientConfig(ca, cert, key)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.SetTLS(tc)
 	}
 	if err == nil && e.tcpOnly {
 		c.TCPOnly(true)
@@ -129,4 +147,12 @@ func rangeArgs(lo, hi int, usage string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// or is v, else the environment variable env.
+func or(v, env string) string {
+	if v != "" {
+		return v
+	}
+	return os.Getenv(env)
 }

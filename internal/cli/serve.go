@@ -6,6 +6,8 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -30,9 +32,14 @@ func (e *env) logger(verbose bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// private makes what a server process creates readable by its user only
+// (the catalog's WAL, objects, tapes, logs), whatever umask it inherited.
+// The sockets and the data directory get their modes explicitly.
+func private() { syscall.Umask(0o077) }
+
 func (e *env) serveCmd() *cobra.Command {
 	var cfgPath, dataDir, listen, pprofAddr string
-	var verbose bool
+	var verbose, insecure bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a Strata server: catalog, core and a mover with its devices",
@@ -49,10 +56,14 @@ directory, or --config, overrides any of it.`,
 				if listen != "" {
 					c.Listen = listen
 				}
+				if insecure {
+					c.TLS.Insecure = true
+				}
 			})
 			if err != nil {
 				return err
 			}
+			private()
 			s, err := server.Start(cmd.Context(), cfg, e.logger(verbose))
 			if err != nil {
 				return err
@@ -63,6 +74,9 @@ directory, or --config, overrides any of it.`,
 				go http.ListenAndServe(pprofAddr, nil)
 			}
 			fmt.Fprintf(e.stderr, "strata: serving on %s (data in %s); stop with Ctrl-C\n", s.URL(), cfg.DataDir)
+			if strings.HasPrefix(s.URL(), "https:") {
+				fmt.Fprintf(e.stderr, "strata: TLS: clients trust %s (--ca or STRATA_CA)\n", s.CA())
+			}
 			<-cmd.Context().Done()
 			return s.Close()
 		},
@@ -72,6 +86,7 @@ directory, or --config, overrides any of it.`,
 	cmd.Flags().StringVar(&listen, "listen", "", "control API address (overrides listen)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go profiling endpoints (net/http/pprof) on this address")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain TCP on addresses other than loopback (tokens and data in the clear)")
 	return cmd
 }
 
@@ -99,6 +114,7 @@ its devices, its transfers and whether the core hears it.`,
 			if err != nil {
 				return err
 			}
+			private()
 			return server.RunMover(cmd.Context(), cfg, e.logger(verbose))
 		},
 	}

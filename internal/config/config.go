@@ -160,6 +160,33 @@ type Config struct {
 	COS       []COS      `toml:"cos"`
 	SizeRules []SizeRule `toml:"cos_rule"`
 	Auth      Auth       `toml:"auth"`
+	TLS       TLS        `toml:"tls"`
+}
+
+// TLS configures encryption of the control API and the movers' data
+// ports (see docs/SECURITY.md).
+type TLS struct {
+	// Enabled is "auto" (the default: TLS when a listener is not on a
+	// loopback address), "on" or "off".
+	Enabled string `toml:"enabled"`
+	// Cert and Key are the server's certificate and key (PEM); default
+	// <data_dir>/tls/server.pem, issued by the CA strata serve creates
+	// in <data_dir>/tls on first start.
+	Cert string `toml:"cert"`
+	Key  string `toml:"key"`
+	// CA is what clients and the core trust for the movers; default
+	// <data_dir>/tls/ca.pem.
+	CA string `toml:"ca"`
+	// ClientCA, when set, lets clients authenticate with certificates it
+	// signed (mutual TLS): the subject's common name is the user.
+	ClientCA string `toml:"client_ca"`
+	// Hosts are extra names and addresses for the generated certificate
+	// (the listeners' own, the host name and loopback are always in it).
+	Hosts []string `toml:"hosts"`
+	// Insecure allows plain TCP on an address other than loopback
+	// (strata serve --insecure): tokens and data then cross the network
+	// in the clear.
+	Insecure bool `toml:"insecure"`
 }
 
 // Auth configures who may do what (see docs/SECURITY.md).
@@ -186,6 +213,7 @@ func Default() Config {
 		// mount takes a quarter of a second.
 		Library: Library{Generation: "LTO-9", Drives: 4, Cartridges: 20, TimeScale: "x100"},
 		Auth:    Auth{Umask: "022"},
+		TLS:     TLS{Enabled: "auto"},
 		HSM: HSM{MigrateAfter: "15m", MigrateEvery: "30s", MigrateDrives: 2, Aggregate: 1 << 30, StripeMin: 16 << 30, HighWater: 0.9, LowWater: 0.7,
 			PurgeEvery: "30s", RecallMinFiles: 100, RecallMinBytes: 8 << 30, RecallMaxAge: "2m"},
 		COS: []COS{
@@ -271,6 +299,7 @@ func merge(c *Config, f Config) {
 	mergeFields(&c.Library, f.Library)
 	mergeFields(&c.HSM, f.HSM)
 	mergeFields(&c.Auth, f.Auth)
+	mergeFields(&c.TLS, f.TLS)
 	if f.Devices != nil {
 		c.Devices = f.Devices
 	}
@@ -301,6 +330,14 @@ func (c *Config) Complete() error {
 	}
 	if c.SecretFile == "" {
 		c.SecretFile = filepath.Join(c.DataDir, "secret")
+	}
+	switch c.TLS.Enabled {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("config: tls enabled = %q: want \"auto\", \"on\" or \"off\"", c.TLS.Enabled)
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return fmt.Errorf("config: tls: cert and key go together")
 	}
 	for _, sk := range []struct {
 		p    *string

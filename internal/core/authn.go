@@ -40,6 +40,19 @@ func (c *Core) PeerIdentity(p auth.Peer) *auth.Identity {
 	return id
 }
 
+// CertIdentity is the identity a verified TLS client certificate proves:
+// its common name is a user of this host (uid and groups from the host's
+// user database).
+func (c *Core) CertIdentity(cn string) (*auth.Identity, error) {
+	uid, gid, groups, err := auth.LookupUser(cn)
+	if err != nil {
+		return nil, err
+	}
+	id := &auth.Identity{User: cn, UID: uid, GID: gid, Groups: groups, Method: auth.MethodCert}
+	id.Admin = c.isAdmin(id)
+	return id, nil
+}
+
 func (c *Core) isAdmin(id *auth.Identity) bool {
 	if id.UID == 0 {
 		return true

@@ -16,6 +16,7 @@ package core
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/tls"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -70,6 +71,9 @@ type Config struct {
 	// AdminGroups are the groups whose members are admins (besides uid
 	// 0).
 	AdminGroups []uint32
+	// MoverTLS verifies movers whose data ports speak TLS, for the core's
+	// own transfers (migration, recall, reclaim).
+	MoverTLS *tls.Config
 }
 
 // SizeRule maps files of at most MaxSize bytes to a class of service.
@@ -153,6 +157,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, held: map[string]int64{},
 		inflight: map[int64]inflight{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
+	c.pool.TLS = cfg.MoverTLS
 	c.tokens.m = map[string]catalog.Token{}
 	c.hsm = newHSM(c, cfg.HSM)
 	if err := c.loadClasses(ctx, cfg.COS); err != nil {
@@ -203,7 +208,7 @@ func (c *Core) RegisterLocal(ctx context.Context, r api.MoverRegistration) error
 // proof is the MAC a remote mover presents when it registers.
 func proof(secret []byte, r api.MoverRegistration) string {
 	m := hmac.New(sha256.New, secret)
-	fmt.Fprintf(m, "register\x00%s\x00%s\x00%s\x00%s", r.ID, r.Addr, r.Socket, r.Host)
+	fmt.Fprintf(m, "register\x00%s\x00%s\x00%s\x00%s\x00%t", r.ID, r.Addr, r.Socket, r.Host, r.TLS)
 	for _, d := range r.Devices {
 		fmt.Fprintf(m, "\x00%s\x00%s\x00%d", d.ID, d.Pool, d.Capacity)
 	}
@@ -238,7 +243,7 @@ func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool
 		m = &moverState{id: id}
 		c.movers[id] = m
 	}
-	m.ep, m.local, m.seen = mover.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host}, local, c.now()
+	m.ep, m.local, m.seen = mover.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host, TLS: r.TLS}, local, c.now()
 	var fresh []api.DeviceInfo
 	for _, d := range devs {
 		if owner, ok := c.devMover[d.ID]; ok && owner != id {
@@ -279,7 +284,7 @@ func (c *Core) moverFor(device string) (mover.Endpoint, error) {
 
 // target is the part of a stripe target that says where its mover is.
 func target(ep mover.Endpoint, t api.StripeTarget) api.StripeTarget {
-	t.Mover, t.Socket, t.Host = ep.Addr, ep.Socket, ep.Host
+	t.Mover, t.Socket, t.Host, t.TLS = ep.Addr, ep.Socket, ep.Host, ep.TLS
 	return t
 }
 

@@ -49,7 +49,9 @@ type Server struct {
 	Log     *slog.Logger
 	// ConnContext, if set, derives the context of every request on a new
 	// connection (as net/http.Server's does): the caller's identity on a
-	// Unix socket is a property of the connection.
+	// Unix socket, or by a TLS client certificate, is a property of the
+	// connection. It runs on the connection's own goroutine (it may wait
+	// for a TLS handshake), before its first request is read.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
 
 	mu       sync.Mutex
@@ -123,16 +125,12 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
-	ctx := context.Background()
-	if s.ConnContext != nil {
-		ctx = s.ConnContext(ctx, nc) // outside the lock: it may make system calls
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{s: s, nc: nc, ctx: ctx, cancel: cancel,
 		br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), remote: nc.RemoteAddr().String()}
 	s.conns[c] = struct{}{}
@@ -221,6 +219,9 @@ func (c *conn) serve() {
 	defer c.s.drop(c)
 	defer c.cancel()
 	defer c.nc.Close()
+	if c.s.ConnContext != nil {
+		c.ctx = c.s.ConnContext(c.ctx, c.nc)
+	}
 	for {
 		// Wait for a request without a deadline, then give its header
 		// HeaderTimeout unless the first read brought all of it (the

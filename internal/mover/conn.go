@@ -3,6 +3,7 @@ package mover
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -32,6 +33,9 @@ type Pool struct {
 	Dialer  net.Dialer
 	tcpOnly bool
 	stream  bool // no handles: read through the socket even on the mover's host
+	// TLS is used for movers whose endpoint says they speak it: the CA
+	// to verify them by (and a client certificate, with mutual TLS).
+	TLS *tls.Config
 }
 
 // SetTCPOnly makes the pool dial movers over TCP even on their own host.
@@ -71,6 +75,7 @@ type Endpoint struct {
 	Addr   string // host:port
 	Socket string // Unix socket path, valid on Host
 	Host   string // boot id of the mover's host (see HostID)
+	TLS    bool   // the TCP port speaks TLS (never the socket: it stays on the host)
 }
 
 // HostID identifies this boot of this machine: a Unix socket path named by
@@ -134,17 +139,38 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 		nc, err = p.Dialer.DialContext(ctx, "unix", ep.Socket)
 	}
 	if nc == nil {
-		nc, err = p.Dialer.DialContext(ctx, "tcp", addr)
+		if nc, err = p.Dialer.DialContext(ctx, "tcp", addr); err == nil {
+			nc.(*net.TCPConn).SetNoDelay(true)
+			if ep.TLS {
+				nc, err = p.handshake(ctx, nc, addr)
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mover %s: %w", addr, err)
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
 	_, isUnix := nc.(*net.UnixConn)
 	bw, br := bufio.NewWriterSize(nc, 32<<10), bufio.NewReaderSize(nc, 32<<10)
 	return &Conn{c: nc, bw: bw, br: br, fr: wire.NewReader(br), fw: wire.NewConnWriter(bw, nc), addr: addr, handles: isUnix && !stream}, nil
+}
+
+// handshake starts TLS on a new connection to a mover, verifying its
+// certificate for the host in addr.
+func (p *Pool) handshake(ctx context.Context, nc net.Conn, addr string) (net.Conn, error) {
+	if p.TLS == nil {
+		nc.Close()
+		return nil, errors.New("the mover speaks TLS and no CA is configured to verify it (--ca, STRATA_CA)")
+	}
+	cfg := p.TLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return tc, nil
 }
 
 // Put returns c to the pool, or closes it if it is broken.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,7 @@ type Server struct {
 	httpSrv *httpserve.Server
 	ctlAddr string
 	dataLn  net.Listener
+	tls     bool // the TCP listeners speak TLS
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -246,17 +248,21 @@ type moverNet struct {
 	tcp, unix net.Listener
 	adv       string // the TCP address clients dial
 	socket    string // "" when there is no socket
+	tls       bool   // the TCP listener speaks TLS
 }
 
 // maxSocketPath is the longest path a Unix socket address holds.
 const maxSocketPath = 107
 
-func listenMover(cfg config.Config, log *slog.Logger) (*moverNet, error) {
+func listenMover(cfg config.Config, tc *tls.Config, log *slog.Logger) (*moverNet, error) {
 	ln, err := net.Listen("tcp", cfg.Mover.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("mover: %w", err)
 	}
-	mn := &moverNet{tcp: ln, adv: listenAddr(cfg.Mover.Advertise, ln)}
+	mn := &moverNet{tcp: ln, adv: listenAddr(cfg.Mover.Advertise, ln), tls: tc != nil}
+	if tc != nil {
+		mn.tcp = tls.NewListener(ln, tc)
+	}
 	if p := cfg.Mover.Socket; p != "" {
 		if len(p) > maxSocketPath {
 			log.Warn("mover: socket path too long, local clients will use TCP", "socket", p)
@@ -309,7 +315,7 @@ func (mn *moverNet) serve(m *mover.Mover, wg *sync.WaitGroup) {
 }
 
 func (mn *moverNet) registration(cfg config.Config, m *mover.Mover) api.MoverRegistration {
-	r := api.MoverRegistration{ID: cfg.Mover.ID, Addr: mn.adv, Devices: m.Devices(poolOf(cfg), mn.adv)}
+	r := api.MoverRegistration{ID: cfg.Mover.ID, Addr: mn.adv, TLS: mn.tls, Devices: m.Devices(poolOf(cfg), mn.adv)}
 	if mn.socket != "" {
 		r.Socket, r.Host = mn.socket, mover.HostID()
 	}
@@ -340,6 +346,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if err != nil {
 		return nil, err
 	}
+	tlsc, err := setupTLS(cfg, []string{cfg.Listen, cfg.Mover.Listen}, true)
+	if err != nil {
+		return nil, err
+	}
+	s.tls = tlsc.server != nil
 	ttl, err := parseDur(cfg.TokenTTL, "token_ttl")
 	if err != nil {
 		return nil, err
@@ -356,7 +367,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 			log.Info("catalog writer runs at default priority (metadata writes slower under load)", "why", err)
 		}
 	}
-	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage}
+	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage, MoverTLS: tlsc.trust}
 	if err := authConfig(cfg.Auth, &cc); err != nil {
 		return nil, err
 	}
@@ -377,7 +388,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}
 	s.Mover = mover.New(cfg.Mover.ID, s.devs, token.NewSigner(secret), log)
 	s.Mover.SetEpoch(s.Core.Epoch())
-	mn, err := listenMover(cfg, log)
+	mn, err := listenMover(cfg, tlsc.server, log)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +404,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 		return nil, fmt.Errorf("control API: %w", err)
 	}
 	s.ctlAddr = ctlLn.Addr().String()
-	s.httpSrv = &httpserve.Server{Handler: s.controlHandler(), HeaderTimeout: 10 * time.Second, Log: log, ConnContext: s.peerContext(log)}
+	if tlsc.server != nil {
+		ctlLn = tls.NewListener(ctlLn, tlsc.server)
+	}
+	s.httpSrv = &httpserve.Server{Handler: s.controlHandler(), HeaderTimeout: 10 * time.Second, Log: log, ConnContext: s.connIdentity(log)}
 	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.httpSrv.Serve(ctlLn) }()
 	ctlSock := ""
@@ -427,27 +441,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 			}
 		}
 	}()
-	log.Info("strata serving", "control", "http://"+s.ctlAddr, "control_socket", ctlSock, "data", mn.adv, "socket", mn.socket, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
+	log.Info("strata serving", "control", s.URL(), "control_socket", ctlSock, "data", mn.adv, "socket", mn.socket, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
 	return s, nil
-}
-
-// peerContext gives every connection on the control socket the identity
-// of the process at its other end, as the kernel reports it. A connection
-// whose credentials cannot be read gets none, and must then present a
-// token like a TCP client.
-func (s *Server) peerContext(log *slog.Logger) func(context.Context, net.Conn) context.Context {
-	return func(ctx context.Context, c net.Conn) context.Context {
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			return ctx
-		}
-		p, err := auth.PeerOf(uc)
-		if err != nil {
-			log.Warn("control socket: cannot read the peer's credentials", "err", err)
-			return ctx
-		}
-		return auth.With(ctx, s.Core.PeerIdentity(p))
-	}
 }
 
 // authConfig reads the [auth] settings into the core's.
@@ -531,8 +526,22 @@ func (s *Server) controlHandler() http.Handler {
 // from the one it advertises to clients).
 func (s *Server) DataAddr() string { return s.dataLn.Addr().String() }
 
-// URL is the control API's base URL.
-func (s *Server) URL() string { return "http://" + s.ctlAddr }
+// URL is the control API's base URL (https:// when it speaks TLS).
+func (s *Server) URL() string {
+	if s.tls {
+		return "https://" + s.ctlAddr
+	}
+	return "http://" + s.ctlAddr
+}
+
+// CA is the file of the certificate authority clients should trust (the
+// generated one unless configured).
+func (s *Server) CA() string {
+	if s.Cfg.TLS.CA != "" {
+		return s.Cfg.TLS.CA
+	}
+	return tlsFiles(s.Cfg).CA
+}
 
 // Close stops serving and releases everything.
 func (s *Server) Close() error {
@@ -574,6 +583,10 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("mover: %w (copy the core's secret file)", err)
 	}
+	tlsc, err := setupTLS(cfg, []string{cfg.Mover.Listen}, false)
+	if err != nil {
+		return fmt.Errorf("mover: %w", err)
+	}
 	devs, err := openDevices(cfg)
 	if err != nil {
 		return err
@@ -584,7 +597,7 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 	}()
 	m := mover.New(cfg.Mover.ID, devs, token.NewSigner(secret), log)
-	mn, err := listenMover(cfg, log)
+	mn, err := listenMover(cfg, tlsc.server, log)
 	if err != nil {
 		return err
 	}
@@ -605,6 +618,10 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		defer stop()
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
+	if tlsc.trust != nil {
+		// The core's certificate comes from the same CA as the movers'.
+		hc.Transport = &http.Transport{TLSClientConfig: tlsc.trust}
+	}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
