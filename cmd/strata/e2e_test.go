@@ -6,8 +6,8 @@ package main_test
 
 import (
 	"bytes"
-	"crypto/tls"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"

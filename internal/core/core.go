@@ -16,8 +16,8 @@ package core
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/tls"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
