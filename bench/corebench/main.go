@@ -178,9 +178,10 @@ func main() {
 	phases := fs.String("phases", "create,stat,remove", "which phases to run, in order (a profile of one phase alone)")
 	serverPID := fs.Int("server-pid", 0, "strata: the server's process id, to report CPU per operation")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the create phase (this process: the clients) to FILE")
+	under := fs.String("under", "", "strata: the directory to work in (default /; a user who is not an admin needs one it may write)")
 	fs.Parse(os.Args[2:])
 	var o ops
-	root := fmt.Sprintf("/md-%d", time.Now().UnixNano())
+	root := fmt.Sprintf("%s/md-%d", strings.TrimRight(*under, "/"), time.Now().UnixNano())
 	target := "strata"
 	switch {
 	case *server != "":

@@ -7,6 +7,7 @@ package main_test
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -404,4 +405,59 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestAudit: changes and refusals are in the audit log with who, how,
+// from where, what and the result; `strata audit` filters them.
+func TestAudit(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("acting as another user needs root")
+	}
+	s := newServer(t, "")
+	reachable(t, s)
+	s.ok("mkdir", "/proj")
+	src := filepath.Join(s.dir, "src")
+	writeRandom(t, src, 1234)
+	os.Chmod(src, 0o644)
+	s.ok("put", src, "/proj/f")
+	if _, _, code := s.runAs(carol.cred(), nil, "rm", "/proj/f"); code == 0 {
+		t.Fatal("carol removed root's file")
+	}
+	s.runAs(nil, []string{"STRATA_TOKEN=strata_00000000000000ff_" + strings.Repeat("A", 43)}, "--tcp-only", "mkdir", "/x")
+	data := filepath.Join(s.dir, "data")
+
+	out := s.ok("audit", "--data", data, "--user", "2003", "--denied") // carol has no name on this host
+	if !strings.Contains(out, `"/proj/f"`) || !strings.Contains(out, "POST /v1/remove") || !strings.Contains(out, "403") || !strings.Contains(out, "peercred") || !strings.Contains(out, "needs write and search on /proj") {
+		t.Errorf("carol's refused rm:\n%s", out)
+	}
+	if strings.Count(out, "\n") != 2 { // the header and the one line
+		t.Errorf("carol has one refused request:\n%s", out)
+	}
+	var sawPut, saw401 bool
+	for _, line := range strings.Split(strings.TrimSpace(s.ok("audit", "--data", data, "--json", "--since", "1h")), "\n") {
+		var r struct {
+			User, Auth, Remote, Op, Error string
+			UID                           *uint32
+			Paths                         []string
+			Status                        int
+			Bytes                         int64
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch {
+		case r.Op == "POST /v1/create" && len(r.Paths) == 1 && r.Paths[0] == "/proj/f":
+			sawPut = r.User == "root" && r.UID != nil && *r.UID == 0 && r.Auth == "peercred" && r.Remote == "unix" && r.Status == 200 && r.Bytes == 1234
+		case r.Status == 401:
+			saw401 = r.User == "" && strings.HasPrefix(r.Remote, "127.0.0.1:") && strings.Contains(r.Error, "not known")
+		case r.Op == "GET /v1/stat" && r.Status == 200:
+			t.Errorf("a read that was allowed is logged: %s", line)
+		}
+	}
+	if !sawPut || !saw401 {
+		t.Errorf("root's put logged: %v; the unknown token's 401: %v", sawPut, saw401)
+	}
+	if out := s.ok("audit", "--data", data, "--since", "2030-01-01T00:00:00Z"); strings.Count(out, "\n") != 1 {
+		t.Errorf("nothing since 2030:\n%s", out)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/pki"
 )
@@ -291,5 +292,76 @@ func (e *env) certCmd() *cobra.Command {
 	issue.Flags().StringArrayVar(&hosts, "host", nil, "a name or address the mover is reached by (repeatable)")
 	issue.Flags().StringVar(&user, "user", "", "the user a client certificate stands for (its common name)")
 	cmd.AddCommand(issue)
+	return cmd
+}
+
+func (e *env) auditCmd() *cobra.Command {
+	var cfgPath, dataDir, user, since string
+	var denied, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "audit [--user NAME] [--since 1h] [--denied] [--json]",
+		Short: "Read the audit log (on the server's host, as its user or root)",
+		Args:  exactArgs(0, "audit [--user NAME] [--since 1h] [--denied] [--json]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
+				if dataDir != "" {
+					c.DataDir = dataDir
+					c.Audit.Path = ""
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if err := cfg.Complete(); err != nil {
+				return err
+			}
+			if cfg.Audit.Path == "" {
+				return errors.New("audit: the audit log is off ([audit] path = \"off\")")
+			}
+			f := audit.Filter{User: user, Denied: denied}
+			if since != "" {
+				if t, err := time.Parse(time.RFC3339, since); err == nil {
+					f.Since = t
+				} else if d, err := parseTTL(since); err == nil {
+					f.Since = time.Now().Add(-d)
+				} else {
+					return fmt.Errorf("audit: --since %q: want a duration (1h, 2d) or an RFC 3339 time", since)
+				}
+			}
+			w := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+			if !asJSON {
+				fmt.Fprintln(w, "TIME\tUSER\tAUTH\tREMOTE\tOP\tPATHS\tSTATUS\tERROR")
+			}
+			err = audit.Read(cfg.Audit.Path, f, func(r audit.Record, line []byte) error {
+				if asJSON {
+					_, err := e.stdout.Write(line)
+					return err
+				}
+				who := r.User
+				if who == "" {
+					who = "-"
+				}
+				paths := make([]string, len(r.Paths))
+				for i, p := range r.Paths {
+					paths[i] = strconv.Quote(p)
+				}
+				_, err := fmt.Fprintf(w, "%s\t%q\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Time.Local().Format(time.DateTime), who, r.Auth, r.Remote, r.Op, strings.Join(paths, " "), r.Status, r.Error)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !asJSON {
+				return w.Flush()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "the server's TOML configuration (default ./strata.toml if present)")
+	cmd.Flags().StringVar(&dataDir, "data", "", "the server's data directory (its audit.log)")
+	cmd.Flags().StringVar(&user, "user", "", "only this user's requests")
+	cmd.Flags().StringVar(&since, "since", "", "only requests since this long ago (1h, 2d) or this time (RFC 3339)")
+	cmd.Flags().BoolVar(&denied, "denied", false, "only refused requests (401, 403)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the log's JSON lines")
 	return cmd
 }

@@ -161,6 +161,15 @@ type Config struct {
 	SizeRules []SizeRule `toml:"cos_rule"`
 	Auth      Auth       `toml:"auth"`
 	TLS       TLS        `toml:"tls"`
+	Audit     Audit      `toml:"audit"`
+}
+
+// Audit configures the audit log: a JSON line for every request that
+// changes something and every request refused.
+type Audit struct {
+	Path    string `toml:"path"`     // default <data_dir>/audit.log; "off" for none
+	MaxSize Size   `toml:"max_size"` // rotate past this (default 100MiB)
+	Keep    int    `toml:"keep"`     // rotated files kept (default 5)
 }
 
 // TLS configures encryption of the control API and the movers' data
@@ -300,6 +309,7 @@ func merge(c *Config, f Config) {
 	mergeFields(&c.HSM, f.HSM)
 	mergeFields(&c.Auth, f.Auth)
 	mergeFields(&c.TLS, f.TLS)
+	mergeFields(&c.Audit, f.Audit)
 	if f.Devices != nil {
 		c.Devices = f.Devices
 	}
@@ -330,6 +340,12 @@ func (c *Config) Complete() error {
 	}
 	if c.SecretFile == "" {
 		c.SecretFile = filepath.Join(c.DataDir, "secret")
+	}
+	switch c.Audit.Path {
+	case "off":
+		c.Audit.Path = ""
+	case "":
+		c.Audit.Path = filepath.Join(c.DataDir, "audit.log")
 	}
 	switch c.TLS.Enabled {
 	case "auto", "on", "off":

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/mover"
@@ -74,6 +75,9 @@ type Config struct {
 	// MoverTLS verifies movers whose data ports speak TLS, for the core's
 	// own transfers (migration, recall, reclaim).
 	MoverTLS *tls.Config
+	// Audit, when set, receives a record of every request that changes
+	// something and of every request refused.
+	Audit *audit.Log
 }
 
 // SizeRule maps files of at most MaxSize bytes to a class of service.
@@ -111,6 +115,7 @@ type Core struct {
 
 	atimes chan catalog.Inode // access-time updates, applied by one goroutine
 	tokens tokenCache
+	audit  *audit.Log
 
 	hsm *hsm // nil without a tape library
 }
@@ -158,6 +163,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		inflight: map[int64]inflight{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
 	c.pool.TLS = cfg.MoverTLS
+	c.audit = cfg.Audit
 	c.tokens.m = map[string]catalog.Token{}
 	c.hsm = newHSM(c, cfg.HSM)
 	if err := c.loadClasses(ctx, cfg.COS); err != nil {

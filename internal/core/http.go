@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
 )
 
@@ -79,26 +81,120 @@ func (c *Core) Handler() http.Handler {
 var public = map[string]bool{"/healthz": true, "/v1/version": true, "/v1/local": true, "/v1/movers/register": true}
 
 // authenticate puts the caller's identity into every request's context,
-// or answers 401.
+// or answers 401; with an audit log, it writes a line for every request
+// that changes something and for every one refused.
 func (c *Core) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if public[r.URL.Path] {
+		pub := public[r.URL.Path]
+		var id *auth.Identity
+		var err error
+		if !pub {
+			id, err = c.Identify(r)
+		}
+		if c.audit == nil {
+			if err != nil {
+				c.unauthenticated(w, err)
+				return
+			}
+			if id != nil && auth.From(r.Context()) != id {
+				r = r.WithContext(auth.With(r.Context(), id))
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		id, err := c.Identify(r)
+		// The body is in memory already (the server buffers it); keep a
+		// copy to name the paths in the record.
+		var body []byte
+		if r.Method != http.MethodGet && r.Body != nil {
+			body, _ = io.ReadAll(io.LimitReader(r.Body, maxBody))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		sw := &auditWriter{ResponseWriter: w, status: http.StatusOK}
 		if err != nil {
-			if errors.Is(err, api.ErrUnauthenticated) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+			c.unauthenticated(sw, err)
+		} else {
+			if id != nil && auth.From(r.Context()) != id {
+				r = r.WithContext(auth.With(r.Context(), id))
 			}
-			c.reply(w, nil, err)
-			return
+			next.ServeHTTP(sw, r)
 		}
-		if auth.From(r.Context()) != id {
-			r = r.WithContext(auth.With(r.Context(), id))
+		if sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden || r.Method != http.MethodGet && !pub {
+			c.auditRequest(r, id, body, sw)
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+func (c *Core) unauthenticated(w http.ResponseWriter, err error) {
+	if errors.Is(err, api.ErrUnauthenticated) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+	}
+	c.reply(w, nil, err)
+}
+
+// auditWriter remembers a reply's status and the start of an error body.
+type auditWriter struct {
+	http.ResponseWriter
+	status  int
+	errBody []byte
+}
+
+func (w *auditWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *auditWriter) Write(b []byte) (int, error) {
+	if w.status >= 400 && len(w.errBody) < 1024 {
+		w.errBody = append(w.errBody, b[:min(len(b), 1024-len(w.errBody))]...)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// auditRequest writes the audit record of r.
+func (c *Core) auditRequest(r *http.Request, id *auth.Identity, body []byte, w *auditWriter) {
+	rec := audit.Record{Time: c.now().UTC(), Op: r.Method + " " + r.URL.Path, Status: w.status, Remote: r.RemoteAddr}
+	if rec.Remote == "" || rec.Remote == "@" {
+		rec.Remote = "unix"
+	}
+	if id != nil {
+		uid := id.UID
+		rec.User, rec.UID, rec.Auth, rec.Token = id.User, &uid, id.Method, id.TokenID
+	}
+	if p := r.URL.Query().Get("path"); p != "" {
+		rec.Paths = append(rec.Paths, p)
+	}
+	if len(body) > 0 {
+		// What the request named, whatever its type: a path, a rename's
+		// two, a stage's many, a size, a token's or cartridge's name.
+		var named struct {
+			Path, Src, Dst, Volume, Name, ID, User string
+			Paths                                  []string
+			Size                                   int64
+		}
+		if api.NewDecoder(bytes.NewReader(body)).Decode(&named) == nil {
+			for _, p := range []string{named.Path, named.Src, named.Dst} {
+				if p != "" {
+					rec.Paths = append(rec.Paths, p)
+				}
+			}
+			rec.Paths = append(rec.Paths, named.Paths...)
+			for _, p := range []string{named.Volume, named.Name, named.ID, named.User} {
+				if p != "" && len(rec.Paths) == 0 {
+					rec.Paths = append(rec.Paths, p)
+				}
+			}
+			rec.Bytes = named.Size
+		}
+	}
+	if w.status >= 400 {
+		var e api.Error
+		if api.NewDecoder(bytes.NewReader(w.errBody)).Decode(&e) == nil {
+			rec.Error = e.Msg
+		}
+	}
+	if err := c.audit.Write(rec); err != nil {
+		c.log.Error("core: audit log", "err", err)
+	}
 }
 
 // recoverer turns a panic in a handler into a 500 for that request alone:

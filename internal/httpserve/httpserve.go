@@ -14,8 +14,9 @@
 // repack, a migration run) still see their context cancelled when the
 // client disconnects.
 //
-// What it does not do, because the control API does not need it: TLS,
-// HTTP/2, streaming responses (a handler's output is buffered whole; the
+// TLS is the listener's (tls.NewListener): a *tls.Conn is a net.Conn like
+// any other here. What it does not do, because the control API does not
+// need it: HTTP/2, streaming responses (a handler's output is buffered whole; the
 // largest is a directory listing), trailers, hijacking.
 package httpserve
 

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/postgres"
@@ -60,6 +61,7 @@ type Server struct {
 	ctlAddr string
 	dataLn  net.Listener
 	tls     bool // the TCP listeners speak TLS
+	audit   *audit.Log
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -368,6 +370,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 		}
 	}
 	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage, MoverTLS: tlsc.trust}
+	if cfg.Audit.Path != "" {
+		if s.audit, err = audit.Open(cfg.Audit.Path, int64(cfg.Audit.MaxSize), cfg.Audit.Keep); err != nil {
+			return nil, err
+		}
+		cc.Audit = s.audit
+	}
 	if err := authConfig(cfg.Auth, &cc); err != nil {
 		return nil, err
 	}
@@ -565,6 +573,9 @@ func (s *Server) Close() error {
 	}
 	if s.Store != nil {
 		s.Store.Close()
+	}
+	if s.audit != nil {
+		s.audit.Close()
 	}
 	if s.lock != nil {
 		s.lock.Close()

@@ -1,0 +1,131 @@
+// Command tlsbench is the baseline for Strata's TLS figures: what
+// crypto/tls alone moves between two processes on this machine, with the
+// same cipher suite negotiation (TLS 1.3), the same parallelism and the
+// same 1 MiB writes as a striped put, and the same over plain TCP.
+//
+//	tlsbench recv -addr 127.0.0.1:7460 [-tls]          # accepts and discards
+//	tlsbench send -addr 127.0.0.1:7460 [-tls] -bytes N -streams 4
+//
+// send prints the rate in MB/s (10^6 bytes) once every stream's bytes are
+// acknowledged by the receiver.
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: tlsbench recv|send [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:7460", "address")
+	useTLS := fs.Bool("tls", false, "TLS 1.3 instead of plain TCP")
+	n := fs.Int64("bytes", 4<<30, "send: bytes in all")
+	streams := fs.Int("streams", 4, "send: parallel connections")
+	fs.Parse(os.Args[2:])
+	switch os.Args[1] {
+	case "recv":
+		recv(*addr, *useTLS)
+	case "send":
+		send(*addr, *useTLS, *n, *streams)
+	default:
+		fmt.Fprintln(os.Stderr, "usage: tlsbench recv|send [flags]")
+		os.Exit(2)
+	}
+}
+
+func selfSigned() tls.Certificate {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tlsbench"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
+}
+
+// recv reads an 8-byte length, then that many bytes, then answers one
+// byte: the sender's clock stops when the data has arrived.
+func recv(addr string, useTLS bool) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if useTLS {
+		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{selfSigned()}})
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		go func() {
+			defer c.Close()
+			var h [8]byte
+			if _, err := io.ReadFull(c, h[:]); err != nil {
+				return
+			}
+			buf := make([]byte, 1<<20)
+			if _, err := io.CopyBuffer(io.Discard, io.LimitReader(c, int64(binary.BigEndian.Uint64(h[:]))), buf); err == nil {
+				c.Write([]byte{1})
+			}
+		}()
+	}
+}
+
+func send(addr string, useTLS bool, n int64, streams int) {
+	per := n / int64(streams)
+	conns := make([]net.Conn, streams)
+	for i := range conns {
+		var c net.Conn
+		var err error
+		if useTLS {
+			c, err = tls.Dial("tcp", addr, &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true})
+		} else {
+			c, err = net.Dial("tcp", addr)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		conns[i] = c
+	}
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var h [8]byte
+			binary.BigEndian.PutUint64(h[:], uint64(per))
+			c.Write(h[:])
+			for left := per; left > 0; left -= int64(len(buf)) {
+				if _, err := c.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
+			}
+			c.Read(h[:1])
+			c.Close()
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("%.0f\n", float64(per*int64(streams))/1e6/time.Since(t0).Seconds())
+}
