@@ -418,16 +418,22 @@ func FuzzConn(f *testing.F) {
 		"GET /q HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
 		"HEAD /big HTTP/1.0\r\n\r\n",
 		"\x00\xff\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n1;ext=1\r\na\r\n0\r\nTrailer: x\r\n\r\n",
+		"GET /q HTTP/1.1\r\n" + strings.Repeat("X-A: b\r\n", 300) + "\r\n",
+		"GET /q HTTP/1.1\r\nX-Long: " + strings.Repeat("a", 5000) + "\r\n\r\n",
+		"GET /q HTTP/1.1\r\nHost: x\r\n\r\nGET /q HTTP/1.1\r\nHost: y\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
-	s := &Server{Handler: testMux(), MaxBody: 4 << 10, HeaderTimeout: 50 * time.Millisecond}
+	// A small header limit, so that fuzzed inputs reach it.
+	s := &Server{Handler: testMux(), MaxBody: 4 << 10, HeaderTimeout: 50 * time.Millisecond, MaxHeaderBytes: 2 << 10}
 	s.mu.Lock()
 	s.init()
 	s.mu.Unlock()
 	f.Fuzz(func(t *testing.T, in []byte) {
 		cl, sv := net.Pipe()
-		c := s.newConn(sv)
+		c, _ := s.newConn(sv)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -473,4 +479,138 @@ func TestWatchAtTheEdge(t *testing.T) {
 	if n := ln.n.Load(); n != 1 {
 		t.Errorf("%d connections, want 1", n)
 	}
+}
+
+// ask asks addr (dialling from the local address from, if set) for /q and
+// reports whether it answered.
+func ask(t *testing.T, addr, from string) error {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /q?path=ok HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// TestLimits: the limits net/http has. A header past MaxHeaderBytes gets
+// 431 without the server reading (or holding) the rest; a slow header is
+// cut off at HeaderTimeout; an idle connection is closed after
+// IdleTimeout; a flood of connections from one address is refused past
+// MaxConnsPerHost. Through all of it the server answers everyone else.
+func TestLimits(t *testing.T) {
+	srv := &Server{Handler: testMux(), HeaderTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 64 << 10, MaxConnsPerHost: 100}
+	addr, _ := start(t, srv)
+
+	t.Run("header", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() {
+			io.WriteString(c, "GET /q HTTP/1.1\r\nHost: x\r\n")
+			big := "X-Big: " + strings.Repeat("a", 1<<20) + "\r\n"
+			for range 64 { // 64 MiB offered; the server stops reading at 64 KiB
+				if _, err := io.WriteString(c, big); err != nil {
+					return
+				}
+			}
+		}()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("a huge header: %v %v", resp, err)
+		}
+		if err := ask(t, addr, ""); err != nil {
+			t.Fatalf("after a huge header: %v", err)
+		}
+	})
+
+	t.Run("slowloris", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		go func() {
+			for _, b := range []byte("GET /q HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") {
+				if _, err := c.Write([]byte{b}); err != nil {
+					return
+				}
+				if err := ask(t, addr, ""); err != nil { // others are served meanwhile
+					t.Errorf("while a slow client dribbles: %v", err)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+			t.Fatalf("slow header: read %q, %v", b, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("a slow header held its connection %v", d)
+		}
+	})
+
+	t.Run("idle", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+			t.Fatalf("idle connection: read %q, %v; want it closed", b, err)
+		}
+	})
+
+	t.Run("flood", func(t *testing.T) {
+		// 10,000 connection attempts from 127.0.0.1, all held open; the
+		// server keeps at most 100 of them. A client from another address
+		// (127.0.0.2: the whole 127/8 is loopback) is served throughout.
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for i := range 10000 {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatalf("attempt %d: %v", i, err)
+			}
+			held = append(held, c)
+			if i%2500 == 0 {
+				if err := ask(t, addr, "127.0.0.2"); err != nil {
+					t.Fatalf("another address during the flood: %v", err)
+				}
+			}
+		}
+		if err := ask(t, addr, "127.0.0.2"); err != nil {
+			t.Fatalf("another address after the flood: %v", err)
+		}
+		srv.mu.Lock()
+		open := srv.perHost["127.0.0.1"]
+		srv.mu.Unlock()
+		if open > 100 {
+			t.Fatalf("%d connections from the flooding address kept open, the cap is 100", open)
+		}
+	})
 }
