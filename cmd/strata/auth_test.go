@@ -274,6 +274,12 @@ func TestTokens(t *testing.T) {
 	if errs, code := tcp(readProj, "stat", "/proj/f"); code != 0 {
 		t.Errorf("read scope on its path: %s", errs)
 	}
+	// A token in use (the server has it cached) is refused from the
+	// moment it is revoked.
+	s.ok("token", "revoke", strings.Split(good, "_")[1])
+	if errs, code := tcp(good, "stat", "/proj/f"); code == 0 || !strings.Contains(errs, "revoked") {
+		t.Errorf("a revoked token in use: exit %d %q", code, errs)
+	}
 
 	// The list shows states, never a secret; the catalog holds none either.
 	list := s.ok("token", "list")

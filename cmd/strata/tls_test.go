@@ -2,10 +2,18 @@ package main_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/strata-storage/strata/internal/pki"
 )
@@ -115,5 +123,63 @@ func TestPlainTCPRefusedOffLoopback(t *testing.T) {
 	_, errs, code := s.runAs(nil, nil, "serve", "--config", cfg)
 	if code == 0 || !strings.Contains(errs, "refusing to serve plain TCP on 0.0.0.0:0") || !strings.Contains(errs, "--insecure") || strings.Count(errs, "\n") != 1 {
 		t.Fatalf("exit %d %q", code, errs)
+	}
+}
+
+// TestJWT: a federated token from a configured issuer (WLCG profile)
+// authenticates over TCP; its storage scopes, rooted at the issuer's base
+// path, limit what it may do; a token from another key is refused.
+func TestJWT(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b64 := func(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	set, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kty": "EC", "kid": "k1", "crv": "P-256", "x": b64(key.X.FillBytes(make([]byte, 32))), "y": b64(key.Y.FillBytes(make([]byte, 32)))}}})
+	os.WriteFile(jwks, set, 0o644)
+	s := newServer(t, "[[auth.issuer]]\nissuer = \"https://iam.example.org/\"\njwks = \""+jwks+"\"\naudience = [\"strata\"]\nbase_path = \"/vo\"\n")
+	s.ok("mkdir", "-p", "/vo/data", "/other")
+	src := filepath.Join(s.dir, "src")
+	writeRandom(t, src, 100)
+	s.ok("put", src, "/vo/data/f")
+	s.ok("put", src, "/other/f")
+	sign := func(k *ecdsa.PrivateKey, claims jwt.MapClaims) string {
+		c := jwt.MapClaims{"iss": "https://iam.example.org/", "aud": "strata", "sub": "root", "exp": time.Now().Add(time.Hour).Unix(), "scope": "openid storage.read:/data"}
+		for n, v := range claims {
+			c[n] = v
+		}
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+		tok.Header["kid"] = "k1"
+		out, err := tok.SignedString(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	run := func(tok string, args ...string) (string, string, int) {
+		return s.runAs(nil, []string{"STRATA_TOKEN=" + tok, "HOME=" + t.TempDir()}, append([]string{"--tcp-only"}, args...)...)
+	}
+	good := sign(key, nil)
+	if out, errs, code := run(good, "whoami"); code != 0 || !strings.Contains(out, "via jwt") || !strings.Contains(out, "storage.read:/vo/data") {
+		t.Fatalf("whoami with a JWT: %q %q", out, errs)
+	}
+	if _, errs, code := run(good, "stat", "/vo/data/f"); code != 0 {
+		t.Errorf("read in scope: %s", errs)
+	}
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, tc := range []struct {
+		name, tok string
+		args      []string
+		msg       string
+	}{
+		{"outside the scope", good, []string{"stat", "/other/f"}, "no storage.read scope"},
+		{"a write with a read scope", good, []string{"put", src, "/vo/data/g"}, "no storage.create scope"},
+		{"another key", sign(other, nil), []string{"stat", "/vo/data/f"}, "verification error"},
+		{"expired", sign(key, jwt.MapClaims{"exp": time.Now().Add(-time.Hour).Unix()}), []string{"stat", "/vo/data/f"}, "expired"},
+		{"wrong audience", sign(key, jwt.MapClaims{"aud": "dcache"}), []string{"stat", "/vo/data/f"}, "aud"},
+		{"wrong issuer", sign(key, jwt.MapClaims{"iss": "https://other.example.org/"}), []string{"stat", "/vo/data/f"}, "not trusted"},
+	} {
+		_, errs, code := run(tc.tok, tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.msg) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s: exit %d %q, want one line with %q", tc.name, code, errs, tc.msg)
+		}
 	}
 }

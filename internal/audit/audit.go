@@ -4,10 +4,14 @@
 // and what came of it. The log is a file in the data directory (0600),
 // rotated by size; `strata audit` reads it back.
 //
-// Each record is one write(2) of one line, so concurrent requests never
-// interleave and a crash loses at most the lines in flight; there is no
-// fsync per line (the catalog is the durable record of what changed; this
-// is the record of who asked).
+// Records are written by one goroutine, which takes whatever requests have
+// queued meanwhile and writes them as whole lines in one write(2): a
+// request pays a channel send, not a system call under a lock (measured:
+// writing each line in the request's path cost creates a quarter of their
+// rate). The queue holds 4096 records; when it is full, requests wait for
+// it (nothing is dropped). A crash loses the lines not yet written, and
+// there is no fsync per line: the catalog is the durable record of what
+// changed, this the record of who asked.
 package audit
 
 import (
@@ -44,25 +48,32 @@ type Log struct {
 	path    string
 	maxSize int64
 	keep    int
+	q       chan Record
+	done    chan struct{}
+	onError func(error)
 
-	mu   sync.Mutex
+	mu   sync.Mutex // the file, for Close against the writer
 	f    *os.File
 	size int64
-	err  error // the last write's, reported once
 }
 
-// Open opens (creating, mode 0600) the log at path.
-func Open(path string, maxSize int64, keep int) (*Log, error) {
+// Open opens (creating, mode 0600) the log at path; onError, if set,
+// hears of failed writes (the requests they describe were served).
+func Open(path string, maxSize int64, keep int, onError func(error)) (*Log, error) {
 	if maxSize <= 0 {
 		maxSize = 100 << 20
 	}
 	if keep <= 0 {
 		keep = 5
 	}
-	l := &Log{path: path, maxSize: maxSize, keep: keep}
+	if onError == nil {
+		onError = func(error) {}
+	}
+	l := &Log{path: path, maxSize: maxSize, keep: keep, q: make(chan Record, 4096), done: make(chan struct{}), onError: onError}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
+	go l.writer()
 	return l, nil
 }
 
@@ -80,14 +91,43 @@ func (l *Log) open() error {
 	return nil
 }
 
-// Write appends r. A failure is returned (and the caller logs it); the
-// request it describes has already been served.
-func (l *Log) Write(r Record) error {
+// Write queues r for the log.
+func (l *Log) Write(r Record) { l.q <- r }
+
+// writer writes queued records, as many per write(2) as have queued.
+func (l *Log) writer() {
+	defer close(l.done)
+	var buf []byte
+	for r := range l.q {
+		buf = l.line(buf[:0], r)
+	more:
+		for int64(len(buf)) < min(1<<20, l.maxSize/2) {
+			select {
+			case r, ok := <-l.q:
+				if !ok {
+					break more
+				}
+				buf = l.line(buf, r)
+			default:
+				break more
+			}
+		}
+		if err := l.write(buf); err != nil {
+			l.onError(err)
+		}
+	}
+}
+
+func (l *Log) line(buf []byte, r Record) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
-		return err
+		l.onError(err)
+		return buf
 	}
-	b = append(b, '\n')
+	return append(append(buf, b...), '\n')
+}
+
+func (l *Log) write(b []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -117,8 +157,10 @@ func (l *Log) rotate() error {
 	return l.open()
 }
 
-// Close closes the log.
+// Close writes what is queued and closes the log. No Write may follow.
 func (l *Log) Close() error {
+	close(l.q)
+	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

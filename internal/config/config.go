@@ -209,6 +209,22 @@ type Auth struct {
 	// PublicMetrics leaves /metrics open to callers without credentials
 	// (default true: it names devices and counts, no paths or users).
 	PublicMetrics *bool `toml:"public_metrics"`
+	// Issuers are the JWT issuers whose tokens are accepted ([[auth.issuer]]).
+	Issuers []Issuer `toml:"issuer"`
+}
+
+// Issuer is a trusted JWT issuer (WLCG token profile).
+type Issuer struct {
+	Issuer   string   `toml:"issuer"`    // the iss claim
+	JWKS     string   `toml:"jwks"`      // its keys: a file or a URL
+	Audience []string `toml:"audience"`  // accepted aud values
+	BasePath string   `toml:"base_path"` // where storage.*:/path scopes are rooted (default /)
+	// UserClaim holds the user, a user of this host (default "sub");
+	// DefaultUser stands for subjects the host does not know.
+	UserClaim   string `toml:"user_claim"`
+	DefaultUser string `toml:"default_user"`
+	// Groups maps wlcg.groups values to groups of this host: "/cms" = "cms".
+	Groups map[string]string `toml:"groups"`
 }
 
 // Default returns the built-in configuration: one node on 127.0.0.1, data

@@ -21,13 +21,20 @@ import (
 // bearer token ("Authorization: Bearer strata_…"), which the catalog
 // knows by its ID and the hash of its secret. Anything else is 401.
 
-// tokenCache holds the catalog records of tokens seen recently, so a
-// request costs a hash, not a catalog read. This core is the only writer
-// of tokens (one server per catalog), so a revocation drops its entry at
-// once and the cache is never stale.
+// tokenCache holds the identities of tokens verified recently, by the
+// token as presented, so a request with a token seen before costs a map
+// lookup: no catalog read, no hash, no allocation. This core is the only
+// writer of tokens (one server per catalog), so a revocation drops its
+// entries at once and the cache is never stale; expiry is checked on
+// every use.
 type tokenCache struct {
 	mu sync.Mutex
-	m  map[string]catalog.Token
+	m  map[string]cachedToken
+}
+
+type cachedToken struct {
+	id      *auth.Identity // shared by the requests that present it: never modified
+	expires int64
 }
 
 const tokenCacheMax = 1 << 14
@@ -85,32 +92,36 @@ func (c *Core) Identify(r *http.Request) (*auth.Identity, error) {
 	if !strings.EqualFold(scheme, "Bearer") {
 		return nil, api.Errorf(api.ErrUnauthenticated, "authorization scheme %q is not Bearer", scheme)
 	}
-	return c.verifyToken(r.Context(), strings.TrimSpace(tok))
+	tok = strings.TrimSpace(tok)
+	if c.cfg.JWT != nil && !strings.HasPrefix(tok, "strata_") && strings.Count(tok, ".") == 2 {
+		id, err := c.cfg.JWT.Verify(tok)
+		if err != nil {
+			return nil, api.Errorf(api.ErrUnauthenticated, "bearer token: %v", err)
+		}
+		id.Admin = c.isAdmin(id) && id.Scopes == nil
+		return id, nil
+	}
+	return c.verifyToken(r.Context(), tok)
 }
 
 // verifyToken checks a bearer token against the catalog.
 func (c *Core) verifyToken(ctx context.Context, tok string) (*auth.Identity, error) {
+	c.tokens.mu.Lock()
+	e, ok := c.tokens.m[tok]
+	c.tokens.mu.Unlock()
+	if ok && (e.expires == 0 || c.now().UnixNano() <= e.expires) {
+		return e.id, nil
+	}
 	id, secret, err := auth.ParseToken(tok)
 	if err != nil {
 		return nil, api.Errorf(api.ErrUnauthenticated, "bearer token: %v", err)
 	}
-	c.tokens.mu.Lock()
-	k, ok := c.tokens.m[id]
-	c.tokens.mu.Unlock()
-	if !ok {
-		k, err = c.store.Token(ctx, id)
-		if errors.Is(err, api.ErrNotFound) {
-			return nil, api.Errorf(api.ErrUnauthenticated, "token %s is not known", id)
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.tokens.mu.Lock()
-		if len(c.tokens.m) >= tokenCacheMax {
-			c.tokens.m = map[string]catalog.Token{}
-		}
-		c.tokens.m[id] = k
-		c.tokens.mu.Unlock()
+	k, err := c.store.Token(ctx, id)
+	if errors.Is(err, api.ErrNotFound) {
+		return nil, api.Errorf(api.ErrUnauthenticated, "token %s is not known", id)
+	}
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case !auth.SecretMatches(secret, k.Hash):
@@ -129,6 +140,12 @@ func (c *Core) verifyToken(ctx context.Context, tok string) (*auth.Identity, err
 		who.Scopes = append(who.Scopes, sc)
 	}
 	who.Admin = c.isAdmin(who) && who.Scopes == nil // a scoped token is never an admin's
+	c.tokens.mu.Lock()
+	if len(c.tokens.m) >= tokenCacheMax {
+		c.tokens.m = map[string]cachedToken{}
+	}
+	c.tokens.m[tok] = cachedToken{id: who, expires: k.Expires}
+	c.tokens.mu.Unlock()
 	return who, nil
 }
 
@@ -223,7 +240,11 @@ func (c *Core) RevokeToken(ctx context.Context, r api.RevokeRequest) error {
 		return fmt.Errorf("token revoke: %w", err)
 	}
 	c.tokens.mu.Lock()
-	delete(c.tokens.m, r.ID)
+	for tok, e := range c.tokens.m {
+		if e.id.TokenID == r.ID {
+			delete(c.tokens.m, tok)
+		}
+	}
 	c.tokens.mu.Unlock()
 	c.log.Info("core: token revoked", "id", r.ID)
 	return nil

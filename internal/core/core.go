@@ -78,6 +78,8 @@ type Config struct {
 	// Audit, when set, receives a record of every request that changes
 	// something and of every request refused.
 	Audit *audit.Log
+	// JWT, when set, accepts federated bearer tokens (WLCG profile).
+	JWT *auth.JWTVerifier
 }
 
 // SizeRule maps files of at most MaxSize bytes to a class of service.
@@ -164,7 +166,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	c.dc.init()
 	c.pool.TLS = cfg.MoverTLS
 	c.audit = cfg.Audit
-	c.tokens.m = map[string]catalog.Token{}
+	c.tokens.m = map[string]cachedToken{}
 	c.hsm = newHSM(c, cfg.HSM)
 	if err := c.loadClasses(ctx, cfg.COS); err != nil {
 		return nil, err

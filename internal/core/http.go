@@ -192,9 +192,7 @@ func (c *Core) auditRequest(r *http.Request, id *auth.Identity, body []byte, w *
 			rec.Error = e.Msg
 		}
 	}
-	if err := c.audit.Write(rec); err != nil {
-		c.log.Error("core: audit log", "err", err)
-	}
+	c.audit.Write(rec)
 }
 
 // recoverer turns a panic in a handler into a 500 for that request alone:

@@ -307,6 +307,12 @@ func (c *Core) writableDir(ctx context.Context, who *auth.Identity, dirComps []s
 	return dir, mayDir(who, dir, joinPath(dirComps), path, auth.Write|auth.Exec)
 }
 
+// mustCheckReplace says whether replacing an entry of dir needs more than
+// the write permission on dir: a sticky directory, or scopes.
+func mustCheckReplace(who *auth.Identity, dir dentry) bool {
+	return stickyFor(who, dir) || who.Scopes != nil
+}
+
 // replaceable checks that who may replace old, an existing entry of dir:
 // the sticky rule, and a token's modify scope.
 func replaceable(who *auth.Identity, dir dentry, dirPath string, old catalog.Inode, path string) error {
@@ -344,19 +350,26 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
-	// Fail before any data moves if the name is taken.
-	if old, err := c.store.Lookup(ctx, parent, name); err == nil {
-		if old.Kind == catalog.KindDir {
-			return api.CreateResponse{}, api.Errorf(api.ErrIsDir, "create %s", path)
-		}
-		if !r.Overwrite {
-			return api.CreateResponse{}, api.Errorf(api.ErrExist, "create %s", path)
-		}
-		if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
+	// Fail before any data moves if the name is taken. An empty file
+	// moves none: the catalog's commit refuses a taken name itself, and
+	// the lookup (a catalog read, most of an empty create's cost) is
+	// needed only to check a replacement against the sticky bit or a
+	// token's scopes.
+	if r.Size > 0 || r.Overwrite && mustCheckReplace(who, dir) {
+		old, err := c.store.Lookup(ctx, parent, name)
+		switch {
+		case errors.Is(err, api.ErrNotFound):
+		case err != nil:
 			return api.CreateResponse{}, err
+		case old.Kind == catalog.KindDir:
+			return api.CreateResponse{}, api.Errorf(api.ErrIsDir, "create %s", path)
+		case !r.Overwrite:
+			return api.CreateResponse{}, api.Errorf(api.ErrExist, "create %s", path)
+		default:
+			if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
+				return api.CreateResponse{}, err
+			}
 		}
-	} else if !errors.Is(err, api.ErrNotFound) {
-		return api.CreateResponse{}, err
 	}
 	now := c.now().UnixNano()
 	if r.Size == 0 {
@@ -504,7 +517,7 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	parent := dir.id
-	if r.Overwrite {
+	if r.Overwrite && mustCheckReplace(who, dir) {
 		if old, err := c.store.Lookup(ctx, parent, name); err == nil {
 			if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
 				return api.FileInfo{}, err
@@ -605,9 +618,11 @@ func (c *Core) touch(in catalog.Inode) {
 	}
 }
 
-// entryIn resolves the directory holding p, checks that who may change
-// it (write and search; scope op on p), and returns it with p's entry.
-func (c *Core) entryIn(ctx context.Context, who *auth.Identity, p, op string) (dir dentry, dirPath, path string, in catalog.Inode, err error) {
+// entryIn resolves the directory holding p and checks that who may
+// change it (write and search; scope op on p). It reads p's entry only
+// when lookup says a further check needs it (a catalog read the
+// operation itself would repeat); the entry's Name is set either way.
+func (c *Core) entryIn(ctx context.Context, who *auth.Identity, p, op string, lookup func(dentry) bool) (dir dentry, dirPath, path string, in catalog.Inode, err error) {
 	dirComps, name, err := splitParent(p)
 	if err != nil {
 		return dentry{}, "", "", in, err
@@ -616,12 +631,17 @@ func (c *Core) entryIn(ctx context.Context, who *auth.Identity, p, op string) (d
 	if dir, err = c.writableDir(ctx, who, dirComps, path, op); err != nil {
 		return dentry{}, "", "", in, err
 	}
-	in, err = c.store.Lookup(ctx, dir.id, name)
-	if err != nil {
-		return dentry{}, "", "", in, notFoundAt(err, append(dirComps, name))
+	in.Name = name
+	if lookup(dir) {
+		if in, err = c.store.Lookup(ctx, dir.id, name); err != nil {
+			return dentry{}, "", "", in, notFoundAt(err, append(dirComps, name))
+		}
 	}
 	return dir, dirPath, path, in, nil
 }
+
+// stickyFor reports whether who is held by dir's sticky bit.
+func stickyFor(who *auth.Identity, dir dentry) bool { return dir.mode&0o1000 != 0 && !who.Admin }
 
 // Rename moves an entry. It needs write and search on both directories,
 // the sticky rule in each (for the entry moved and any it replaces), and
@@ -629,13 +649,6 @@ func (c *Core) entryIn(ctx context.Context, who *auth.Identity, p, op string) (d
 func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
 	who, err := caller(ctx)
 	if err != nil {
-		return err
-	}
-	sd, sDir, src, moving, err := c.entryIn(ctx, who, r.Src, auth.ScopeModify)
-	if err != nil {
-		return fmt.Errorf("rename %s: %w", r.Src, err)
-	}
-	if err := sticky(who, sd, sDir, moving, src); err != nil {
 		return err
 	}
 	dComps, dName, err := splitParent(r.Dst)
@@ -647,14 +660,30 @@ func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
 	if err != nil {
 		return fmt.Errorf("rename to %s: %w", r.Dst, err)
 	}
-	if old, err := c.store.Lookup(ctx, dd.id, dName); err == nil {
-		if err := replaceable(who, dd, joinPath(dComps), old, dst); err != nil {
+	// The entry moved is read when the sticky bit holds the caller, or
+	// when it may be a directory changing parents (which needs write on
+	// it): a non-admin's move to another directory.
+	sd, sDir, src, moving, err := c.entryIn(ctx, who, r.Src, auth.ScopeModify, func(sd dentry) bool {
+		return stickyFor(who, sd) || !who.Admin && sd.id != dd.id
+	})
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", r.Src, err)
+	}
+	if moving.ID != 0 {
+		if err := sticky(who, sd, sDir, moving, src); err != nil {
 			return err
 		}
+		if moving.Kind == catalog.KindDir && dd.id != sd.id {
+			if err := may(who, moving, src, src, auth.Write); err != nil {
+				return err
+			}
+		}
 	}
-	if moving.Kind == catalog.KindDir && dd.id != sd.id {
-		if err := may(who, moving, src, src, auth.Write); err != nil {
-			return err
+	if mustCheckReplace(who, dd) {
+		if old, err := c.store.Lookup(ctx, dd.id, dName); err == nil {
+			if err := replaceable(who, dd, joinPath(dComps), old, dst); err != nil {
+				return err
+			}
 		}
 	}
 	moved, err := c.store.Rename(ctx, sd.id, moving.Name, dd.id, dName, r.Overwrite, c.now().UnixNano())
@@ -676,16 +705,20 @@ func (c *Core) Remove(ctx context.Context, r api.RemoveRequest) error {
 	if err != nil {
 		return err
 	}
-	dir, dirPath, path, in, err := c.entryIn(ctx, who, r.Path, auth.ScopeModify)
+	dir, dirPath, path, in, err := c.entryIn(ctx, who, r.Path, auth.ScopeModify, func(dir dentry) bool {
+		return stickyFor(who, dir) || r.Recursive && !who.Admin
+	})
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", r.Path, err)
 	}
-	if err := sticky(who, dir, dirPath, in, path); err != nil {
-		return err
-	}
-	if in.Kind == catalog.KindDir && r.Recursive && !who.Admin {
-		if err := c.removeTree(ctx, who, in, path); err != nil {
+	if in.ID != 0 {
+		if err := sticky(who, dir, dirPath, in, path); err != nil {
 			return err
+		}
+		if in.Kind == catalog.KindDir && r.Recursive && !who.Admin {
+			if err := c.removeTree(ctx, who, in, path); err != nil {
+				return err
+			}
 		}
 	}
 	gone, err := c.store.Remove(ctx, dir.id, in.Name, r.Recursive && who.Admin)

@@ -371,7 +371,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}
 	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage, MoverTLS: tlsc.trust}
 	if cfg.Audit.Path != "" {
-		if s.audit, err = audit.Open(cfg.Audit.Path, int64(cfg.Audit.MaxSize), cfg.Audit.Keep); err != nil {
+		if s.audit, err = audit.Open(cfg.Audit.Path, int64(cfg.Audit.MaxSize), cfg.Audit.Keep, func(err error) { log.Error("audit log", "err", err) }); err != nil {
 			return nil, err
 		}
 		cc.Audit = s.audit
@@ -455,6 +455,25 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 
 // authConfig reads the [auth] settings into the core's.
 func authConfig(a config.Auth, cc *core.Config) error {
+	if len(a.Issuers) > 0 {
+		var ics []auth.IssuerConfig
+		for _, is := range a.Issuers {
+			ic := auth.IssuerConfig{Issuer: is.Issuer, JWKS: is.JWKS, Audience: is.Audience, BasePath: is.BasePath, UserClaim: is.UserClaim, DefaultUser: is.DefaultUser, Groups: map[string]uint32{}}
+			for claim, g := range is.Groups {
+				gid, err := auth.LookupGroup(g)
+				if err != nil {
+					return fmt.Errorf("config: auth issuer %s: groups: %w", is.Issuer, err)
+				}
+				ic.Groups[claim] = gid
+			}
+			ics = append(ics, ic)
+		}
+		v, err := auth.NewJWTVerifier(ics)
+		if err != nil {
+			return fmt.Errorf("config: auth: %w", err)
+		}
+		cc.JWT = v
+	}
 	for _, g := range a.AdminGroups {
 		gid, err := auth.LookupGroup(g)
 		if err != nil {
