@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -321,11 +323,22 @@ func (e *env) lsCmd() *cobra.Command {
 	return cmd
 }
 
+// shown is a name as a terminal may print it: quoted, with escapes, when
+// it holds control characters or bytes that are not UTF-8 (the server
+// refuses such names now; a catalog from before may hold some, and one
+// must never rewrite the terminal that lists it).
+func shown(name string) string {
+	if utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsControl) < 0 {
+		return name
+	}
+	return strconv.Quote(name)
+}
+
 // lsLine writes one entry of a listing.
 func lsLine(w io.Writer, fi *client.FileInfo, long, dirOnly bool) {
-	name := fi.Name
+	name := shown(fi.Name)
 	if dirOnly {
-		name = fi.Path
+		name = shown(fi.Path)
 	}
 	if fi.IsDir() {
 		name += "/"
@@ -421,7 +434,7 @@ func (e *env) statCmd() *cobra.Command {
 
 func printStat(w io.Writer, fi *client.FileInfo) {
 	const tf = "2006-01-02 15:04:05.000000000 -0700"
-	fmt.Fprintf(w, "  Path: %s\n  Type: %s\n  Size: %d (%s)\n", fi.Path, fi.Type, fi.Size, human(fi.Size))
+	fmt.Fprintf(w, "  Path: %s\n  Type: %s\n  Size: %d (%s)\n", shown(fi.Path), fi.Type, fi.Size, human(fi.Size))
 	fmt.Fprintf(w, "  Mode: %s (%04o)   Uid: %d   Gid: %d   Inode: %d\n", modeString(fi), fi.Mode, fi.UID, fi.GID, fi.ID)
 	fmt.Fprintf(w, "Modify: %s\nChange: %s\nAccess: %s\n", fi.Mtime.Format(tf), fi.Ctime.Format(tf), fi.Atime.Format(tf))
 	if fi.IsDir() {

@@ -246,6 +246,8 @@ func (m *Mover) authorize(req wire.Request, op string) (*disk.Device, token.Clai
 	if !ok {
 		return nil, c, api.Errorf(api.ErrNotFound, "mover %s: no device %q", m.id, req.Device)
 	}
+	// Whom the core issued the capability to: the transfer is theirs.
+	m.log.Debug("mover: transfer", "op", op, "device", req.Device, "object", req.Object, "user", c.User, "uid", c.UID)
 	return d, c, nil
 }
 
