@@ -395,6 +395,33 @@ func (c *Client) RevokeToken(ctx context.Context, id string) error {
 	return c.do(ctx, "POST", "/v1/tokens/revoke", nil, api.RevokeRequest{ID: id}, nil)
 }
 
+// QuotaSet and QuotaInfo are the quotas' vocabulary.
+type (
+	QuotaSet  = api.QuotaSet
+	QuotaInfo = api.QuotaInfo
+)
+
+// ErrQuota means a file would take its owner or group past a quota.
+var ErrQuota = api.ErrQuota
+
+// SetQuota sets a user's or group's limits (admins only); all zero
+// removes the quota.
+func (c *Client) SetQuota(ctx context.Context, r QuotaSet) (*QuotaInfo, error) {
+	var q QuotaInfo
+	return &q, c.do(ctx, "POST", "/v1/quota", nil, r, &q)
+}
+
+// Quota reports the caller's usage and limits, its user's and its groups'
+// (user "": the caller; another user: admins only).
+func (c *Client) Quota(ctx context.Context, user string) ([]QuotaInfo, error) {
+	var qs []QuotaInfo
+	var q url.Values
+	if user != "" {
+		q = url.Values{"user": {user}}
+	}
+	return qs, c.do(ctx, "GET", "/v1/quota", q, nil, &qs)
+}
+
 // Version returns the server's version.
 func (c *Client) Version(ctx context.Context) (string, error) {
 	var v struct {

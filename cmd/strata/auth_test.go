@@ -467,3 +467,54 @@ func TestAudit(t *testing.T) {
 		t.Errorf("nothing since 2030:\n%s", out)
 	}
 }
+
+// TestQuota: an admin sets a user's limits; the user's put past them fails
+// with one line naming the quota; `strata quota` and `df` report usage
+// against the limits; a removal gives the room back.
+func TestQuota(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("acting as another user needs root")
+	}
+	s := newServer(t, "")
+	reachable(t, s)
+	s.ok("mkdir", "/home")
+	s.ok("chmod", "777", "/home")
+	s.ok("quota", "set", "--user", "2001", "--bytes", "1MiB", "--files", "5")
+	src := filepath.Join(s.dir, "src")
+	writeRandom(t, src, 600<<10)
+	os.Chmod(src, 0o644)
+	as := func(args ...string) (string, string, int) { return s.runAs(alice.cred(), nil, args...) }
+	if _, errs, code := as("put", src, "/home/a"); code != 0 {
+		t.Fatalf("first put: %s", errs)
+	}
+	_, errs, code := as("put", src, "/home/b")
+	if code == 0 || !strings.Contains(errs, "quota exceeded") || !strings.Contains(errs, "user uid:2001 may hold 1.0 MiB") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("put past the quota: exit %d %q", code, errs)
+	}
+	out, _, _ := as("quota")
+	if !strings.Contains(out, "uid:2001") || !strings.Contains(out, "600.0 KiB") || !strings.Contains(out, "1.0 MiB") {
+		t.Errorf("strata quota:\n%s", out)
+	}
+	if out, _, _ := as("df"); !strings.Contains(out, "QUOTA") || !strings.Contains(out, "600.0 KiB") {
+		t.Errorf("df lacks the quota:\n%s", out)
+	}
+	if _, errs, code := as("quota", "set", "--user", "2001", "--bytes", "1TiB"); code == 0 || !strings.Contains(errs, "not an admin") {
+		t.Errorf("a user raised its own quota: %q", errs)
+	}
+	if _, errs, code := as("quota", "--user", "root"); code == 0 || !strings.Contains(errs, "permission denied") {
+		t.Errorf("a user read root's quota: %q", errs)
+	}
+	if _, errs, code := as("rm", "/home/a"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := as("put", src, "/home/b"); code != 0 {
+		t.Fatalf("put after a removal: %s", errs)
+	}
+	// The limits and usage survive a restart (limits in the catalog, usage
+	// counted from it).
+	s.stop()
+	s.start()
+	if _, errs, code := as("put", src, "/home/c"); code == 0 || !strings.Contains(errs, "quota exceeded") {
+		t.Fatalf("after a restart: exit %d %q", code, errs)
+	}
+}

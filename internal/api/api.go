@@ -34,6 +34,7 @@ const (
 	// CodeUnauthenticated: no credentials, or ones the server does not
 	// accept (HTTP 401); CodeDenied is an established caller refused (403).
 	CodeUnauthenticated = "unauthenticated"
+	CodeQuota           = "quota"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -51,6 +52,8 @@ var (
 	ErrOffline  = errors.New("file is on tape only")
 	// ErrUnauthenticated: the server could not tell who is calling.
 	ErrUnauthenticated = errors.New("not authenticated")
+	// ErrQuota: the file would take its owner or group past a quota.
+	ErrQuota = errors.New("quota exceeded")
 )
 
 var codes = []struct {
@@ -70,6 +73,7 @@ var codes = []struct {
 	{CodeInternal, ErrInternal, 500},
 	{CodeOffline, ErrOffline, 409},
 	{CodeUnauthenticated, ErrUnauthenticated, 401},
+	{CodeQuota, ErrQuota, 507},
 }
 
 // CodeOf returns the code and HTTP status for err.
@@ -406,10 +410,12 @@ type PoolInfo struct {
 	Free     int64  `json:"free"`
 }
 
-// DFResponse is capacity and use per device and pool.
+// DFResponse is capacity and use per device and pool, and the caller's
+// quotas.
 type DFResponse struct {
 	Devices []DeviceInfo `json:"devices"`
 	Pools   []PoolInfo   `json:"pools"`
+	Quotas  []QuotaInfo  `json:"quotas,omitempty"`
 }
 
 // Local is the core's answer to /v1/local: a Unix socket serving the same
@@ -489,4 +495,28 @@ type WhoAmI struct {
 	Method string   `json:"method"`
 	Token  string   `json:"token_id,omitempty"`
 	Scopes []string `json:"scopes,omitempty"`
+}
+
+// QuotaSet sets a user's or group's limits (admin only); all zero removes
+// the quota.
+type QuotaSet struct {
+	Kind      string `json:"kind"` // user or group
+	Name      string `json:"name"` // a name of the server's host, or a number
+	Bytes     int64  `json:"bytes,omitempty"`
+	Files     int64  `json:"files,omitempty"`
+	DiskBytes int64  `json:"disk_bytes,omitempty"`
+}
+
+// QuotaInfo is a user's or group's usage and limits (0: none).
+type QuotaInfo struct {
+	Kind         string `json:"kind"`
+	ID           uint32 `json:"id"`
+	Name         string `json:"name"`
+	Files        int64  `json:"files"`
+	Bytes        int64  `json:"bytes"`
+	DiskBytes    int64  `json:"disk_bytes"`
+	PendingBytes int64  `json:"pending_bytes,omitempty"` // reserved by writes in progress
+	MaxFiles     int64  `json:"max_files,omitempty"`
+	MaxBytes     int64  `json:"max_bytes,omitempty"`
+	MaxDiskBytes int64  `json:"max_disk_bytes,omitempty"`
 }

@@ -281,6 +281,16 @@ type Store interface {
 	// time.
 	RevokeToken(ctx context.Context, id string, at int64) error
 
+	// PutQuota records a quota, replacing one for the same user or group;
+	// one with no limits is removed.
+	PutQuota(ctx context.Context, q Quota) error
+	// Quotas lists the quotas by kind and id.
+	Quotas(ctx context.Context) ([]Quota, error)
+	// Usage returns what every user and every group holds (files, their
+	// bytes, and the bytes of those with a disk copy), by kind and id;
+	// one full pass over the namespace, for a start or a resync.
+	Usage(ctx context.Context) ([]Usage, error)
+
 	Close() error
 }
 
@@ -297,6 +307,31 @@ type Token struct {
 	Created  int64
 	Expires  int64
 	Revoked  int64
+}
+
+// Quota kinds.
+const (
+	QuotaUser  = "user"
+	QuotaGroup = "group"
+)
+
+// Quota limits what a user's (or a group's) files may hold; 0 is no
+// limit.
+type Quota struct {
+	Kind      string // QuotaUser or QuotaGroup
+	ID        uint32 // uid or gid
+	Bytes     int64
+	Files     int64
+	DiskBytes int64
+}
+
+// Usage is what a user's (or a group's) files hold.
+type Usage struct {
+	Kind      string
+	ID        uint32
+	Files     int64
+	Bytes     int64
+	DiskBytes int64 // of files with a disk copy
 }
 
 // MaxNameLen bounds one path component, as on most POSIX file systems.

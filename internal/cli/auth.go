@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -363,5 +364,89 @@ func (e *env) auditCmd() *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", "only requests since this long ago (1h, 2d) or this time (RFC 3339)")
 	cmd.Flags().BoolVar(&denied, "denied", false, "only refused requests (401, 403)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the log's JSON lines")
+	return cmd
+}
+
+// quotaTable prints usage against limits, one row per user or group.
+func quotaTable(w io.Writer, qs []client.QuotaInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "QUOTA\tNAME\tFILES\tLIMIT\tBYTES\tLIMIT\tON DISK\tLIMIT\tIN PROGRESS\t")
+	limit := func(n int64, bytes bool) string {
+		switch {
+		case n == 0:
+			return "-"
+		case bytes:
+			return human(n)
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	for _, q := range qs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", q.Kind, shown(q.Name), q.Files, limit(q.MaxFiles, false), human(q.Bytes), limit(q.MaxBytes, true),
+			human(q.DiskBytes), limit(q.MaxDiskBytes, true), human(q.PendingBytes))
+	}
+	return tw.Flush()
+}
+
+func (e *env) quotaCmd() *cobra.Command {
+	var user string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "quota [--user NAME]",
+		Short: "Your usage and limits (yours and your groups'; another user's for admins)",
+		Args:  exactArgs(0, "quota [--user NAME] | quota set (--user NAME | --group NAME) [--bytes SIZE] [--files N] [--disk-bytes SIZE]"),
+	}
+	cmd.Flags().StringVar(&user, "user", "", "another user (admins)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		qs, err := c.Quota(ctx, user)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(e.stdout, qs)
+		}
+		return quotaTable(e.stdout, qs)
+	})
+	var setUser, setGroup, bytes, diskBytes string
+	var files int64
+	set := &cobra.Command{
+		Use:   "set (--user NAME | --group NAME) [--bytes SIZE] [--files N] [--disk-bytes SIZE]",
+		Short: "Set a user's or group's limits (admins; 0 or none: no limit, all none: remove)",
+		Args:  exactArgs(0, "quota set (--user NAME | --group NAME) [--bytes SIZE] [--files N] [--disk-bytes SIZE]"),
+	}
+	set.Flags().StringVar(&setUser, "user", "", "the user (name or uid)")
+	set.Flags().StringVar(&setGroup, "group", "", "the group (name or gid)")
+	set.Flags().StringVar(&bytes, "bytes", "", "bytes in all its files (e.g. 10TiB)")
+	set.Flags().Int64Var(&files, "files", 0, "files")
+	set.Flags().StringVar(&diskBytes, "disk-bytes", "", "bytes of its files on the disk tier")
+	set.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		r := client.QuotaSet{Kind: "user", Name: setUser, Files: files}
+		if (setUser == "") == (setGroup == "") {
+			return errors.New("quota set: name one of --user and --group")
+		}
+		if setGroup != "" {
+			r.Kind, r.Name = "group", setGroup
+		}
+		for _, v := range []struct {
+			s   string
+			dst *int64
+			f   string
+		}{{bytes, &r.Bytes, "--bytes"}, {diskBytes, &r.DiskBytes, "--disk-bytes"}} {
+			if v.s == "" {
+				continue
+			}
+			n, err := config.ParseSize(v.s)
+			if err != nil {
+				return fmt.Errorf("quota set: %s: %w", v.f, err)
+			}
+			*v.dst = n
+		}
+		q, err := c.SetQuota(ctx, r)
+		if err != nil {
+			return err
+		}
+		return quotaTable(e.stdout, []client.QuotaInfo{*q})
+	})
+	cmd.AddCommand(set)
 	return cmd
 }

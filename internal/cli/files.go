@@ -571,7 +571,14 @@ func (e *env) dfCmd() *cobra.Command {
 		for _, p := range df.Pools {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\t\t\t\n", p.Name, p.Devices, human(p.Capacity), human(p.Used), human(p.Free), pct(p.Used, p.Capacity))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(df.Quotas) > 0 {
+			fmt.Fprintln(e.stdout)
+			return quotaTable(e.stdout, df.Quotas)
+		}
+		return nil
 	})
 	return cmd
 }

@@ -117,6 +117,7 @@ type Core struct {
 
 	atimes chan catalog.Inode // access-time updates, applied by one goroutine
 	tokens tokenCache
+	quota  quotas
 	audit  *audit.Log
 
 	hsm *hsm // nil without a tape library
@@ -125,8 +126,9 @@ type Core struct {
 // inflight is a write in progress: where it is placed, and who started it
 // (only they may commit or abort it).
 type inflight struct {
-	devs []string
-	uid  uint32
+	devs  []string
+	uid   uint32
+	quota int64 // its quota reservation
 }
 
 type moverState struct {
@@ -184,6 +186,9 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		return nil, fmt.Errorf("core: start epoch: %w", err)
 	}
 	c.epoch = e
+	if err := c.quota.load(ctx, store); err != nil {
+		return nil, err
+	}
 	n, err := store.ExpirePending(ctx, e, c.now().UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("core: expire pending writes: %w", err)

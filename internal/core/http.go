@@ -68,6 +68,11 @@ func (c *Core) Handler() http.Handler {
 		resp, err := c.Tokens(r.Context())
 		c.reply(w, resp, err)
 	})
+	mux.HandleFunc("POST /v1/quota", body(c, c.SetQuota))
+	mux.HandleFunc("GET /v1/quota", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := c.Quota(r.Context(), r.URL.Query().Get("user"))
+		c.reply(w, resp, err)
+	})
 	mux.HandleFunc("POST /v1/tokens/revoke", body(c, func(ctx context.Context, r api.RevokeRequest) (struct{}, error) {
 		return struct{}{}, c.RevokeToken(ctx, r)
 	}))

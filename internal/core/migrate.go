@@ -330,6 +330,7 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 			}
 			n++
 			if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
+				h.c.quota.markStale() // what is on disk changes
 				if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
 					h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
 				}
@@ -564,6 +565,7 @@ func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMRe
 		return api.HSMResult{}, err
 	}
 	if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
+		h.c.quota.markStale() // what is on disk changes
 		if err := h.c.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
 			h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", path, "err", err)
 		}

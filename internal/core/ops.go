@@ -372,12 +372,22 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		}
 	}
 	now := c.now().UnixNano()
+	gid := c.newEntry(who, dir, r.Mode, 0o666, false).GID
+	rid, err := c.quota.reserve(who.UID, gid, r.Size, c.cfg.TokenTTL, c.now())
+	if err != nil {
+		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
+	}
 	if r.Size == 0 {
 		in := c.newEntry(who, dir, r.Mode, 0o666, false)
 		in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
 		in, err := c.store.Commit(ctx, in, nil, r.Overwrite)
 		if err != nil {
+			c.quota.release(rid)
 			return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
+		}
+		c.quota.settle(rid, in)
+		if r.Overwrite {
+			c.quota.markStale() // what it replaced, if anything, is counted again
 		}
 		fi := info(path, in)
 		return api.CreateResponse{File: &fi}, nil
@@ -395,6 +405,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	units := (r.Size + k.StripeUnit - 1) / k.StripeUnit
 	b, picked, err := c.reserve(ctx, k, int(min(int64(w), units)), r.Size)
 	if err != nil {
+		c.quota.release(rid)
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 	}
 	devs := make([]string, len(picked))
@@ -402,7 +413,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		devs[i] = p.dev.ID
 	}
 	c.mu.Lock()
-	c.inflight[b.ID] = inflight{devs: devs, uid: who.UID}
+	c.inflight[b.ID] = inflight{devs: devs, uid: who.UID, quota: rid}
 	c.mu.Unlock()
 	resp := api.CreateResponse{Bitfile: b.ID, StripeUnit: b.StripeUnit}
 	for i, s := range b.Segments {
@@ -455,17 +466,17 @@ func (c *Core) reserve(ctx context.Context, k COS, w int, size int64) (catalog.B
 
 // writer checks that who started pending write bitfile (or is an admin):
 // a write belongs to the caller who created it.
-func (c *Core) writer(who *auth.Identity, bitfile int64, what string) error {
+func (c *Core) writer(who *auth.Identity, bitfile int64, what string) (inflight, error) {
 	c.mu.Lock()
 	w, ok := c.inflight[bitfile]
 	c.mu.Unlock()
 	if !ok {
-		return api.Errorf(api.ErrInvalid, "%s: write %d is not in progress (expired, aborted or committed)", what, bitfile)
+		return w, api.Errorf(api.ErrInvalid, "%s: write %d is not in progress (expired, aborted or committed)", what, bitfile)
 	}
 	if who.Admin || w.uid == who.UID {
-		return nil
+		return w, nil
 	}
-	return fmt.Errorf("%s: %w (write %d belongs to another user)", what, api.ErrDenied, bitfile)
+	return w, fmt.Errorf("%s: %w (write %d belongs to another user)", what, api.ErrDenied, bitfile)
 }
 
 // Commit makes a written file visible, after checking every mover receipt.
@@ -483,7 +494,8 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	if err := checkMode(r.Mode, "commit "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
-	if err := c.writer(who, r.Bitfile, "commit "+r.Path); err != nil {
+	w, err := c.writer(who, r.Bitfile, "commit "+r.Path)
+	if err != nil {
 		return api.FileInfo{}, err
 	}
 	b, err := c.store.Bitfile(ctx, r.Bitfile)
@@ -536,6 +548,10 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	c.settle(b.ID)
+	c.quota.settle(w.quota, in)
+	if r.Overwrite {
+		c.quota.markStale()
+	}
 	fi := info(path, in)
 	fi.Layout, fi.Fixity = layout(b), b.Fixity
 	return fi, nil
@@ -548,11 +564,13 @@ func (c *Core) Abort(ctx context.Context, r api.AbortRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := c.writer(who, r.Bitfile, "abort"); err != nil {
+	w, err := c.writer(who, r.Bitfile, "abort")
+	if err != nil {
 		return err
 	}
 	err = c.store.Abort(ctx, r.Bitfile)
 	c.settle(r.Bitfile)
+	c.quota.release(w.quota)
 	return err
 }
 
@@ -690,6 +708,9 @@ func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
 	if moved.Kind == catalog.KindDir {
 		c.dc.invalidate()
 	}
+	if r.Overwrite && err == nil {
+		c.quota.markStale() // a file it replaced is gone
+	}
 	if err != nil {
 		return fmt.Errorf("rename %s to %s: %w", r.Src, r.Dst, err)
 	}
@@ -724,10 +745,14 @@ func (c *Core) Remove(ctx context.Context, r api.RemoveRequest) error {
 	gone, err := c.store.Remove(ctx, dir.id, in.Name, r.Recursive && who.Admin)
 	if gone.Kind == catalog.KindDir {
 		c.dc.invalidate()
+		if r.Recursive && who.Admin {
+			c.quota.markStale() // the tree went in one transaction
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", r.Path, err)
 	}
+	c.uncount(ctx, gone)
 	return nil
 }
 
@@ -764,6 +789,9 @@ func (c *Core) removeTree(ctx context.Context, who *auth.Identity, d catalog.Ino
 			}
 			if err != nil && !errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("remove %s: %w", p, err)
+			}
+			if err == nil {
+				c.uncount(ctx, gone)
 			}
 		}
 	}
@@ -823,6 +851,9 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 		a.Atime = &t
 	}
 	in, err = c.store.SetAttr(ctx, in.ID, a)
+	if in.Kind == catalog.KindFile && (r.UID != nil || r.GID != nil) {
+		c.quota.markStale() // its usage moves to another owner or group
+	}
 	if in.Kind == catalog.KindDir && (r.COS != nil || r.Mode != nil || r.UID != nil || r.GID != nil) {
 		c.dc.invalidate() // what the directory hands down, or who may search it, changed
 	}
@@ -832,9 +863,29 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 	return info(path, in), nil
 }
 
-// DF reports capacity and use per device and pool, to any caller.
+// uncount subtracts a removed file from its owner's and group's usage.
+// Whether its bytes were on disk takes a catalog read, made only when a
+// quota is set (else the usage is read afresh when the first one is).
+func (c *Core) uncount(ctx context.Context, gone catalog.Inode) {
+	if gone.Kind != catalog.KindFile {
+		return
+	}
+	onDisk := true
+	if gone.Bitfile != 0 && c.quota.any() {
+		if b, err := c.store.Bitfile(ctx, gone.Bitfile); err == nil {
+			onDisk = b.OnDisk
+		} else {
+			c.quota.markStale()
+		}
+	}
+	c.quota.gone(gone, onDisk)
+}
+
+// DF reports capacity and use per device and pool, to any caller, with
+// the caller's quotas.
 func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
-	if _, err := caller(ctx); err != nil {
+	who, err := caller(ctx)
+	if err != nil {
 		return api.DFResponse{}, err
 	}
 	devs, err := c.store.Devices(ctx)
@@ -864,6 +915,11 @@ func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
 	}
 	for _, name := range order {
 		out.Pools = append(out.Pools, *pools[name])
+	}
+	if who.Method != auth.MethodInternal {
+		if out.Quotas, err = c.Quota(ctx, ""); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

@@ -40,6 +40,7 @@ func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, er
 		if !b.OnDisk {
 			continue
 		}
+		c.quota.markStale() // what is on disk changes
 		if err := c.store.DropDiskCopy(ctx, b.ID); err != nil {
 			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
 		}
@@ -108,6 +109,7 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 		if !active[pool] || !over(pool) {
 			continue
 		}
+		c.quota.markStale() // what is on disk changes
 		if err := c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil {
 			if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalid) {
 				continue // removed, or purged by someone else meanwhile

@@ -547,6 +547,7 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	if segs == nil {
 		return false, nil // other stripes still to come
 	}
+	c.quota.markStale() // what is on disk changes
 	if err := c.store.RestoreDiskCopy(ctx, b.ID, len(segs), b.StripeUnit, segs); err != nil {
 		return false, err // finish deletes the objects
 	}

@@ -23,6 +23,11 @@ func (c *Core) Run(ctx context.Context) {
 	t := time.NewTicker(c.cfg.ReclaimEvery)
 	defer t.Stop()
 	for {
+		if c.quota.isStale() {
+			if err := c.quota.load(ctx, c.store); err != nil && ctx.Err() == nil {
+				c.log.Warn("core: quota usage", "err", err)
+			}
+		}
 		if n, err := c.Reclaim(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("core: reclaim", "err", err)
 		} else if n > 0 {

@@ -86,6 +86,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 				}
 			}
 			if recalled[b.ID] {
+				c.quota.markStale() // what is on disk changes
 				if err := c.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
 					return total, err
 				}

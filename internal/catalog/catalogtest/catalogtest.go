@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Recalls", testRecalls},
 		{"ClassesOfService", testCOS},
 		{"Tokens", testTokens},
+		{"Quotas", testQuotas},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -987,5 +988,60 @@ func testTokens(t *testing.T, s catalog.Store) {
 	}
 	if got := must(s.Token(ctx, a.ID)); got.Revoked != 0 {
 		t.Fatalf("revoking b touched a: %+v", got)
+	}
+}
+
+func testQuotas(t *testing.T, s catalog.Store) {
+	if got := must(s.Quotas(ctx)); len(got) != 0 {
+		t.Fatalf("new catalog has quotas: %v", got)
+	}
+	qs := []catalog.Quota{{Kind: catalog.QuotaGroup, ID: 8, Files: 10}, {Kind: catalog.QuotaUser, ID: 7, Bytes: 1 << 40, Files: 1e6, DiskBytes: 1 << 30}, {Kind: catalog.QuotaUser, ID: 4000000000, Bytes: 5}}
+	for _, q := range qs {
+		must(0, s.PutQuota(ctx, q))
+	}
+	must(0, s.PutQuota(ctx, catalog.Quota{Kind: catalog.QuotaGroup, ID: 8, Files: 20})) // replaces
+	must(0, s.PutQuota(ctx, catalog.Quota{Kind: catalog.QuotaUser, ID: 4000000000}))    // no limits: gone
+	want := []catalog.Quota{{Kind: catalog.QuotaGroup, ID: 8, Files: 20}, qs[1]}
+	if got := must(s.Quotas(ctx)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("quotas %+v, want %+v", got, want)
+	}
+
+	// Usage: files by owner and group, their bytes, and the bytes of
+	// those on disk; directories and pending writes hold nothing.
+	addDevices(t, s, "d0")
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	mk := func(name string, uid, gid uint32, per int64) catalog.Inode {
+		in := file(d.ID, name)
+		in.UID, in.GID = uid, gid
+		if per == 0 {
+			return must(s.Commit(ctx, in, nil, false))
+		}
+		b := pending(t, s, per, "d0")
+		return must(s.Commit(ctx, in, finish(b, per), false))
+	}
+	mk("a", 7, 8, 100)
+	mk("b", 7, 9, 250)
+	mk("empty", 7, 8, 0)
+	off := mk("c", 11, 8, 1000)
+	pending(t, s, 5000, "d0") // not yet a file
+	ob := must(s.Bitfile(ctx, off.Bitfile))
+	must(0, s.AddTapeCopy(ctx, ob.ID, catalog.TapeCopy{Volume: "V1", Seq: 1, Length: ob.Size}))
+	must(0, s.DropDiskCopy(ctx, ob.ID))
+	got := map[string]catalog.Usage{}
+	for _, u := range must(s.Usage(ctx)) {
+		got[fmt.Sprintf("%s:%d", u.Kind, u.ID)] = u
+	}
+	for k, w := range map[string]catalog.Usage{
+		"user:7":  {Kind: catalog.QuotaUser, ID: 7, Files: 3, Bytes: 350, DiskBytes: 350},
+		"user:11": {Kind: catalog.QuotaUser, ID: 11, Files: 1, Bytes: 1000, DiskBytes: 0},
+		"group:8": {Kind: catalog.QuotaGroup, ID: 8, Files: 3, Bytes: 1100, DiskBytes: 100},
+		"group:9": {Kind: catalog.QuotaGroup, ID: 9, Files: 1, Bytes: 250, DiskBytes: 250},
+	} {
+		if got[k] != w {
+			t.Errorf("usage %s: %+v, want %+v", k, got[k], w)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("usage: %+v", got)
 	}
 }

@@ -101,3 +101,66 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at int64) error {
 		return err
 	})
 }
+
+// PutQuota implements catalog.Store.
+func (s *Store) PutQuota(ctx context.Context, q catalog.Quota) error {
+	return s.write(ctx, func(t *Tx) error {
+		if _, err := t.Exec("DELETE FROM quotas WHERE kind = ? AND id = ?", q.Kind, int64(q.ID)); err != nil {
+			return err
+		}
+		if q.Bytes == 0 && q.Files == 0 && q.DiskBytes == 0 {
+			return nil
+		}
+		_, err := t.Exec("INSERT INTO quotas (kind, id, bytes, files, disk_bytes) VALUES (?, ?, ?, ?, ?)", q.Kind, int64(q.ID), q.Bytes, q.Files, q.DiskBytes)
+		return err
+	})
+}
+
+// Quotas implements catalog.Store.
+func (s *Store) Quotas(ctx context.Context) ([]catalog.Quota, error) {
+	rows, err := s.readRows(ctx, "SELECT kind, id, bytes, files, disk_bytes FROM quotas ORDER BY kind, id")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: quotas: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.Quota
+	for rows.Next() {
+		var q catalog.Quota
+		var id int64
+		if err := rows.Scan(&q.Kind, &id, &q.Bytes, &q.Files, &q.DiskBytes); err != nil {
+			return nil, fmt.Errorf("catalog: quotas: %w", err)
+		}
+		q.ID = uint32(id)
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// Usage implements catalog.Store: one scan of the files, grouped by owner
+// and by group, joined to their bitfiles for the disk copy.
+func (s *Store) Usage(ctx context.Context) ([]catalog.Usage, error) {
+	var out []catalog.Usage
+	for _, k := range []struct{ kind, col string }{{catalog.QuotaUser, "uid"}, {catalog.QuotaGroup, "gid"}} {
+		rows, err := s.readRows(ctx, "SELECT i."+k.col+", COUNT(*), COALESCE(SUM(i.size), 0), COALESCE(SUM(CASE WHEN b.on_disk = 1 THEN i.size ELSE 0 END), 0)"+
+			" FROM inodes i LEFT JOIN bitfiles b ON b.id = i.bitfile WHERE i.kind = ? GROUP BY i."+k.col+" ORDER BY i."+k.col, int(catalog.KindFile))
+		if err != nil {
+			return nil, fmt.Errorf("catalog: usage: %w", err)
+		}
+		for rows.Next() {
+			u := catalog.Usage{Kind: k.kind}
+			var id int64
+			if err := rows.Scan(&id, &u.Files, &u.Bytes, &u.DiskBytes); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("catalog: usage: %w", err)
+			}
+			u.ID = uint32(id)
+			out = append(out, u)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("catalog: usage: %w", err)
+		}
+	}
+	return out, nil
+}

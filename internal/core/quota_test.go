@@ -1,0 +1,95 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// Creates racing for the last bytes of a quota never pass it together:
+// each reserves its size under the quota's lock before any data moves.
+// With 1000 bytes and 300-byte files, exactly three are let through;
+// empty files racing for a file quota likewise. An abort gives the room
+// back; a removal gives back what the file held.
+func TestQuotaRacingCreates(t *testing.T) {
+	root := auth.With(context.Background(), auth.Root)
+	c, _ := newTestCore(t, nil, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1 << 30, Free: 1 << 30})
+	alice := auth.With(context.Background(), &auth.Identity{User: "alice", UID: 2001, GID: 3000, Method: auth.MethodToken})
+	if _, err := c.SetQuota(alice, api.QuotaSet{Kind: "user", Name: "2001", Bytes: 1000}); !errors.Is(err, api.ErrDenied) {
+		t.Fatalf("a user set a quota: %v", err)
+	}
+	if _, err := c.SetQuota(root, api.QuotaSet{Kind: "user", Name: "2001", Bytes: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetQuota(root, api.QuotaSet{Kind: "group", Name: "3000", Files: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mkdir(root, api.MkdirRequest{Path: "/home", Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	race := func(n int, size int64, prefix string) (ok []api.CreateResponse) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := c.Create(alice, api.CreateRequest{Path: fmt.Sprintf("/home/%s%d", prefix, i), Size: size})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok = append(ok, r)
+				case !errors.Is(err, api.ErrQuota):
+					t.Errorf("create: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		return ok
+	}
+	got := race(40, 300, "big")
+	if len(got) != 3 {
+		t.Fatalf("%d creates of 300 bytes let through a 1000-byte quota, want 3", len(got))
+	}
+	// The message names the quota.
+	_, err := c.Create(alice, api.CreateRequest{Path: "/home/one-more", Size: 300})
+	if !errors.Is(err, api.ErrQuota) || !errors.Is(err, api.ErrQuota) || err.Error() == "" {
+		t.Fatal(err)
+	}
+	t.Log(err)
+	if err := c.Abort(alice, api.AbortRequest{Bitfile: got[0].Bitfile}); err != nil {
+		t.Fatal(err)
+	}
+	if again := race(10, 300, "again"); len(again) != 1 {
+		t.Fatalf("after an abort: %d let through, want 1", len(again))
+	}
+	// Files: the group's 10; the three writes in progress hold one each.
+	empties := race(40, 0, "empty")
+	if len(empties) != 7 {
+		t.Fatalf("%d empty files let through, want 7", len(empties))
+	}
+	q, err := c.Quota(alice, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 2 || q[0].Kind != catalog.QuotaUser || q[0].Files != 7 || q[0].PendingBytes != 900 || q[1].Kind != catalog.QuotaGroup || q[1].MaxFiles != 10 || q[1].Files != 7 {
+		t.Fatalf("quota report: %+v", q)
+	}
+	// A removal gives its file back.
+	if err := c.Remove(alice, api.RemoveRequest{Path: empties[0].File.Path}); err != nil {
+		t.Fatal(err)
+	}
+	if more := race(5, 0, "more"); len(more) != 1 {
+		t.Fatalf("after a removal: %d let through, want 1", len(more))
+	}
+	if _, err := c.Quota(alice, "someone-else"); !errors.Is(err, api.ErrDenied) && !errors.Is(err, api.ErrInvalid) {
+		t.Fatalf("a user read another's quota: %v", err)
+	}
+}
