@@ -67,6 +67,13 @@ func TestMigratePurgeRecall(t *testing.T) {
 	if _, err := c.Get(ctx, "/cold.dat", &out, client.GetOptions{NoWait: true}); !errors.Is(err, client.ErrOffline) {
 		t.Fatalf("get --no-wait of a file on tape: %v", err)
 	}
+	// The recall it queued runs on its own (the library's time is
+	// instant): let it finish and purge again, so that the get below
+	// meets the file on tape and has a recall to report.
+	waitFor(t, func() bool { return residency(t, c, "/cold.dat").Residency == api.ResidencyBoth }, "the queued recall done")
+	if _, err := c.Purge(ctx, "/cold.dat"); err != nil {
+		t.Fatal(err)
+	}
 	out.Reset()
 	var states []string
 	got, err := c.Get(ctx, "/cold.dat", &out, client.GetOptions{VerifyFixity: true, Staging: func(s client.StageStatus) { states = append(states, s.State) }})

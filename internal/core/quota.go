@@ -44,6 +44,7 @@ type quotas struct {
 	pending  map[int64]reservation
 	next     int64 // reservation ids
 	stale    bool
+	swept    time.Time // when expired reservations were last dropped
 }
 
 func (q *quotas) load(ctx context.Context, store catalog.Store) error {
@@ -82,9 +83,12 @@ func keys(uid, gid uint32) [2]qkey {
 func (q *quotas) reserve(uid, gid uint32, size int64, ttl time.Duration, now time.Time) (int64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for id, r := range q.pending { // leases that ended: their writes were reclaimed
-		if now.After(r.expires) {
-			q.unreserveLocked(id, r)
+	if now.Sub(q.swept) > time.Second { // leases that ended: their writes were reclaimed
+		q.swept = now
+		for id, r := range q.pending {
+			if now.After(r.expires) {
+				q.unreserveLocked(id, r)
+			}
 		}
 	}
 	for _, k := range keys(uid, gid) {
