@@ -176,6 +176,14 @@ func TestPermissionMatrix(t *testing.T) {
 					}
 				}
 			}
+			// A refusal names the path and what was missing, nothing else.
+			name := "uid:2003" // the host has no name for carol's uid; her token does
+			if a.tcp {
+				name = "carol"
+			}
+			if _, errs, _ := a.run(carol, "put", src, root+"/d755/x"); errs != "strata: permission denied: "+root+"/d755/x ("+name+" needs write and search on "+root+"/d755)\n" {
+				t.Errorf("refusal: %q", errs)
+			}
 			// An admin (root) may do what the others may not.
 			s.ok("chown", "2003", root+"/f644")
 			s.ok("rm", "-r", root+"/d770")

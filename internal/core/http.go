@@ -278,7 +278,12 @@ func (c *Core) reply(w http.ResponseWriter, v any, err error) {
 			c.log.Warn("core: request failed", "err", err)
 		}
 		w.WriteHeader(status)
-		api.NewEncoder(w).Encode(api.Error{Code: code, Msg: err.Error()})
+		msg := err.Error()
+		var d *denial
+		if errors.As(err, &d) {
+			msg = d.Error() // it names the path and what was missing: no operation prefix needed
+		}
+		api.NewEncoder(w).Encode(api.Error{Code: code, Msg: msg})
 		return
 	}
 	api.NewEncoder(w).Encode(v)
