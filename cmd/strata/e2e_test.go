@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -45,13 +46,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// freePort returns a free port below the kernel's ephemeral range
+// (32768 and up here): a server restarted on it after a crash must find it
+// still free, and an outgoing connection of some other test, which takes
+// its local port from that range, can never have taken it meanwhile.
 func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000)))
+		if err != nil {
+			continue
+		}
+		defer ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port in 20000-31999")
+	return ""
 }
 
 type server struct {

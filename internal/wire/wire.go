@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -187,6 +188,22 @@ func (fw *Writer) DataFile(f *os.File, off, n int64, crc uint32) error {
 			return err
 		}
 		return sendfile(sc, f, off, n)
+	}
+	if fw.raw != nil {
+		// A connection the kernel cannot sendfile to (TLS: the bytes go
+		// through the cipher): read the frame into one buffer and hand it
+		// to the connection whole, rather than through the 32 KiB
+		// buffered writer a piece at a time.
+		if err := fw.Flush(); err != nil {
+			return err
+		}
+		bp := framePool.Get().(*[]byte)
+		defer framePool.Put(bp)
+		w, err := io.CopyBuffer(fw.raw, io.NewSectionReader(f, off, n), *bp)
+		if err == nil && w < n {
+			err = fmt.Errorf("wire: %s: %d of %d bytes: %w", f.Name(), w, n, io.ErrUnexpectedEOF)
+		}
+		return err
 	}
 	w, err := io.Copy(fw.w, io.NewSectionReader(f, off, n))
 	if err == nil && w < n {
@@ -411,3 +428,7 @@ func (fw *Writer) Flush() error {
 	}
 	return nil
 }
+
+// framePool holds buffers of a usual data frame (1 MiB), for DataFile on
+// connections without sendfile.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
