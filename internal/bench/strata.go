@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/pki"
 )
 
 // stratat is a Strata server through the public client: control calls to
@@ -33,11 +35,25 @@ func openStrata(ctx context.Context, spec string) (*stratat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: want strata://HOST:PORT: %w", spec, err)
 	}
-	c, err := client.New("http://" + hostport)
+	// The user's credentials, as the CLI takes them: a token, and the CA
+	// (and client certificate) of a server speaking TLS.
+	scheme, ca := "http://", os.Getenv("STRATA_CA")
+	if ca != "" {
+		scheme = "https://"
+	}
+	c, err := client.New(scheme + hostport)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", spec, err)
 	}
 	c.SetToken(client.DefaultToken())
+	if ca != "" {
+		tc, err := pki.ClientConfig(ca, os.Getenv("STRATA_CERT"), os.Getenv("STRATA_KEY"))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("target %s: %w", spec, err)
+		}
+		c.SetTLS(tc)
+	}
 	if _, err := c.Version(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("target %s: %w", spec, err)
