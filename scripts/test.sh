@@ -45,13 +45,8 @@ rm -f /tmp/strata-go.mod.$$ /tmp/strata-go.sum.$$
 echo "== go test"
 go test -count=1 -timeout 15m ./...
 
-# TestMultiProcess (internal/bench: the suite over three processes) runs
-# in the plain pass above but not under the race detector: there, with
-# the other packages' race runs beside it, its wear-out barrier has hung
-# twice (a duplex phase's processes waiting on each other), which a
-# deadline cannot tell from slowness; alone it passes under -race.
 echo "== go test -race (catalog, mover, core, httpserve, tape, sched, client, bench, metrics, auth, audit)"
-go test -count=1 -race -timeout 15m -skip '^TestMultiProcess$' ./internal/catalog/... ./internal/mover/... ./internal/core/... ./internal/httpserve/... ./internal/tape/... ./internal/sched/... ./client/... ./internal/bench/... ./internal/metrics/... ./internal/auth/... ./internal/audit/...
+go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./internal/httpserve/... ./internal/tape/... ./internal/sched/... ./client/... ./internal/bench/... ./internal/metrics/... ./internal/auth/... ./internal/audit/...
 
 # Every fuzz target runs briefly beyond its seed corpus (which go test
 # above already ran): parsers of what clients send get fresh inputs on

@@ -316,3 +316,46 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestStonewallWithReaders: in a phase of writers and readers at once (as
+// hpcs03 runs), writers stopped by the deadline wait at the stonewall for
+// the phase's workers to stop; readers, which never take part in the
+// wear-out, count as stopped when they return. (They did not, and a
+// writer slow enough to meet the deadline waited for ever.)
+func TestStonewallWithReaders(t *testing.T) {
+	r := &Run{ctx: ctx}
+	done := make(chan []Phase, 1)
+	go func() {
+		done <- r.runRoles(PhaseSpec{Name: "duplex", Workers: 4, Deadline: 50 * time.Millisecond,
+			Role: func(id int) string {
+				if id < 2 {
+					return "write"
+				}
+				return "read"
+			},
+			Work: func(w *Worker) error {
+				if w.ID >= 2 { // a reader: a few steps, no More
+					for range 3 {
+						w.Op(now(), 1)
+					}
+					return nil
+				}
+				var i int64
+				for ; w.More(i, 1e6); i++ {
+					t0 := now()
+					time.Sleep(2 * time.Millisecond)
+					w.Op(t0, 1)
+				}
+				w.Finish(i)
+				return nil
+			}})
+	}()
+	select {
+	case phs := <-done:
+		if len(phs) == 0 || !phs[0].StonewallHit || phs[0].Error != "" {
+			t.Fatalf("phases %+v", phs)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the writers stonewalled beside readers never finished")
+	}
+}

@@ -267,6 +267,15 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 			}
 			err := spec.Work(w)
 			w.end = time.Now()
+			if w.target < 0 && p.deadline > 0 {
+				// A worker that never registered (a reader beside
+				// stonewalled writers, one that failed) has stopped for
+				// good: without this, writers waiting at the stonewall
+				// would wait for it, and it for them, for ever. It
+				// brings no count of its own to the wear-out.
+				w.target = 0
+				p.register(0)
+			}
 			if err != nil {
 				errs[i] = err
 				cancel()
