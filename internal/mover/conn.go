@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
@@ -165,7 +166,7 @@ func (p *Pool) handshake(ctx context.Context, nc net.Conn, addr string) (net.Con
 	if cfg.ServerName == "" {
 		cfg.ServerName, _, _ = net.SplitHostPort(addr)
 	}
-	tc := tls.Client(nc, cfg)
+	tc := pki.Client(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("TLS: %w", err)

@@ -29,6 +29,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/postgres"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
@@ -263,7 +264,7 @@ func listenMover(cfg config.Config, tc *tls.Config, log *slog.Logger) (*moverNet
 	}
 	mn := &moverNet{tcp: ln, adv: listenAddr(cfg.Mover.Advertise, ln), tls: tc != nil}
 	if tc != nil {
-		mn.tcp = tls.NewListener(ln, tc)
+		mn.tcp = pki.NewListener(ln, tc)
 	}
 	if p := cfg.Mover.Socket; p != "" {
 		if len(p) > maxSocketPath {

@@ -168,9 +168,20 @@ func (fw *Writer) DataCRC(p []byte, crc uint32) error {
 		return err
 	}
 	PutHeader(fw.hdr[:], Header{Type: TypeData, Length: uint32(len(p)), CRC: crc})
+	if bw, ok := fw.raw.(buffersWriter); ok {
+		_, err := bw.WriteBuffers(fw.hdr[:], p)
+		return err
+	}
 	bufs := net.Buffers{fw.hdr[:], p}
 	_, err := bufs.WriteTo(fw.raw)
 	return err
+}
+
+// buffersWriter is a connection that writes several buffers at once
+// itself (pki.Conn: a TLS connection gathering its records), where
+// net.Buffers would write them one by one.
+type buffersWriter interface {
+	WriteBuffers(bufs ...[]byte) (int64, error)
 }
 
 // DataFile writes one data frame whose payload is n bytes of f at off and
