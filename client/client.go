@@ -47,6 +47,13 @@ type (
 	Error = api.Error
 )
 
+// Entry types (FileInfo.Type).
+const (
+	TypeFile    = api.TypeFile
+	TypeDir     = api.TypeDir
+	TypeSymlink = api.TypeSymlink
+)
+
 // Errors every call may return (match with errors.Is).
 var (
 	ErrNotFound = api.ErrNotFound
@@ -341,6 +348,13 @@ func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]F
 func (c *Client) Mkdir(ctx context.Context, p string, parents bool, mode uint32) (*FileInfo, error) {
 	var fi FileInfo
 	return &fi, c.do(ctx, "POST", "/v1/mkdir", nil, api.MkdirRequest{Path: p, Parents: parents, Mode: mode}, &fi)
+}
+
+// Symlink creates the symbolic link p pointing at target (stored as
+// given; the server never follows it).
+func (c *Client) Symlink(ctx context.Context, p, target string) (*FileInfo, error) {
+	var fi FileInfo
+	return &fi, c.do(ctx, "POST", "/v1/symlink", nil, api.SymlinkRequest{Path: p, Target: target}, &fi)
 }
 
 // Rename moves src to dst; an existing dst is replaced only with overwrite.

@@ -37,6 +37,12 @@ func (c *Client) Open(ctx context.Context, path string, o GetOptions) (*Reader, 
 // Info describes the file as it was opened.
 func (r *Reader) Info() *FileInfo { fi := r.or.File; return &fi }
 
+// Width is the file's stripe width and stripe unit: a reader that reads
+// ahead fetches width × unit at a time to keep every stripe busy.
+func (r *Reader) Width() (stripes int, unit int64) {
+	return len(r.or.Stripes), r.or.StripeUnit
+}
+
 // Size is the file's length.
 func (r *Reader) Size() int64 { return r.or.File.Size }
 

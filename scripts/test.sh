@@ -17,14 +17,28 @@ if ! need go; then
   exit 1
 fi
 
+# install PKG...: Debian packages, as root or through sudo.
+install() {
+  local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! need postgres; then
   echo "== installing PostgreSQL (Debian package postgresql) for the catalog tests"
-  if [ "$(id -u)" -eq 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
+  install postgresql
 fi
-# Having installed it, a PostgreSQL test that cannot start one fails
-# rather than skips.
-export STRATA_REQUIRE_POSTGRES=1
+# The mount's tests mount through the kernel's FUSE (/dev/fuse), unmount
+# with fusermount3 and run real programs through the mount.
+missing=()
+for p in fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3; do
+  need "${p%%:*}" || missing+=("${p#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]} for the mount tests"
+  install "${missing[@]}"
+fi
+# Having installed them, a PostgreSQL or FUSE test that cannot start one
+# fails rather than skips.
+export STRATA_REQUIRE_POSTGRES=1 STRATA_REQUIRE_FUSE=1
 
 echo "== gofmt"
 bad=$(gofmt -l $( (git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go') ))

@@ -35,6 +35,7 @@ const (
 	// accept (HTTP 401); CodeDenied is an established caller refused (403).
 	CodeUnauthenticated = "unauthenticated"
 	CodeQuota           = "quota"
+	CodeNameTooLong     = "name_too_long"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -54,6 +55,10 @@ var (
 	ErrUnauthenticated = errors.New("not authenticated")
 	// ErrQuota: the file would take its owner or group past a quota.
 	ErrQuota = errors.New("quota exceeded")
+	// ErrNameTooLong: a name or path beyond NAME_MAX or PATH_MAX. It is
+	// also ErrInvalid (errors.Is), for callers that do not tell them
+	// apart.
+	ErrNameTooLong = fmt.Errorf("file name too long: %w", ErrInvalid)
 )
 
 var codes = []struct {
@@ -66,6 +71,7 @@ var codes = []struct {
 	{CodeNotDir, ErrNotDir, 409},
 	{CodeIsDir, ErrIsDir, 409},
 	{CodeNotEmpty, ErrNotEmpty, 409},
+	{CodeNameTooLong, ErrNameTooLong, 400}, // before ErrInvalid, which it wraps
 	{CodeInvalid, ErrInvalid, 400},
 	{CodeNoSpace, ErrNoSpace, 507},
 	{CodeCorrupt, ErrCorrupt, 500},
@@ -112,8 +118,9 @@ func Errorf(sentinel error, format string, args ...any) error {
 
 // File types.
 const (
-	TypeDir  = "dir"
-	TypeFile = "file"
+	TypeDir     = "dir"
+	TypeFile    = "file"
+	TypeSymlink = "symlink"
 )
 
 // Segment is one stripe of one copy of a file's data on one device.
@@ -154,6 +161,8 @@ type FileInfo struct {
 	// Residency says where a file's data lives: disk, tape, disk+tape,
 	// or staging (on tape, a recall queued or running).
 	Residency string `json:"residency,omitempty"`
+	// Target is a symbolic link's: the path it points at, as given.
+	Target string `json:"target,omitempty"`
 }
 
 // Residency values.
@@ -289,6 +298,12 @@ type MkdirRequest struct {
 	Parents bool   `json:"parents,omitempty"`
 	COS     string `json:"cos,omitempty"` // default class of service below it
 	Mode    uint32 `json:"mode,omitempty"`
+}
+
+// SymlinkRequest creates the symbolic link Path pointing at Target.
+type SymlinkRequest struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // CreateRequest asks for a layout to write a new file of Size bytes. A

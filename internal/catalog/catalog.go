@@ -25,8 +25,9 @@ type Kind int8
 
 // Entry kinds.
 const (
-	KindDir  Kind = 1
-	KindFile Kind = 2
+	KindDir     Kind = 1
+	KindFile    Kind = 2
+	KindSymlink Kind = 3
 )
 
 // RootID is the inode number of "/".
@@ -42,7 +43,8 @@ type Inode struct {
 	Size                int64
 	Mtime, Ctime, Atime int64
 	COS                 string
-	Bitfile             int64 // 0 when the entry has no data
+	Bitfile             int64  // 0 when the entry has no data
+	Target              string // a symbolic link's
 }
 
 // BitfileState is a bitfile's life-cycle state.
@@ -180,6 +182,11 @@ type Store interface {
 	// Mkdir creates directory in.Name in in.Parent. ErrExist if the name is
 	// taken; ErrNotFound if the parent is gone; ErrNotDir if it is a file.
 	Mkdir(ctx context.Context, in Inode) (Inode, error)
+	// Symlink creates the symbolic link in.Name in in.Parent, pointing at
+	// in.Target (which the catalog never follows). ErrExist if the name
+	// is taken; ErrNotFound if the parent is gone; ErrNotDir if it is a
+	// file.
+	Symlink(ctx context.Context, in Inode) (Inode, error)
 	// Commit makes a file visible at in.Parent/in.Name with the data of
 	// bitfile b (nil for an empty file), whose segments carry their final
 	// lengths and CRCs. An existing file there is replaced atomically when
@@ -364,7 +371,7 @@ func ValidName(c string) error {
 	case c == "." || c == "..":
 		return api.Errorf(api.ErrInvalid, "path component %q not allowed", c)
 	case len(c) > MaxNameLen:
-		return api.Errorf(api.ErrInvalid, "name %.20q... longer than %d bytes", c, MaxNameLen)
+		return api.Errorf(api.ErrNameTooLong, "name %.20q... longer than %d bytes", c, MaxNameLen)
 	case strings.ContainsAny(c, "/\x00"):
 		return api.Errorf(api.ErrInvalid, "name %q contains / or NUL", c)
 	}

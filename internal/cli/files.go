@@ -245,8 +245,11 @@ func (e *env) catCmd() *cobra.Command {
 
 func modeString(fi *client.FileInfo) string {
 	b := []byte("-rwxrwxrwx")
-	if fi.IsDir() {
+	switch fi.Type {
+	case client.TypeDir:
 		b[0] = 'd'
+	case client.TypeSymlink:
+		b[0] = 'l'
 	}
 	for i := 0; i < 9; i++ {
 		if fi.Mode&(1<<(8-i)) == 0 {
@@ -342,6 +345,9 @@ func lsLine(w io.Writer, fi *client.FileInfo, long, dirOnly bool) {
 	}
 	if fi.IsDir() {
 		name += "/"
+	}
+	if fi.Type == client.TypeSymlink && long {
+		name += " -> " + shown(fi.Target)
 	}
 	if !long {
 		fmt.Fprintln(w, name)

@@ -133,7 +133,7 @@ const (
 // characters (see validName).
 func splitPath(p string) ([]string, error) {
 	if len(p) > MaxPathLen {
-		return nil, api.Errorf(api.ErrInvalid, "path %.40q... is longer than %d bytes", p, MaxPathLen)
+		return nil, api.Errorf(api.ErrNameTooLong, "path %.40q... is longer than %d bytes", p, MaxPathLen)
 	}
 	comps, err := catalog.SplitPath(p)
 	if err != nil {

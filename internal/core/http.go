@@ -31,6 +31,7 @@ func (c *Core) Handler() http.Handler {
 		c.reply(w, resp, err)
 	})
 	mux.HandleFunc("POST /v1/mkdir", body(c, c.Mkdir))
+	mux.HandleFunc("POST /v1/symlink", body(c, c.Symlink))
 	mux.HandleFunc("POST /v1/create", body(c, c.Create))
 	mux.HandleFunc("POST /v1/commit", body(c, c.Commit))
 	mux.HandleFunc("POST /v1/abort", body(c, func(ctx context.Context, r api.AbortRequest) (struct{}, error) { return struct{}{}, c.Abort(ctx, r) }))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
@@ -15,8 +17,11 @@ import (
 func info(path string, in catalog.Inode) api.FileInfo {
 	fi := api.FileInfo{Path: path, Name: in.Name, ID: in.ID, Mode: in.Mode, UID: in.UID, GID: in.GID, Size: in.Size,
 		Mtime: time.Unix(0, in.Mtime), Ctime: time.Unix(0, in.Ctime), Atime: time.Unix(0, in.Atime), COS: in.COS, Type: api.TypeFile}
-	if in.Kind == catalog.KindDir {
+	switch in.Kind {
+	case catalog.KindDir:
 		fi.Type = api.TypeDir
+	case catalog.KindSymlink:
+		fi.Type, fi.Target = api.TypeSymlink, in.Target
 	}
 	if in.ID == catalog.RootID {
 		fi.Name = "/"
@@ -243,6 +248,54 @@ func (c *Core) Mkdir(ctx context.Context, r api.MkdirRequest) (api.FileInfo, err
 		}
 	}
 	return info(joinPath(comps), in), nil
+}
+
+// Symlink creates a symbolic link, which needs write and search on its
+// parent as any new entry does. Its target is stored as given (any text
+// up to MaxPathLen bytes without NUL: POSIX lets a link point anywhere) and
+// never followed by the server.
+func (c *Core) Symlink(ctx context.Context, r api.SymlinkRequest) (api.FileInfo, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	comps, err := splitPath(r.Path)
+	if err != nil {
+		return api.FileInfo{}, err
+	}
+	if len(comps) == 0 {
+		return api.FileInfo{}, api.Errorf(api.ErrExist, "symlink /")
+	}
+	switch {
+	case r.Target == "":
+		return api.FileInfo{}, api.Errorf(api.ErrNotFound, "symlink %s: empty target", r.Path)
+	case len(r.Target) > MaxPathLen:
+		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "symlink %s: target longer than %d bytes", r.Path, MaxPathLen)
+	case strings.IndexByte(r.Target, 0) >= 0 || !utf8.ValidString(r.Target):
+		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "symlink %s: target %q holds a NUL or is not UTF-8", r.Path, r.Target)
+	}
+	p := joinPath(comps)
+	if err := scoped(who, auth.ScopeCreate, p); err != nil {
+		return api.FileInfo{}, err
+	}
+	last := len(comps) - 1
+	parent, err := c.resolveDirCOS(ctx, who, comps[:last])
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("symlink %s: %w", p, err)
+	}
+	if err := mayDir(who, parent, joinPath(comps[:last]), p, auth.Write|auth.Exec); err != nil {
+		return api.FileInfo{}, err
+	}
+	now := c.now().UnixNano()
+	in := catalog.Inode{Parent: parent.id, Name: comps[last], Mode: 0o777, UID: who.UID, GID: who.GID, Mtime: now, Ctime: now, Atime: now, Target: r.Target}
+	if parent.mode&0o2000 != 0 {
+		in.GID = parent.gid
+	}
+	in, err = c.store.Symlink(ctx, in)
+	if err != nil {
+		return api.FileInfo{}, fmt.Errorf("symlink %s: %w", p, err)
+	}
+	return info(p, in), nil
 }
 
 // maxStripeUnit bounds a client's stripe unit override (a unit is the most
@@ -591,6 +644,9 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 	path := joinPath(comps)
 	if in.Kind == catalog.KindDir {
 		return api.OpenResponse{}, api.Errorf(api.ErrIsDir, "open %s", path)
+	}
+	if in.Kind == catalog.KindSymlink {
+		return api.OpenResponse{}, api.Errorf(api.ErrInvalid, "open %s: a symbolic link (to %q), which the server does not follow", path, in.Target)
 	}
 	if err := may(who, in, path, path, auth.Read); err != nil {
 		return api.OpenResponse{}, err

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"ClassesOfService", testCOS},
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
+		{"Symlinks", testSymlinks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1043,5 +1044,57 @@ func testQuotas(t *testing.T, s catalog.Store) {
 	}
 	if len(got) != 4 {
 		t.Errorf("usage: %+v", got)
+	}
+}
+
+// testSymlinks: a symbolic link is an entry with a target the catalog
+// keeps and never follows; it takes a name as a file does, and a file
+// stored over it replaces it.
+func testSymlinks(t *testing.T, s catalog.Store) {
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	l := file(d.ID, "l")
+	l.Target = "../some/where else"
+	got := must(s.Symlink(ctx, l))
+	if got.Kind != catalog.KindSymlink || got.Target != l.Target || got.Size != int64(len(l.Target)) || got.ID == 0 {
+		t.Fatalf("symlink %+v", got)
+	}
+	if in := must(s.Lookup(ctx, d.ID, "l")); in.Kind != catalog.KindSymlink || in.Target != l.Target {
+		t.Fatalf("lookup %+v", in)
+	}
+	if in := must(s.Get(ctx, got.ID)); in.Target != l.Target {
+		t.Fatalf("get %+v", in)
+	}
+	if ls := must(s.List(ctx, d.ID, "", 0)); len(ls) != 1 || ls[0].Target != l.Target {
+		t.Fatalf("list %+v", ls)
+	}
+	for _, c := range []struct {
+		name string
+		in   catalog.Inode
+		want error
+	}{
+		{"name taken", l, api.ErrExist},
+		{"parent gone", file(9999, "x"), api.ErrNotFound},
+		{"parent a symlink", file(got.ID, "x"), api.ErrNotDir},
+	} {
+		if _, err := s.Symlink(ctx, c.in); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := s.Mkdir(ctx, dir(d.ID, "l")); !errors.Is(err, api.ErrExist) {
+		t.Errorf("mkdir over a symlink: %v", err)
+	}
+	// Renamed, it keeps its target; a file stored over it replaces it.
+	must(s.Rename(ctx, d.ID, "l", catalog.RootID, "l2", false, 1))
+	if in := must(s.Lookup(ctx, catalog.RootID, "l2")); in.Target != l.Target {
+		t.Fatalf("renamed %+v", in)
+	}
+	f := must(s.Commit(ctx, file(catalog.RootID, "l2"), nil, true))
+	if in := must(s.Lookup(ctx, catalog.RootID, "l2")); in.Kind != catalog.KindFile || in.Target != "" || in.ID != f.ID {
+		t.Fatalf("file over symlink %+v", in)
+	}
+	must(s.Symlink(ctx, l))
+	must(s.Remove(ctx, d.ID, "l", false))
+	if _, err := s.Lookup(ctx, d.ID, "l"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("removed symlink: %v", err)
 	}
 }

@@ -519,9 +519,9 @@ func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows,
 	return st.QueryContext(ctx, args...)
 }
 
-const inodeCols = "id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile"
+const inodeCols = "id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile, target"
 
-const insertInode = "INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+const insertInode = "INSERT INTO inodes (id, parent, name, kind, mode, uid, gid, size, mtime, ctime, atime, cos, bitfile, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 const insertInodeIfFree = insertInode + " ON CONFLICT (parent, name) DO NOTHING"
 
@@ -529,7 +529,7 @@ type scanner interface{ Scan(...any) error }
 
 func scanInode(r scanner) (catalog.Inode, error) {
 	var in catalog.Inode
-	err := r.Scan(&in.ID, &in.Parent, &in.Name, &in.Kind, &in.Mode, &in.UID, &in.GID, &in.Size, &in.Mtime, &in.Ctime, &in.Atime, &in.COS, &in.Bitfile)
+	err := r.Scan(&in.ID, &in.Parent, &in.Name, &in.Kind, &in.Mode, &in.UID, &in.GID, &in.Size, &in.Mtime, &in.Ctime, &in.Atime, &in.COS, &in.Bitfile, &in.Target)
 	return in, err
 }
 
@@ -675,7 +675,7 @@ func (t *Tx) insert(in catalog.Inode, ifFree bool) (id int64, ok bool, err error
 	if ifFree {
 		q = insertInodeIfFree
 	}
-	n, err := t.Exec(q, id, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile)
+	n, err := t.Exec(q, id, in.Parent, in.Name, in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.Target)
 	if err == nil && n == 0 && !ifFree {
 		err = errors.New("no row inserted")
 	}
@@ -687,7 +687,18 @@ func (t *Tx) insert(in catalog.Inode, ifFree bool) (id int64, ok bool, err error
 
 // Mkdir implements catalog.Store.
 func (s *Store) Mkdir(ctx context.Context, in catalog.Inode) (catalog.Inode, error) {
-	in.Kind, in.Size, in.Bitfile = catalog.KindDir, 0, 0
+	in.Kind, in.Size, in.Bitfile, in.Target = catalog.KindDir, 0, 0, ""
+	return s.create(ctx, in, "mkdir")
+}
+
+// Symlink implements catalog.Store.
+func (s *Store) Symlink(ctx context.Context, in catalog.Inode) (catalog.Inode, error) {
+	in.Kind, in.Size, in.Bitfile = catalog.KindSymlink, int64(len(in.Target)), 0
+	return s.create(ctx, in, "symlink")
+}
+
+// create inserts a directory or a symbolic link under a free name.
+func (s *Store) create(ctx context.Context, in catalog.Inode, op string) (catalog.Inode, error) {
 	err := s.write(ctx, func(t *Tx) error {
 		if err := t.requireDir(in.Parent); err != nil {
 			return err
@@ -695,12 +706,14 @@ func (s *Store) Mkdir(ctx context.Context, in catalog.Inode) (catalog.Inode, err
 		if _, ok, err := t.lookup(in.Parent, in.Name); err != nil {
 			return err
 		} else if ok {
-			return api.Errorf(api.ErrExist, "mkdir %q", in.Name)
+			return api.Errorf(api.ErrExist, "%s %q", op, in.Name)
 		}
 		id, _, err := t.insert(in, false)
 		in.ID = id
 		t.set(in)
-		t.knowDir(id)
+		if in.Kind == catalog.KindDir {
+			t.knowDir(id)
+		}
 		return err
 	})
 	return in, err
@@ -757,8 +770,9 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 			return err
 		}
 		in.ID = old.ID
-		_, err = t.Exec("UPDATE inodes SET mode = ?, uid = ?, gid = ?, size = ?, mtime = ?, ctime = ?, atime = ?, cos = ?, bitfile = ? WHERE id = ?",
-			in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.ID)
+		// (A symbolic link replaced becomes a file.)
+		_, err = t.Exec("UPDATE inodes SET kind = ?, mode = ?, uid = ?, gid = ?, size = ?, mtime = ?, ctime = ?, atime = ?, cos = ?, bitfile = ?, target = '' WHERE id = ?",
+			in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.ID)
 		t.set(in)
 		return err
 	}

@@ -1,0 +1,433 @@
+package main_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mounted is a `strata mount` process and its mount point.
+type mounted struct {
+	t   *testing.T
+	dir string
+	cmd *exec.Cmd
+	log *syncBuffer
+}
+
+// needFUSE skips a test on a machine without FUSE, unless the test run
+// requires it (scripts/test.sh installs fuse3 and sets
+// STRATA_REQUIRE_FUSE=1: there a missing FUSE fails).
+func needFUSE(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat("/dev/fuse")
+	if err == nil {
+		_, err = exec.LookPath("fusermount3")
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv("STRATA_REQUIRE_FUSE") != "" {
+		t.Fatalf("FUSE unavailable: %v", err)
+	}
+	t.Skipf("FUSE unavailable: %v", err)
+}
+
+// mount runs `strata mount` on a new directory, as cred (nil: as this
+// process), and waits until the kernel lists the mount.
+func (s *server) mount(cred *syscall.Credential, args ...string) *mounted {
+	s.t.Helper()
+	needFUSE(s.t)
+	dir := filepath.Join(s.t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(dir), 0o755)
+	m := &mounted{t: s.t, dir: dir, log: &syncBuffer{}}
+	m.cmd = exec.Command(bin, append(append([]string{"mount"}, args...), dir)...)
+	m.cmd.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if cred != nil {
+		os.Chown(dir, int(cred.Uid), int(cred.Gid))
+		m.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		m.cmd.Dir = "/"
+	}
+	if err := m.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(m.unmount)
+	for range 200 {
+		if m.isMounted() {
+			return m
+		}
+		if m.cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	s.t.Fatalf("mount did not appear:\n%s", m.log)
+	return nil
+}
+
+func (m *mounted) isMounted() bool {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	return bytes.Contains(b, []byte(" "+m.dir+" "))
+}
+
+// unmount stops the mount as Ctrl-C would; a mount left behind (the
+// process was killed) is detached.
+func (m *mounted) unmount() {
+	if m.cmd.ProcessState == nil {
+		m.cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { m.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			m.cmd.Process.Kill()
+			<-done
+		}
+	}
+	if m.isMounted() {
+		exec.Command("fusermount3", "-u", "-z", m.dir).Run()
+	}
+}
+
+func (m *mounted) path(p string) string { return filepath.Join(m.dir, p) }
+
+// sh runs a shell command in the mount, as cred (nil: as this process).
+func (m *mounted) sh(cred *syscall.Credential, script string) (string, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = m.dir
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (m *mounted) mustSh(script string) string {
+	m.t.Helper()
+	out, err := m.sh(nil, script)
+	if err != nil {
+		m.t.Fatalf("%s: %v\n%s\nmount log:\n%s", script, err, out, m.log.tail(3000))
+	}
+	return out
+}
+
+// TestMountRoundTrip: files of every size class written through the mount
+// (in memory only, streamed past the head, several stripes) read back the
+// same through the mount and through `strata get`; the mount ends cleanly
+// on Ctrl-C.
+func TestMountRoundTrip(t *testing.T) {
+	s := newServer(t, "")
+	m := s.mount(nil)
+	sizes := []int{0, 1, 4095, 1<<20 + 3, 8 << 20, 8<<20 + 1, 37<<20 + 5}
+	for _, n := range sizes {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i*7 + n)
+		}
+		name := fmt.Sprintf("f%d", n)
+		if err := os.WriteFile(m.path(name), data, 0o640); err != nil {
+			t.Fatalf("write %d bytes: %v\n%s", n, err, m.log)
+		}
+		got, err := os.ReadFile(m.path(name))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back %d bytes through the mount: %d bytes, %v", n, len(got), err)
+		}
+		out := filepath.Join(s.dir, name)
+		s.ok("get", "-f", "--verify", "/"+name, out)
+		if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes differ through strata get", n)
+		}
+		fi, err := os.Stat(m.path(name))
+		if err != nil || fi.Size() != int64(n) || fi.Mode().Perm() != 0o640 {
+			t.Fatalf("stat %s: %v %v", name, fi, err)
+		}
+	}
+	m.unmount()
+	if m.isMounted() || m.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("Ctrl-C: mounted %v, exit %d\n%s", m.isMounted(), m.cmd.ProcessState.ExitCode(), m.log)
+	}
+}
+
+// TestMountErrno: every misuse gets the errno POSIX gives it.
+func TestMountErrno(t *testing.T) {
+	s := newServer(t, "")
+	m := s.mount(nil)
+	m.mustSh("mkdir -p d/sub && echo x > f && echo y > d/g && mkdir e")
+	p := m.path
+	cases := []struct {
+		name string
+		do   func() error
+		want syscall.Errno
+	}{
+		{"open missing", func() error { _, err := os.Open(p("nope")); return err }, syscall.ENOENT},
+		{"stat missing", func() error { _, err := os.Stat(p("d/nope")); return err }, syscall.ENOENT},
+		{"create under missing dir", func() error { return os.WriteFile(p("nope/f"), nil, 0o644) }, syscall.ENOENT},
+		{"mkdir existing", func() error { return os.Mkdir(p("d"), 0o755) }, syscall.EEXIST},
+		{"mkdir over file", func() error { return os.Mkdir(p("f"), 0o755) }, syscall.EEXIST},
+		{"mkdir under file", func() error { return os.Mkdir(p("f/x"), 0o755) }, syscall.ENOTDIR},
+		{"create exclusive existing", func() error {
+			_, err := os.OpenFile(p("f"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			return err
+		}, syscall.EEXIST},
+		{"rmdir file", func() error { return syscall.Rmdir(p("f")) }, syscall.ENOTDIR},
+		{"unlink dir", func() error { return syscall.Unlink(p("e")) }, syscall.EISDIR},
+		{"rmdir non-empty", func() error { return syscall.Rmdir(p("d")) }, syscall.ENOTEMPTY},
+		{"open dir for write", func() error { _, err := os.OpenFile(p("d"), os.O_WRONLY, 0); return err }, syscall.EISDIR},
+		{"rename dir into itself", func() error { return syscall.Rename(p("d"), p("d/sub/d")) }, syscall.EINVAL},
+		{"rename file over dir", func() error { return syscall.Rename(p("f"), p("e")) }, syscall.EISDIR},
+		{"rename dir over file", func() error { return syscall.Rename(p("e"), p("f")) }, syscall.ENOTDIR},
+		{"rename dir over non-empty dir", func() error { return syscall.Rename(p("e"), p("d")) }, syscall.ENOTEMPTY},
+		{"hard link", func() error { return os.Link(p("f"), p("f2")) }, syscall.EPERM},
+		{"mkfifo", func() error { return syscall.Mkfifo(p("fifo"), 0o644) }, syscall.EPERM},
+		{"read a directory", func() error { _, err := os.ReadFile(p("d")); return err }, syscall.EISDIR},
+		{"name too long", func() error { return os.WriteFile(p(strings.Repeat("n", 300)), nil, 0o644) }, syscall.ENAMETOOLONG},
+	}
+	for _, c := range cases {
+		err := c.do()
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	// And what works: a directory over an empty one, mv, rm -r, chmod,
+	// touch, symbolic links (ls shows them, cat follows them).
+	m.mustSh("mkdir e2 && mv e e2 && test -d e2 && ! test -e e && mv f d/f && chmod 600 d/f && touch -d '2001-02-03 04:05:06' d/f && ln -s d/f l && ln -s /elsewhere dangling")
+	fi, err := os.Stat(p("d/f"))
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() != 2001 {
+		t.Fatalf("chmod/touch: %v %v", fi, err)
+	}
+	if out := m.mustSh("cat l && readlink dangling && ls -l l"); !strings.HasPrefix(out, "x\n/elsewhere\nl") || !strings.Contains(out, "l -> d/f") {
+		t.Fatalf("symlinks: %q", out)
+	}
+	if out := s.ok("ls", "-l", "/"); !strings.Contains(out, "l -> d/f") {
+		t.Fatalf("strata ls of a symlink: %q", out)
+	}
+	m.mustSh("rm -r d e2 l dangling && test -z \"$(ls -A)\"")
+}
+
+// TestMountWriteBack: writes out of order, appends, truncation, reading
+// and writing one descriptor, rewriting in place — through the
+// write-back file; readers elsewhere (another mount, the CLI) see the old
+// version until the writer closes, and the new one after.
+func TestMountWriteBack(t *testing.T) {
+	s := newServer(t, "")
+	m := s.mount(nil)
+	m2 := s.mount(nil, "--attr-timeout", "0s") // sees changes from elsewhere at once
+	p := m.path("f")
+	orig := bytes.Repeat([]byte("0123456789"), 1<<20) // 10 MiB: streamed
+	if err := os.WriteFile(p, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Open(m2.path("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte(nil), orig...)
+	for _, w := range []struct {
+		off int64
+		s   string
+	}{{5, "AAAA"}, {8 << 20, "BB"}, {0, "C"}, {int64(len(orig)) + 10, "tail"}} {
+		if _, err := f.WriteAt([]byte(w.s), w.off); err != nil {
+			t.Fatal(err)
+		}
+		if end := int(w.off) + len(w.s); end > len(want) {
+			want = append(want, make([]byte, end-len(want))...)
+		}
+		copy(want[w.off:], w.s)
+	}
+	buf := make([]byte, 6)
+	if _, err := f.ReadAt(buf, 3); err != nil || string(buf) != string(want[3:9]) {
+		t.Fatalf("read own writes: %q %v", buf, err)
+	}
+	// Before close: another reader still sees the old version.
+	if _, err := old.ReadAt(buf, 3); err != nil || string(buf) != string(orig[3:9]) {
+		t.Fatalf("old reader: %q %v", buf, err)
+	}
+	if got := s.ok("cat", "/f"); got != string(orig) {
+		t.Fatal("the new version is visible before close")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ok("cat", "/f"); got != string(want) {
+		t.Fatalf("after close: %d bytes, want %d", len(got), len(want))
+	}
+	if got, err := os.ReadFile(m2.path("f")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("another mount after close: %d bytes, %v", len(got), err)
+	}
+	// Append, truncate, truncate to nothing and write again.
+	m.mustSh("printf end >> f && truncate -s 20 f && printf x >> f")
+	want = append(append(want[:0:0], want[:20]...), 'x')
+	if got := s.ok("cat", "/f"); got != string(want) {
+		t.Fatalf("append/truncate: %q, want %q", got, want)
+	}
+	m.mustSh(": > f && printf new >> f")
+	if got := s.ok("cat", "/f"); got != "new" {
+		t.Fatalf("truncate to nothing: %q", got)
+	}
+	// A file created and written out of order (the write-back file from
+	// the start), and one opened read-write and only read.
+	g, err := os.Create(m.path("g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteAt([]byte("world"), 6)
+	g.WriteAt([]byte("hello "), 0)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ok("cat", "/g"); got != "hello world" {
+		t.Fatalf("out of order: %q", got)
+	}
+	r, err := os.OpenFile(m.path("g"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(m.path("g")); err != nil || string(b) != "hello world" {
+		t.Fatalf("read: %q %v", b, err)
+	}
+	r.Close()
+	if fi := s.ok("stat", "--json", "/g"); !strings.Contains(fi, `"size": 11`) {
+		t.Fatalf("a read-write open that wrote nothing changed the file: %s", fi)
+	}
+}
+
+// TestMountRenameAtomic: a file replaced again and again by rename (the
+// way editors and rsync save) is always there for a reader, old or new,
+// never missing and never partial.
+func TestMountRenameAtomic(t *testing.T) {
+	s := newServer(t, "")
+	m := s.mount(nil, "--attr-timeout", "0s")
+	if err := os.WriteFile(m.path("f"), []byte("version 0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var bad atomic.Value
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			b, err := os.ReadFile(m.path("f"))
+			if err != nil || !bytes.HasPrefix(b, []byte("version ")) {
+				bad.Store(fmt.Sprintf("%q %v", b, err))
+				return
+			}
+		}
+	}()
+	for i := 1; i <= 30; i++ {
+		tmp := m.path(fmt.Sprintf(".f.%d", i))
+		if err := os.WriteFile(tmp, []byte(fmt.Sprintf("version %d", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, m.path("f")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if v := bad.Load(); v != nil {
+		t.Fatalf("a reader saw %s", v)
+	}
+	if got := s.ok("cat", "/f"); got != "version 30" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// TestMountKilled: a mount killed in the middle of a write leaves nothing
+// of it on the server, and its mount point answers ENOTCONN at once
+// rather than hanging.
+func TestMountKilled(t *testing.T) {
+	s := newServer(t, "")
+	m := s.mount(nil)
+	f, err := os.Create(m.path("big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	for range 24 { // past the head: an upload is under way
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.cmd.Process.Kill()
+	m.cmd.Wait()
+	f.Close()
+	done := make(chan error, 1)
+	go func() { _, err := os.Stat(m.path("big")); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.ENOTCONN) {
+			t.Errorf("stat in a dead mount: %v, want ENOTCONN", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stat in a dead mount hangs")
+	}
+	if out, _, code := s.run("stat", "/big"); code == 0 {
+		t.Fatalf("half a file is visible: %s", out)
+	}
+	// Its reservation is given back once the lease ends; nothing of it
+	// is left in the namespace.
+	if out := s.ok("ls", "/"); strings.TrimSpace(out) != "" {
+		t.Fatalf("namespace holds %q", out)
+	}
+}
+
+// TestMountPrograms: what users run, through the mount: cp -a and rsync
+// -a of a tree of 2,000 files, tar x, git clone and git status, sqlite3
+// (random writes), fio sequential and random.
+func TestMountPrograms(t *testing.T) {
+	s := newServer(t, "")
+	m := s.mount(nil)
+	src := filepath.Join(t.TempDir(), "tree")
+	for i := range 2000 {
+		d := filepath.Join(src, fmt.Sprintf("d%02d", i%40))
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%04d", i)), bytes.Repeat([]byte{byte(i)}, i%5000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("d00/f0000", filepath.Join(src, "link"))
+	m.mustSh("cp -a " + src + " cp && diff -r " + src + " cp")
+	m.mustSh("rsync -a " + src + "/ rs/ && diff -r " + src + " rs && rsync -a --delete " + src + "/ rs/")
+	tarball := filepath.Join(t.TempDir(), "t.tar")
+	if out, err := exec.Command("tar", "-C", src, "-cf", tarball, ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	m.mustSh("mkdir tx && tar -C tx -xf " + tarball + " && diff -r " + src + " tx")
+	if out := m.mustSh("find cp -type f | wc -l && du -s cp | cut -f1"); !strings.HasPrefix(out, "2000\n") {
+		t.Fatalf("find: %q", out)
+	}
+	repo := filepath.Join(t.TempDir(), "repo")
+	for _, c := range []string{"init -q " + repo, "-C " + repo + " -c user.name=t -c user.email=t@x commit -q --allow-empty -m one"} {
+		if out, err := exec.Command("sh", "-c", "git "+c).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v %s", c, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644)
+	exec.Command("sh", "-c", "cd "+repo+" && git add a.txt && git -c user.name=t -c user.email=t@x commit -q -m two").Run()
+	if out := m.mustSh("git clone -q " + repo + " clone && cd clone && git status --porcelain && git log --oneline | wc -l"); strings.TrimSpace(out) != "2" {
+		t.Fatalf("git: %q", out)
+	}
+	if out := m.mustSh("sqlite3 db.sqlite 'create table t(a); insert into t select value from generate_series(1,5000); update t set a = a*2 where a % 3 = 0; select count(*), sum(a) from t;'"); strings.TrimSpace(out) != "5000|16668333" {
+		t.Fatalf("sqlite3: %q", out)
+	}
+	m.mustSh("fio --name=seq --filename=fio.seq --rw=write --bs=1M --size=16M --output=/dev/null && fio --name=seqr --filename=fio.seq --rw=read --bs=1M --size=16M --output=/dev/null")
+	m.mustSh("fio --name=rand --filename=fio.rand --rw=randrw --bs=4k --size=4M --output=/dev/null --verify=crc32c")
+}

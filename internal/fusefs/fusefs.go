@@ -1,0 +1,458 @@
+// Package fusefs is `strata mount`: Strata's namespace as a local file
+// system through the kernel's FUSE, with github.com/hanwen/go-fuse/v2's fs
+// API. It is a thin adapter: every operation is one call into internal/vfs
+// (which the NFS export shares), and this package only translates FUSE's
+// inodes, attributes and errnos.
+//
+// Permissions are the server's: the mount does not ask the kernel to check
+// modes (no default_permissions), so every operation reaches the core,
+// which checks it for the identity the mount authenticated as. That is why
+// a mount serves only the user who made it unless the server trusts it
+// as a gateway (see Options.AllowOther).
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/vfs"
+)
+
+// Options configure a mount.
+type Options struct {
+	// AllowOther lets users other than the one who mounted use the mount
+	// (FUSE's allow_other).
+	AllowOther bool
+	// AttrTimeout is how long the kernel may keep attributes and names
+	// without asking again: the staleness another client's change may
+	// have here (0: none; strata mount's default is 1 s).
+	AttrTimeout time.Duration
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// Mount mounts v at dir and returns the server; Wait on it, Unmount it.
+func Mount(dir string, v *vfs.FS, o Options) (*fuse.Server, error) {
+	neg := o.AttrTimeout
+	root := &node{fs: v}
+	opts := &fs.Options{
+		EntryTimeout:    &o.AttrTimeout,
+		AttrTimeout:     &o.AttrTimeout,
+		NegativeTimeout: &neg,
+		MountOptions: fuse.MountOptions{
+			FsName:     "strata",
+			Name:       "strata",
+			AllowOther: o.AllowOther,
+			// Large requests: a stripe frame is 1 MiB, and every FUSE
+			// request is a round trip into this process.
+			MaxWrite:     1 << 20,
+			MaxReadAhead: 1 << 20,
+			Debug:        o.Debug,
+		},
+		UID: uint32(os.Getuid()),
+		GID: uint32(os.Getgid()),
+	}
+	return fs.Mount(dir, root, opts)
+}
+
+// node is a file, directory or symbolic link of the mount.
+type node struct {
+	fs.Inode
+	fs *vfs.FS
+}
+
+var (
+	_ fs.NodeLookuper   = (*node)(nil)
+	_ fs.NodeGetattrer  = (*node)(nil)
+	_ fs.NodeSetattrer  = (*node)(nil)
+	_ fs.NodeReaddirer  = (*node)(nil)
+	_ fs.NodeMkdirer    = (*node)(nil)
+	_ fs.NodeCreater    = (*node)(nil)
+	_ fs.NodeOpener     = (*node)(nil)
+	_ fs.NodeUnlinker   = (*node)(nil)
+	_ fs.NodeRmdirer    = (*node)(nil)
+	_ fs.NodeRenamer    = (*node)(nil)
+	_ fs.NodeStatfser   = (*node)(nil)
+	_ fs.NodeLinker     = (*node)(nil)
+	_ fs.NodeMknoder    = (*node)(nil)
+	_ fs.NodeSymlinker  = (*node)(nil)
+	_ fs.NodeReadlinker = (*node)(nil)
+)
+
+// path is the node's path in Strata's namespace. A node that has lost
+// its name (replaced by a rename, removed) while the kernel still holds
+// it has none: ESTALE, on which the kernel looks the path up again.
+func (n *node) path() (string, syscall.Errno) {
+	var names []string
+	for p := &n.Inode; !p.IsRoot(); {
+		name, parent := p.Parent()
+		if parent == nil {
+			return "", syscall.ESTALE
+		}
+		names = append(names, name)
+		p = parent
+	}
+	slices.Reverse(names)
+	return "/" + strings.Join(names, "/"), 0
+}
+
+func (n *node) child(name string) (string, syscall.Errno) {
+	p, en := n.path()
+	return vfs.Join(p, name), en
+}
+
+// fill sets a FUSE attribute from Strata's.
+func fill(fi *client.FileInfo, a *fuse.Attr) {
+	a.Mode = typeOf(fi) | fi.Mode&0o7777
+	a.Ino = uint64(fi.ID)
+	a.Size = uint64(fi.Size)
+	a.Blocks = (a.Size + 511) / 512
+	a.Blksize = 1 << 20
+	a.Nlink = 1
+	if fi.Type == client.TypeDir {
+		a.Nlink = 2
+	}
+	a.Uid, a.Gid = fi.UID, fi.GID
+	a.SetTimes(&fi.Atime, &fi.Mtime, &fi.Ctime)
+}
+
+func typeOf(fi *client.FileInfo) uint32 {
+	switch fi.Type {
+	case client.TypeDir:
+		return syscall.S_IFDIR
+	case client.TypeSymlink:
+		return syscall.S_IFLNK
+	}
+	return syscall.S_IFREG
+}
+
+// newChild makes the inode of a looked-up or created entry.
+func (n *node) newChild(ctx context.Context, fi *client.FileInfo, out *fuse.EntryOut) *fs.Inode {
+	fill(fi, &out.Attr)
+	return n.NewInode(ctx, &node{fs: n.fs}, fs.StableAttr{Mode: typeOf(fi), Ino: uint64(fi.ID)})
+}
+
+func errno(err error) syscall.Errno { return vfs.Errno(err) }
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p, en := n.child(name)
+	if en != 0 {
+		return nil, en
+	}
+	fi, err := n.fs.Stat(ctx, p)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.newChild(ctx, fi, out), 0
+}
+
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if h, ok := f.(*handle); ok {
+		// fstat(2): the open file, whatever its name is now.
+		fill(h.h.Info(), &out.Attr)
+		return 0
+	}
+	p, en := n.path()
+	if en != 0 {
+		return en
+	}
+	fi, err := n.fs.Stat(ctx, p)
+	if err != nil {
+		return errno(err)
+	}
+	fill(fi, &out.Attr)
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	p, en := n.path()
+	if en != 0 {
+		return en
+	}
+	if size, ok := in.GetSize(); ok {
+		var err error
+		if h, isH := f.(*handle); isH {
+			err = h.h.Truncate(ctx, int64(size))
+		} else {
+			err = n.fs.Truncate(ctx, p, int64(size))
+		}
+		if err != nil {
+			return errno(err)
+		}
+	}
+	var r client.SetAttr
+	r.Path = p
+	set := false
+	if m, ok := in.GetMode(); ok {
+		m &= 0o7777
+		r.Mode, set = &m, true
+	}
+	if u, ok := in.GetUID(); ok {
+		r.UID, set = &u, true
+	}
+	if g, ok := in.GetGID(); ok {
+		r.GID, set = &g, true
+	}
+	if t, ok := in.GetMTime(); ok {
+		r.Mtime, set = &t, true
+	}
+	if t, ok := in.GetATime(); ok {
+		r.Atime, set = &t, true
+	}
+	if set {
+		if _, err := n.fs.SetAttr(ctx, r); err != nil {
+			return errno(err)
+		}
+	}
+	return n.Getattr(ctx, f, out)
+}
+
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	p, en := n.path()
+	if en != 0 {
+		return nil, en
+	}
+	entries := []fuse.DirEntry{{Name: ".", Mode: syscall.S_IFDIR}, {Name: "..", Mode: syscall.S_IFDIR}}
+	err := n.fs.List(ctx, p, func(page []client.FileInfo) error {
+		for i := range page {
+			entries = append(entries, fuse.DirEntry{Name: page[i].Name, Mode: typeOf(&page[i]), Ino: uint64(page[i].ID)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errno(err)
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p, en := n.child(name)
+	if en != 0 {
+		return nil, en
+	}
+	fi, err := n.fs.Mkdir(ctx, p, mode&0o7777)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.newChild(ctx, fi, out), 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	p, en := n.child(name)
+	if en != 0 {
+		return nil, nil, 0, en
+	}
+	h, err := n.fs.Create(ctx, p, int(flags), mode&0o7777)
+	if err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	return n.newChild(ctx, h.Info(), out), newHandle(ctx, h), 0, 0
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	p, en := n.path()
+	if en != 0 {
+		return nil, 0, en
+	}
+	h, err := n.fs.Open(ctx, p, int(flags))
+	if err != nil {
+		return nil, 0, errno(err)
+	}
+	return newHandle(ctx, h), 0, 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	p, en := n.child(name)
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Unlink(ctx, p))
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	p, en := n.child(name)
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Rmdir(ctx, p))
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	p, en := n.child(name)
+	if en != 0 {
+		return en
+	}
+	if flags != 0 {
+		// RENAME_NOREPLACE, RENAME_EXCHANGE: not offered atomically.
+		return syscall.EINVAL
+	}
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	q, en := np.child(newName)
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Rename(ctx, p, q))
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p, en := n.child(name)
+	if en != 0 {
+		return nil, en
+	}
+	fi, err := n.fs.Symlink(ctx, p, target)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.newChild(ctx, fi, out), 0
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	p, en := n.path()
+	if en != 0 {
+		return nil, en
+	}
+	t, err := n.fs.Readlink(ctx, p)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return []byte(t), 0
+}
+
+// Link: Strata's namespace is a tree; a file has one name.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// Mknod: only regular files (which Create makes), no devices, FIFOs or
+// sockets.
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	total, free, err := n.fs.StatFS(ctx)
+	if err != nil {
+		return errno(err)
+	}
+	const bs = 1 << 20
+	out.Bsize, out.Frsize = bs, bs
+	out.Blocks, out.Bfree, out.Bavail = total/bs, free/bs, free/bs
+	out.NameLen = 255
+	return 0
+}
+
+// Extended attributes: none yet. ACLs (system.posix_acl_*) are not
+// supported, which cp -a and rsync -A take in their stride (ENOTSUP).
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENODATA
+}
+
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) { return 0, 0 }
+
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.ENOTSUP
+}
+
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.ENODATA }
+
+// handle is an open file.
+type handle struct {
+	h *vfs.Handle
+	// opener is the process that opened it (its thread group), or 0.
+	opener int
+}
+
+func newHandle(ctx context.Context, h *vfs.Handle) *handle {
+	return &handle{h: h, opener: processOf(ctx)}
+}
+
+// processOf is the process (thread group) of a request's caller, or 0.
+func processOf(ctx context.Context) int {
+	c, ok := fuse.FromContext(ctx)
+	if !ok || c.Pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+var (
+	_ fs.FileReader   = (*handle)(nil)
+	_ fs.FileWriter   = (*handle)(nil)
+	_ fs.FileFlusher  = (*handle)(nil)
+	_ fs.FileFsyncer  = (*handle)(nil)
+	_ fs.FileReleaser = (*handle)(nil)
+)
+
+func (f *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := f.h.ReadAt(ctx, dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, errno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (f *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := f.h.WriteAt(ctx, data, off)
+	if err != nil {
+		return uint32(n), errno(err)
+	}
+	return uint32(n), 0
+}
+
+// Flush runs at every close(2) of a descriptor: the file is stored, and a
+// failure is close's EIO. The kernel also flushes when a child process
+// that inherited the descriptor closes its copy (every fork and exec of
+// a program that holds a file open for writing); those do not store a
+// file that its opener is still writing. The last close stores it
+// (Release) in any case.
+func (f *handle) Flush(ctx context.Context) syscall.Errno {
+	if p := processOf(ctx); f.opener != 0 && p != 0 && p != f.opener {
+		return 0
+	}
+	return f.store(ctx)
+}
+
+func (f *handle) store(ctx context.Context) syscall.Errno {
+	if err := f.h.Flush(ctx); err != nil {
+		if e := errno(err); e != syscall.EIO && e != syscall.ENOSPC && e != syscall.EDQUOT && e != syscall.EACCES {
+			return syscall.EIO
+		}
+		return errno(err)
+	}
+	return 0
+}
+
+func (f *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return f.store(ctx) }
+
+func (f *handle) Release(ctx context.Context) syscall.Errno {
+	if err := f.h.Release(context.Background()); err != nil {
+		// close(2) has returned already: nobody is left to tell.
+		fmt.Fprintf(os.Stderr, "strata mount: %v\n", err)
+	}
+	return 0
+}

@@ -1,0 +1,505 @@
+package vfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// Handle is an open file: what open(2) returns a descriptor for.
+type Handle struct {
+	fs    *FS
+	ctx   context.Context // the handle's life: reads and uploads end with it
+	stop  context.CancelFunc
+	flags int
+
+	mu    sync.Mutex
+	path  string
+	base  *client.FileInfo // the stored version this handle started from; nil if new
+	mode  uint32           // of a new file
+	excl  bool             // created with O_EXCL: storing must not replace
+	fresh bool             // the stored content is replaced wholesale (new, O_TRUNC, truncated to 0)
+	dirty bool             // holds writes not yet stored
+	size  int64            // length including unstored writes
+	mtime time.Time        // of the last unstored write
+
+	attr client.SetAttr // attributes set while writes were unstored: made after storing
+
+	st *stream  // streamed writes; nil when none
+	wb *os.File // write-back file; nil when none
+	rd *client.Reader
+	ra readAhead
+}
+
+// stream is a file being written in order from its start: its first bytes
+// in head, then, once there are more than Options.Head of them, an upload.
+type stream struct {
+	head     []byte
+	up       *client.Upload
+	reserved int64
+}
+
+// Create makes a handle for a new file p, stored when flushed. flags are
+// open(2)'s; with O_EXCL an existing p is EEXIST (here, and again when
+// the file is stored, should another client have made it meanwhile).
+func (fs *FS) Create(ctx context.Context, p string, flags int, mode uint32) (*Handle, error) {
+	fi, err := fs.Stat(ctx, p)
+	switch {
+	case err == nil && flags&os.O_EXCL != 0:
+		return nil, syscall.EEXIST
+	case err == nil:
+		return fs.Open(ctx, p, flags|os.O_TRUNC)
+	case !errors.Is(err, client.ErrNotFound):
+		return nil, err
+	}
+	_ = fi
+	// The parent must exist and be a directory we may write: ask now, so
+	// that the error comes from creat(2) and not from close(2).
+	dir, err := fs.c.Stat(ctx, parentOf(p))
+	if err != nil {
+		return nil, err
+	}
+	if dir.Type != "dir" {
+		return nil, syscall.ENOTDIR
+	}
+	h := fs.handle(p, flags)
+	h.mode, h.excl, h.fresh, h.dirty = mode&0o7777, flags&os.O_EXCL != 0, true, true
+	h.mtime = time.Now()
+	fs.track(h)
+	return h, nil
+}
+
+// Open opens the existing file p. A read of a file on tape only waits
+// for its recall first (see the package doc).
+func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
+	if h := fs.writer(p); h != nil && h.base == nil {
+		// Created by another handle here and not stored yet: share its
+		// bytes by storing them now.
+		if err := h.Flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	fi, err := fs.c.Stat(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	acc := flags & syscall.O_ACCMODE
+	if fi.Type == client.TypeDir {
+		if acc != os.O_RDONLY {
+			return nil, syscall.EISDIR
+		}
+		return nil, syscall.EISDIR
+	}
+	if acc != os.O_WRONLY && flags&os.O_TRUNC == 0 {
+		if err := fs.recall(ctx, p, fi, flags&syscall.O_NONBLOCK != 0); err != nil {
+			return nil, err
+		}
+	}
+	h := fs.handle(p, flags)
+	h.base, h.size = fi, fi.Size
+	if flags&os.O_TRUNC != 0 && acc != os.O_RDONLY {
+		h.fresh, h.dirty, h.size, h.mtime = true, true, 0, time.Now()
+		fs.track(h)
+	}
+	return h, nil
+}
+
+func (fs *FS) handle(p string, flags int) *Handle {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Handle{fs: fs, ctx: ctx, stop: stop, flags: flags, path: p}
+}
+
+// recall waits until a file on tape only is back on disk.
+func (fs *FS) recall(ctx context.Context, p string, fi *client.FileInfo, nowait bool) error {
+	if fi.Residency != "tape" && fi.Residency != "staging" {
+		return nil
+	}
+	if fs.o.RecallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, fs.o.RecallTimeout)
+		defer cancel()
+	}
+	r, err := fs.c.Open(ctx, p, client.GetOptions{NoWait: nowait})
+	if err != nil {
+		return err
+	}
+	return r.Close()
+}
+
+func (fs *FS) track(h *Handle) {
+	fs.mu.Lock()
+	fs.writers[h.path] = h
+	fs.mu.Unlock()
+}
+
+func (fs *FS) untrack(h *Handle) {
+	fs.mu.Lock()
+	if fs.writers[h.path] == h {
+		delete(fs.writers, h.path)
+	}
+	fs.mu.Unlock()
+}
+
+func parentOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}
+
+// Info describes the file as this handle sees it.
+func (h *Handle) Info() *client.FileInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fi := client.FileInfo{Path: h.path, Type: "file", Mode: h.mode}
+	if h.base != nil {
+		fi = *h.base
+	} else {
+		now := time.Now()
+		fi.Ctime, fi.Atime = now, now
+		if who, err := h.fs.whoami(h.ctx); err == nil {
+			fi.UID, fi.GID = who.UID, who.GID
+		}
+	}
+	h.overlayLocked(&fi)
+	return &fi
+}
+
+// overlay puts the handle's unstored length and time on fi.
+func (h *Handle) overlay(fi *client.FileInfo) {
+	h.mu.Lock()
+	h.overlayLocked(fi)
+	h.mu.Unlock()
+}
+
+func (h *Handle) overlayLocked(fi *client.FileInfo) {
+	if !h.dirty {
+		return
+	}
+	fi.Size, fi.Mtime = h.size, h.mtime
+	a := &h.attr
+	if a.Mode != nil {
+		fi.Mode = *a.Mode
+	}
+	if a.UID != nil {
+		fi.UID = *a.UID
+	}
+	if a.GID != nil {
+		fi.GID = *a.GID
+	}
+	if a.Mtime != nil {
+		fi.Mtime = *a.Mtime
+	}
+	if a.Atime != nil {
+		fi.Atime = *a.Atime
+	}
+}
+
+// setAttr keeps r for when the file is stored, if the handle holds
+// unstored writes; ok is false if it holds none (r goes to the server).
+func (h *Handle) setAttr(r client.SetAttr) (fi *client.FileInfo, ok bool) {
+	h.mu.Lock()
+	if !h.dirty {
+		h.mu.Unlock()
+		return nil, false
+	}
+	a := &h.attr
+	for _, f := range []struct{ dst, src **uint32 }{{&a.Mode, &r.Mode}, {&a.UID, &r.UID}, {&a.GID, &r.GID}} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if r.Mtime != nil {
+		a.Mtime = r.Mtime
+	}
+	if r.Atime != nil {
+		a.Atime = r.Atime
+	}
+	h.mu.Unlock()
+	return h.Info(), true
+}
+
+// Size is the file's length as this handle sees it.
+func (h *Handle) Size() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.size
+}
+
+// WriteAt writes p at off (at the end with O_APPEND).
+func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.flags&os.O_APPEND != 0 {
+		off = h.size
+	}
+	if !h.dirty {
+		h.fs.track(h)
+	}
+	h.dirty, h.mtime = true, time.Now()
+	if h.wb == nil && h.fresh && off == h.size && h.flags&syscall.O_ACCMODE == os.O_WRONLY {
+		return h.streamWrite(ctx, p)
+	}
+	if err := h.toWriteBack(ctx); err != nil {
+		return 0, err
+	}
+	n, err := h.wb.WriteAt(p, off)
+	h.size = max(h.size, off+int64(n))
+	return n, err
+}
+
+// streamWrite appends p to the stream, starting its upload once the head
+// is full.
+func (h *Handle) streamWrite(ctx context.Context, p []byte) (int, error) {
+	if h.st == nil {
+		h.st = &stream{}
+	}
+	s := h.st
+	if s.up == nil {
+		s.head = append(s.head, p...)
+		h.size += int64(len(p))
+		if int64(len(s.head)) <= h.fs.o.Head {
+			return len(p), nil
+		}
+		if err := h.startUpload(ctx); err != nil {
+			return 0, err
+		}
+		head := s.head
+		s.head = nil
+		if _, err := s.up.Write(head); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	if h.size+int64(len(p)) > s.reserved {
+		return 0, syscall.EFBIG
+	}
+	n, err := s.up.Write(p)
+	h.size += int64(n)
+	return n, err
+}
+
+// startUpload creates the upload of a streamed file, reserving as much as
+// the servers and the quota grant up to Options.Reserve.
+func (h *Handle) startUpload(ctx context.Context) error {
+	need := 2 * int64(len(h.st.head))
+	for r := h.fs.o.Reserve; ; r /= 2 {
+		if r < need {
+			return syscall.ENOSPC
+		}
+		up, err := h.fs.c.Create(h.ctx, h.path, r, h.putOptions())
+		if err == nil {
+			h.st.up, h.st.reserved = up, r
+			return nil
+		}
+		if !errors.Is(err, client.ErrNoSpace) && !errors.Is(err, client.ErrQuota) {
+			return err
+		}
+	}
+}
+
+func (h *Handle) putOptions() client.PutOptions {
+	o := client.PutOptions{COS: h.fs.o.COS, Overwrite: !h.excl, Mode: h.mode}
+	if h.base != nil {
+		o.Mode = h.base.Mode & 0o7777
+		o.COS = ""
+	}
+	if h.attr.Mode != nil {
+		o.Mode = *h.attr.Mode
+	}
+	return o
+}
+
+// toWriteBack moves the handle's content to a write-back file (fetching
+// the stored version first unless it is being replaced).
+func (h *Handle) toWriteBack(ctx context.Context) error {
+	if h.wb != nil {
+		return nil
+	}
+	if h.st != nil && h.st.up != nil {
+		// Its bytes are on their way to the movers and cannot be read
+		// back: a write-only handle that streamed past its head must go
+		// on in order.
+		return fmt.Errorf("%s: a write out of order after %d bytes written in order: %w", h.path, h.size, syscall.EINVAL)
+	}
+	f, err := os.CreateTemp(h.fs.o.CacheDir, "wb-*")
+	if err != nil {
+		return fmt.Errorf("write-back file: %w", err)
+	}
+	os.Remove(f.Name()) // nothing to clean up after a crash
+	switch {
+	case h.st != nil:
+		_, err = f.Write(h.st.head)
+		h.st = nil
+	case !h.fresh && h.base != nil && h.base.Size > 0:
+		_, err = h.fs.c.Get(ctx, h.path, f, client.GetOptions{})
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	h.wb = f
+	return nil
+}
+
+// Truncate sets the file's length.
+func (h *Handle) Truncate(ctx context.Context, size int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.dirty {
+		h.fs.track(h)
+	}
+	h.dirty, h.mtime = true, time.Now()
+	if size == 0 && h.wb == nil {
+		// Truncating to nothing replaces the content wholesale: no need
+		// to fetch it.
+		if h.st != nil && h.st.up != nil {
+			h.st.up.Abort()
+		}
+		h.st, h.fresh, h.size = nil, true, 0
+		return nil
+	}
+	if size == h.size && h.st != nil && h.st.up == nil {
+		return nil
+	}
+	if err := h.toWriteBack(ctx); err != nil {
+		return err
+	}
+	if err := h.wb.Truncate(size); err != nil {
+		return err
+	}
+	h.size = size
+	return nil
+}
+
+// ReadAt reads at off: unstored writes from the handle itself, stored
+// data from the movers.
+func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off >= h.size {
+		return 0, io.EOF
+	}
+	if h.wb != nil {
+		n, err := h.wb.ReadAt(p[:min(int64(len(p)), h.size-off)], off)
+		if err == nil && n < len(p) {
+			err = io.EOF
+		}
+		return n, err
+	}
+	if h.st != nil && h.st.up == nil && h.dirty {
+		n := copy(p, h.st.head[off:])
+		return n, nil
+	}
+	if h.fresh {
+		return 0, io.EOF
+	}
+	if h.rd == nil {
+		rd, err := h.fs.c.Open(h.ctx, h.path, client.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		h.rd = rd
+		h.ra.init(rd)
+	}
+	return h.ra.readAt(p, off)
+}
+
+// Flush stores the handle's writes, if any: the file appears, or its new
+// version replaces the old, when this returns nil. close(2) and fsync(2)
+// call it.
+func (h *Handle) Flush(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.dirty {
+		return nil
+	}
+	var fi *client.FileInfo
+	var err error
+	o := h.putOptions()
+	switch {
+	case h.wb != nil:
+		fi, err = h.fs.c.Put(ctx, h.path, h.wb, h.size, o)
+	case h.st != nil && h.st.up != nil:
+		fi, err = h.st.up.Commit(ctx)
+	default:
+		var head []byte
+		if h.st != nil {
+			head = h.st.head
+		}
+		fi, err = h.fs.c.Put(ctx, h.path, bytes.NewReader(head), int64(len(head)), o)
+	}
+	if err != nil {
+		if h.st != nil && h.st.up != nil {
+			// The upload is gone; what it held cannot be sent again.
+			h.st, h.dirty = nil, false
+			h.fs.untrack(h)
+		}
+		return fmt.Errorf("store %s: %w", h.path, err)
+	}
+	h.base, h.size, h.dirty, h.fresh, h.st = fi, fi.Size, false, false, nil
+	h.excl = false
+	if a := h.attr; a.Mode != nil && *a.Mode != fi.Mode || a.UID != nil || a.GID != nil || a.Mtime != nil || a.Atime != nil {
+		a.Path, h.attr = h.path, client.SetAttr{}
+		if a.Mode != nil && *a.Mode == fi.Mode {
+			a.Mode = nil
+		}
+		if fi, err = h.fs.c.SetAttr(ctx, a); err != nil {
+			h.fs.untrack(h)
+			return fmt.Errorf("store %s: stored, but setting its attributes: %w", h.path, err)
+		}
+		h.base = fi
+	}
+	h.attr = client.SetAttr{}
+	if h.rd != nil {
+		h.rd, h.ra = nil, readAhead{}
+	}
+	h.fs.untrack(h)
+	return nil
+}
+
+// Release ends the handle: unstored writes are stored (their error is
+// returned, though close(2) has already had Flush's), the write-back
+// file goes, an unfinished upload is aborted.
+func (h *Handle) Release(ctx context.Context) error {
+	err := h.Flush(ctx)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.st != nil && h.st.up != nil {
+		h.st.up.Abort()
+	}
+	if h.wb != nil {
+		h.wb.Close()
+		h.wb = nil
+	}
+	h.stop() // ends reads in flight
+	h.ra.stopAll()
+	h.fs.untrack(h)
+	return err
+}
+
+// whoami is the caller as the server sees it (the owner of new files),
+// asked once.
+func (fs *FS) whoami(ctx context.Context) (*api.WhoAmI, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.who != nil {
+		return fs.who, nil
+	}
+	w, err := fs.c.WhoAmI(ctx)
+	if err == nil {
+		fs.who = w
+	}
+	return w, err
+}
