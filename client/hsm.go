@@ -26,8 +26,18 @@ func (c *Client) Stage(ctx context.Context, paths []string, priority int) ([]Sta
 
 // StageStatus reports a file's recall without queueing one.
 func (c *Client) StageStatus(ctx context.Context, path string) (*StageStatus, error) {
+	return c.stageWait(ctx, path, 0)
+}
+
+// stageWait asks for path's recall status, the server waiting up to wait
+// for a queued or running recall to end first.
+func (c *Client) stageWait(ctx context.Context, path string, wait time.Duration) (*StageStatus, error) {
+	q := pathQuery(path)
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
 	var st StageStatus
-	return &st, c.do(ctx, "GET", "/v1/stage", pathQuery(path), nil, &st)
+	return &st, c.do(ctx, "GET", "/v1/stage", q, nil, &st)
 }
 
 // Migrate copies files to tape now: the named ones, or with none every
@@ -52,6 +62,9 @@ func (c *Client) Library(ctx context.Context) (*Library, error) {
 }
 
 // awaitRecall queues path's recall and waits until it is on disk.
+// statusHold is how long one status request of a waiting get may be held.
+const statusHold = 20 * time.Second
+
 func (c *Client) awaitRecall(ctx context.Context, path string, o GetOptions) error {
 	sts, err := c.Stage(ctx, []string{path}, 0)
 	if err != nil {
@@ -82,14 +95,20 @@ func (c *Client) awaitRecall(ctx context.Context, path string, o GetOptions) err
 				st = &sts[0]
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-		if st, err = c.StageStatus(ctx, path); err != nil {
+		// The server holds the question until the recall ends (or a
+		// while passes); one that answers at once (an older one) is asked
+		// again after a growing pause.
+		t0 := time.Now()
+		if st, err = c.stageWait(ctx, path, statusHold); err != nil {
 			return err
+		}
+		if time.Since(t0) < wait && st.State != api.StageResident && st.State != api.StageFailed {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, time.Second)
 		}
 	}
 }

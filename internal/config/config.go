@@ -110,6 +110,7 @@ type HSM struct {
 	RecallMinBytes Size    `toml:"recall_min_bytes"`
 	RecallMaxAge   string  `toml:"recall_max_age"`
 	RecallDrives   int     `toml:"recall_drives"`
+	RecallLinger   string  `toml:"recall_linger"` // a drive keeps its cartridge this long for follow-up recalls
 }
 
 // Catalog selects the catalog database.
@@ -240,7 +241,7 @@ func Default() Config {
 		Auth:    Auth{Umask: "022"},
 		TLS:     TLS{Enabled: "auto"},
 		HSM: HSM{MigrateAfter: "15m", MigrateEvery: "30s", MigrateDrives: 2, Aggregate: 1 << 30, StripeMin: 16 << 30, HighWater: 0.9, LowWater: 0.7,
-			PurgeEvery: "30s", RecallMinFiles: 100, RecallMinBytes: 8 << 30, RecallMaxAge: "2m"},
+			PurgeEvery: "30s", RecallMinFiles: 100, RecallMinBytes: 8 << 30, RecallMaxAge: "2m", RecallLinger: "10s"},
 		COS: []COS{
 			{Name: "default", Pool: "disk", StripeWidth: 4, StripeUnit: 4 << 20, TapeCopies: 1},
 			{Name: "single", Pool: "disk", StripeWidth: 1, StripeUnit: 4 << 20, TapeCopies: 1},

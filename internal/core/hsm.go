@@ -86,7 +86,8 @@ type hsm struct {
 
 	mu    sync.Mutex
 	sched *sched.Scheduler
-	busy  map[string]string // drive → "recall" or "migrate"
+	busy  map[string]string    // drive → "recall" or "migrate"
+	idle  map[string]time.Time // drive → when it finished its last recall batch
 	// reserved are cartridges a migration stream chose for its drive,
 	// before the mount makes that visible in the library.
 	reserved map[string]string // volume → drive
@@ -125,7 +126,7 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 	sch := sched.New(cfg.Rules)
 	sch.Tape = geometry(cfg.Library)
 	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sch,
-		busy: map[string]string{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
+		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
 }
 
 func (h *hsm) staging(bitfile int64) bool {

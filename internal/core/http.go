@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/audit"
@@ -40,7 +41,11 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/setattr", body(c, c.SetAttr))
 	mux.HandleFunc("POST /v1/movers/register", body(c, c.RegisterRemote))
 	mux.HandleFunc("POST /v1/stage", body(c, c.Stage))
-	mux.HandleFunc("GET /v1/stage", query(c, c.StageStatus))
+	mux.HandleFunc("GET /v1/stage", func(w http.ResponseWriter, r *http.Request) {
+		// ?wait=DURATION waits for a queued or running recall to end.
+		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
+		query(c, func(ctx context.Context, p string) (api.StageStatus, error) { return c.StageWait(ctx, p, wait) })(w, r)
+	})
 	mux.HandleFunc("POST /v1/migrate", body(c, c.Migrate))
 	mux.HandleFunc("POST /v1/purge", body(c, c.Purge))
 	mux.HandleFunc("POST /v1/repack", body(c, c.Repack))

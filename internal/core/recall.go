@@ -58,6 +58,50 @@ func (c *Core) StageStatus(ctx context.Context, p string) (api.StageStatus, erro
 	return sts[0], nil
 }
 
+// MaxStageWait bounds how long one status request waits for a recall.
+const MaxStageWait = time.Minute
+
+// StageWait is StageStatus that, while p's recall is queued or running,
+// first waits up to wait (at most MaxStageWait) for it to end: a reader
+// blocked in open(2) learns at once that its file is back, which polling
+// would tell it up to a poll interval later — time in which the drive
+// might have let the cartridge go.
+func (c *Core) StageWait(ctx context.Context, p string, wait time.Duration) (api.StageStatus, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return api.StageStatus{}, err
+	}
+	_, id, err := c.stageOne(ctx, who, p, 0, false)
+	if err != nil {
+		return api.StageStatus{}, err
+	}
+	if done := c.hsm.doneOf(id); done != nil && wait > 0 {
+		t := time.NewTimer(min(wait, MaxStageWait))
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
+			return api.StageStatus{}, ctx.Err()
+		}
+	}
+	return c.StageStatus(ctx, p)
+}
+
+// doneOf is the channel closed when bitfile's recall ends, or nil if none
+// is queued or running.
+func (h *hsm) doneOf(bitfile int64) <-chan struct{} {
+	if h == nil || bitfile == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.recalls[bitfile]; r != nil {
+		return r.done
+	}
+	return nil
+}
+
 // stageOne resolves p and queues its recall if asked and needed. It
 // returns the file's state if it is settled (resident), else the bitfile
 // whose recall status statuses fills in.
@@ -282,7 +326,7 @@ func (h *hsm) recaller(ctx context.Context) {
 		h.mu.Lock()
 		var drives []sched.Drive
 		for _, d := range h.lib.Drives() {
-			drives = append(drives, sched.Drive{ID: d.ID, Volume: d.Volume, Busy: h.busy[d.ID] != "", Failed: d.Failed || h.failed[d.ID]})
+			drives = append(drives, sched.Drive{ID: d.ID, Volume: d.Volume, Busy: h.busy[d.ID] != "", Failed: d.Failed || h.failed[d.ID], Idle: h.idle[d.ID]})
 		}
 		ds := h.sched.Next(h.clk.Now(), drives, free)
 		for _, d := range ds {
@@ -363,6 +407,7 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 	defer func() {
 		h.mu.Lock()
 		delete(h.busy, d.Drive)
+		h.idle[d.Drive] = h.clk.Now()
 		for _, q := range retry {
 			if r := h.recalls[keyID(q.Key)]; r != nil {
 				r.active = false
@@ -377,6 +422,9 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		if di.ID == d.Drive {
 			have = di.Volume
 		}
+	}
+	if have != d.Volume {
+		h.c.log.Info("hsm: mounting for recalls", "drive", d.Drive, "volume", d.Volume, "unmount", have, "files", len(d.Requests))
 	}
 	if err := h.mountOn(ctx, d.Drive, have, d.Volume); err != nil {
 		switch {

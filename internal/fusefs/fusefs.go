@@ -439,6 +439,9 @@ func (f *handle) Flush(ctx context.Context) syscall.Errno {
 
 func (f *handle) store(ctx context.Context) syscall.Errno {
 	if err := f.h.Flush(ctx); err != nil {
+		// The program sees only EIO: say what happened where its user
+		// (or a log) can read it.
+		fmt.Fprintf(os.Stderr, "strata mount: %v\n", err)
 		if e := errno(err); e != syscall.EIO && e != syscall.ENOSPC && e != syscall.EDQUOT && e != syscall.EACCES {
 			return syscall.EIO
 		}

@@ -48,6 +48,12 @@ type Rules struct {
 	MaxAge   time.Duration // a request this old is served regardless
 	// Drives is the most drives recalls may hold at once (0: all).
 	Drives int
+	// Linger is how long a drive that has served its cartridge's queue
+	// keeps the cartridge for the requests that follow before it may be
+	// given another: a program reading a tree asks for the next file
+	// only when it has the last, so its requests reach a cartridge one
+	// at a time, and each would otherwise cost a dismount and a mount.
+	Linger time.Duration
 }
 
 // DefaultRules are sensible for LTO-class drives: a mount and dismount
@@ -60,6 +66,9 @@ type Drive struct {
 	Volume string // mounted cartridge, "" if empty
 	Busy   bool   // serving a batch (or writing for migration)
 	Failed bool
+	// Idle is when the drive finished its last recall batch (zero: not
+	// recently).
+	Idle time.Time
 }
 
 // Decision tells one drive to serve one cartridge's batch, in order.
@@ -255,13 +264,19 @@ func (s *Scheduler) Next(now time.Time, drives []Drive, bufferFree int64) []Deci
 		if s.active[vol] != "" || mountedOn(drives, vol) {
 			continue
 		}
-		d, ok := pickDrive(drives, used, idle, s)
+		d, ok := pickDrive(drives, used, func(d Drive) bool { return idle(d) && !s.lingering(d, now) }, s)
 		if !ok {
 			break
 		}
 		take(d, vol, true)
 	}
 	return out
+}
+
+// lingering reports whether d still keeps its cartridge for requests that
+// may follow its last batch.
+func (s *Scheduler) lingering(d Drive, now time.Time) bool {
+	return d.Volume != "" && !d.Idle.IsZero() && now.Sub(d.Idle) < s.Rules.Linger
 }
 
 func mountedOn(drives []Drive, vol string) bool {

@@ -370,3 +370,29 @@ func TestBatchSweepOrder(t *testing.T) {
 		}
 	}
 }
+
+// A drive that has just served its cartridge keeps it for Linger: a
+// request for another cartridge waits (or takes an empty drive), one for
+// its own is served at once without a mount; after Linger the drive is
+// anyone's.
+func TestLinger(t *testing.T) {
+	s := sched.New(sched.Rules{MinFiles: 1, Linger: 10 * time.Second})
+	s.Add(req(1, "B", 0, 1, 0))
+	kept := sched.Drive{ID: "d0", Volume: "A", Idle: t0.Add(-time.Second)}
+	if got := s.Next(t0, []sched.Drive{kept}, 1<<40); len(got) != 0 {
+		t.Fatalf("a lingering drive was given another cartridge: %+v", got)
+	}
+	if got := s.Next(t0, []sched.Drive{kept, {ID: "d1"}}, 1<<40); len(got) != 1 || got[0].Drive != "d1" || !got[0].Mount {
+		t.Fatalf("an empty drive should take B: %+v", got)
+	}
+	s.Add(req(2, "A", 0, 1, 0))
+	s.Add(req(3, "C", 0, 1, 0))
+	got := s.Next(t0, []sched.Drive{kept}, 1<<40)
+	if len(got) != 1 || got[0].Volume != "A" || got[0].Mount {
+		t.Fatalf("a request for the kept cartridge: %+v", got)
+	}
+	s.Done("A", nil)
+	if got := s.Next(t0.Add(10*time.Second), []sched.Drive{kept}, 1<<40); len(got) != 1 || got[0].Volume != "C" || got[0].Unmount != "A" {
+		t.Fatalf("after Linger the drive should take C: %+v", got)
+	}
+}

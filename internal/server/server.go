@@ -234,8 +234,13 @@ func hsmConfig(cfg config.Config, log *slog.Logger) (core.HSMConfig, *tape.Emula
 		name string
 		to   *time.Duration
 	}{{hc.MigrateAfter, "migrate_after", &h.MigrateAfter}, {hc.MigrateEvery, "migrate_every", &h.MigrateEvery},
-		{hc.PurgeEvery, "purge_every", &h.PurgeEvery}, {hc.RecallMaxAge, "recall_max_age", &h.Rules.MaxAge}} {
+		{hc.PurgeEvery, "purge_every", &h.PurgeEvery}, {hc.RecallMaxAge, "recall_max_age", &h.Rules.MaxAge},
+		{hc.RecallLinger, "recall_linger", &h.Rules.Linger}} {
 		if d.s == "" {
+			continue
+		}
+		if d.name == "recall_linger" && (d.s == "0" || d.s == "0s") {
+			*d.to = 0 // drives let their cartridge go at once
 			continue
 		}
 		if *d.to, err = parseDur(d.s, "hsm "+d.name); err != nil {

@@ -53,6 +53,7 @@ type TapeConfig struct {
 	RecallMinFiles *int    `toml:"recall_min_files"`
 	RecallMinBytes *Size   `toml:"recall_min_bytes"`
 	RecallMaxAge   string  `toml:"recall_max_age"`
+	RecallLinger   string  `toml:"recall_linger"`
 	RecallDrives   int     `toml:"recall_drives"`
 	// Poll is the recaller's own period: it decides when woken by a
 	// request or a drive, and also every Poll, which is when an age
@@ -116,6 +117,13 @@ func (t *TapeConfig) fill() error {
 	}
 	if t.rules.MaxAge, err = time.ParseDuration(age); err != nil || t.rules.MaxAge < 0 {
 		return fmt.Errorf("tape.recall_max_age %q: want a duration like 2m", age)
+	}
+	linger := def.RecallLinger
+	if t.RecallLinger != "" {
+		linger = t.RecallLinger
+	}
+	if t.rules.Linger, err = time.ParseDuration(linger); err != nil || t.rules.Linger < 0 {
+		return fmt.Errorf("tape.recall_linger %q: want a duration like 10s", linger)
 	}
 	t.migrateDrives = def.MigrateDrives
 	if t.MigrateDrives != nil {
@@ -305,6 +313,7 @@ type tdrive struct {
 	vol   string
 	off   int64
 	busy  bool
+	idle  time.Time // when its last batch ended (Drive.Idle)
 	head  *des.Resource
 	stats tape.Stats
 	over  des.Time
@@ -408,7 +417,7 @@ func (m *recallModel) poke() {
 func (m *recallModel) decideNow() {
 	ds := make([]sched.Drive, len(m.drives))
 	for i, d := range m.drives {
-		ds[i] = sched.Drive{ID: d.id, Volume: d.vol, Busy: d.busy}
+		ds[i] = sched.Drive{ID: d.id, Volume: d.vol, Busy: d.busy, Idle: d.idle}
 	}
 	for _, dec := range m.sch.Next(m.now(), ds, m.free) {
 		d := m.byID[dec.Drive]
@@ -424,7 +433,7 @@ func (m *recallModel) decideNow() {
 // wakeForAge schedules a decision for when the oldest waiting request
 // reaches the rules' age, the one threshold that time alone crosses.
 func (m *recallModel) wakeForAge() {
-	if m.sch.Len() == 0 || m.rules.MaxAge <= 0 {
+	if m.sch.Len() == 0 {
 		return
 	}
 	var at des.Time = des.Forever
@@ -432,7 +441,14 @@ func (m *recallModel) wakeForAge() {
 		if v.Drive != "" {
 			continue // served when its drive is done, without a threshold
 		}
-		if t := des.Time(v.Oldest.Sub(epoch) + m.rules.MaxAge); t < at {
+		if t := des.Time(v.Oldest.Sub(epoch) + m.rules.MaxAge); m.rules.MaxAge > 0 && t > m.sim.Now() && t < at {
+			at = t
+		}
+	}
+	// A drive keeping its cartridge (Rules.Linger) is free for others
+	// when that ends.
+	for _, d := range m.drives {
+		if t := des.Time(d.idle.Sub(epoch) + m.rules.Linger); !d.busy && d.vol != "" && !d.idle.IsZero() && t > m.sim.Now() && t < at {
 			at = t
 		}
 	}
@@ -472,7 +488,7 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 	var next func(i int)
 	next = func(i int) {
 		if i == len(reqs) {
-			d.busy = false
+			d.busy, d.idle = false, m.now()
 			m.sch.Done(dec.Volume, nil)
 			m.poke()
 			return

@@ -68,7 +68,8 @@ func TestRecallOneFileCostsTheModel(t *testing.T) {
 // the reverse ones: 9e12 sits at the start of forward wrap 140, 1e12 at
 // 460 m on reverse wrap 15, 5e12 at 230 m on reverse wrap 77 — and a
 // second cartridge is a dismount (rewind, unload, exchange) and a mount on
-// the same drive.
+// the same drive, once the drive has kept A for the recalls that might
+// have followed (recall_linger).
 func TestRecallBatchesPerCartridge(t *testing.T) {
 	trace := []RecallRequest{
 		{Volume: "A", Offset: 9e12, Size: 1e9},
@@ -76,7 +77,7 @@ func TestRecallBatchesPerCartridge(t *testing.T) {
 		{Volume: "A", Offset: 1e12, Size: 1e9},
 		{Volume: "A", Offset: 5e12, Size: 1e9},
 	}
-	c := recallStudy(t, "drives = 1\nrecall_min_files = 1", trace)
+	c := recallStudy(t, "drives = 1\nrecall_min_files = 1\nrecall_linger = \"5s\"", trace)
 	r := recallRun(t, c)
 	if r.Mounts != 2 || r.Locates != 4 {
 		t.Errorf("mounts %d locates %d, want 2 and 4", r.Mounts, r.Locates)
@@ -84,7 +85,7 @@ func TestRecallBatchesPerCartridge(t *testing.T) {
 	g := tape.Generations["LTO-9"]
 	p := g.PositionOf
 	a := g.Exchange + g.Load + g.LocateTime(tape.Position{}, p(9e12)) + g.LocateTime(p(9e12+1e9), p(1e12)) + g.LocateTime(p(1e12+1e9), p(5e12)) + 3*g.TransferTime(1e9)
-	b := g.RewindTime(p(5e12+1e9)) + g.Unload + g.Exchange + g.Exchange + g.Load + g.LocateTime(tape.Position{}, p(1e12)) + g.TransferTime(1e9)
+	b := 5*time.Second + g.RewindTime(p(5e12+1e9)) + g.Unload + g.Exchange + g.Exchange + g.Load + g.LocateTime(tape.Position{}, p(1e12)) + g.TransferTime(1e9)
 	if got := time.Duration(r.Seconds * 1e9); (got - (a + b)).Abs() > time.Millisecond {
 		t.Errorf("took %v, want %v (A in sweep order, then B)", got, a+b)
 	}
