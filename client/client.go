@@ -357,6 +357,29 @@ func (c *Client) Symlink(ctx context.Context, p, target string) (*FileInfo, erro
 	return &fi, c.do(ctx, "POST", "/v1/symlink", nil, api.SymlinkRequest{Path: p, Target: target}, &fi)
 }
 
+// Xattrs returns the extended attributes of p.
+func (c *Client) Xattrs(ctx context.Context, p string) (map[string][]byte, error) {
+	var l api.XattrList
+	if err := c.do(ctx, "GET", "/v1/xattr", pathQuery(p), nil, &l); err != nil {
+		return nil, err
+	}
+	if l.Attrs == nil {
+		l.Attrs = map[string][]byte{}
+	}
+	return l.Attrs, nil
+}
+
+// SetXattr sets one user.* attribute of p; how is "create", "replace" or
+// "" (either).
+func (c *Client) SetXattr(ctx context.Context, p, name string, value []byte, how string) error {
+	return c.do(ctx, "POST", "/v1/xattr", nil, api.XattrRequest{Path: p, Name: name, Value: value, How: how}, nil)
+}
+
+// RemoveXattr removes one attribute of p.
+func (c *Client) RemoveXattr(ctx context.Context, p, name string) error {
+	return c.do(ctx, "POST", "/v1/xattr/remove", nil, api.XattrRequest{Path: p, Name: name}, nil)
+}
+
 // Rename moves src to dst; an existing dst is replaced only with overwrite.
 func (c *Client) Rename(ctx context.Context, src, dst string, overwrite bool) error {
 	return c.do(ctx, "POST", "/v1/rename", nil, api.RenameRequest{Src: src, Dst: dst, Overwrite: overwrite}, nil)

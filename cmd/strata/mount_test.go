@@ -534,3 +534,66 @@ func TestMountRecall(t *testing.T) {
 		t.Fatalf("%d mounts for %d cartridges: the recalls were not batched by cartridge", mounts, used)
 	}
 }
+
+// TestMountXattrs: user.* attributes are stored with the file (and kept
+// when cp -a copies them onto a file not yet stored); user.strata.* show
+// residency, class, copies and fixity, and setting user.strata.cos and
+// user.strata.stage changes the class and asks for a recall.
+func TestMountXattrs(t *testing.T) {
+	s := newServer(t, tapeLibrary)
+	m := s.mount(nil)
+	m.mustSh("echo data > f && setfattr -n user.color -v blue f && setfattr -n user.bin -v 0x00ff f")
+	if out := m.mustSh("getfattr --only-values -n user.color f"); out != "blue" {
+		t.Fatalf("user.color = %q", out)
+	}
+	out := m.mustSh("getfattr -d -m - f")
+	for _, want := range []string{`user.color="blue"`, `user.bin=0s`, `user.strata.residency="disk"`, `user.strata.cos="default"`, `user.strata.copies="1"`, `user.strata.fixity="blake3:`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("getfattr -d lacks %s:\n%s", want, out)
+		}
+	}
+	if _, err := m.sh(nil, "setfattr -n user.color -v red --raw f 2>&1; setfattr -x user.nothing f"); err == nil {
+		t.Error("removing a missing attribute succeeded")
+	}
+	if out, err := m.sh(nil, "getfattr -n user.nothing f"); err == nil || !strings.Contains(out, "No such attribute") {
+		t.Errorf("getfattr of a missing attribute: %v %s", err, out)
+	}
+	if out, err := m.sh(nil, "setfattr -n user.strata.copies -v 9 f"); err == nil {
+		t.Errorf("a computed attribute was set: %s", out)
+	}
+	if out, err := m.sh(nil, "setfattr -n trusted.x -v 1 f"); err == nil {
+		t.Errorf("a trusted.* attribute was set: %s", out)
+	}
+	m.mustSh("setfattr -x user.bin f")
+	if out := m.mustSh("getfattr -d f"); strings.Contains(out, "user.bin") {
+		t.Fatalf("removed attribute still there:\n%s", out)
+	}
+	// cp -a sets attributes on the new file before it is stored.
+	src := filepath.Join(t.TempDir(), "src")
+	os.WriteFile(src, []byte("x"), 0o644)
+	if err := exec.Command("setfattr", "-n", "user.origin", "-v", "lab", src).Run(); err == nil {
+		m.mustSh("cp -a " + src + " copied")
+		if out := m.mustSh("getfattr --only-values -n user.origin copied"); out != "lab" {
+			t.Fatalf("cp -a kept user.origin = %q", out)
+		}
+	}
+	// Class of service, tape copies, residency, recall by attribute.
+	m.mustSh("setfattr -n user.strata.cos -v dual f")
+	s.ok("migrate", "/f")
+	s.ok("purge", "/f")
+	out = m.mustSh("getfattr --only-values -n user.strata.cos f; echo; getfattr --only-values -n user.strata.residency f; echo; getfattr --only-values -n user.strata.copies f")
+	if out != "dual\ntape\n2" {
+		t.Fatalf("after migrate and purge: %q", out)
+	}
+	m.mustSh("setfattr -n user.strata.stage -v 1 f")
+	deadline := time.Now().Add(30 * time.Second)
+	for m.mustSh("getfattr --only-values -n user.strata.residency f") != "disk+tape" {
+		if time.Now().After(deadline) {
+			t.Fatal("user.strata.stage did not recall the file")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := m.mustSh("cat f"); got != "data\n" {
+		t.Fatalf("recalled %q", got)
+	}
+}

@@ -36,6 +36,7 @@ const (
 	CodeUnauthenticated = "unauthenticated"
 	CodeQuota           = "quota"
 	CodeNameTooLong     = "name_too_long"
+	CodeNoAttr          = "no_attr"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -59,6 +60,9 @@ var (
 	// also ErrInvalid (errors.Is), for callers that do not tell them
 	// apart.
 	ErrNameTooLong = fmt.Errorf("file name too long: %w", ErrInvalid)
+	// ErrNoAttr: an extended attribute that is not set (ENODATA). It is
+	// also ErrNotFound.
+	ErrNoAttr = fmt.Errorf("no such attribute: %w", ErrNotFound)
 )
 
 var codes = []struct {
@@ -66,6 +70,7 @@ var codes = []struct {
 	err    error
 	status int
 }{
+	{CodeNoAttr, ErrNoAttr, 404}, // before ErrNotFound, which it wraps
 	{CodeNotFound, ErrNotFound, 404},
 	{CodeExist, ErrExist, 409},
 	{CodeNotDir, ErrNotDir, 409},
@@ -298,6 +303,20 @@ type MkdirRequest struct {
 	Parents bool   `json:"parents,omitempty"`
 	COS     string `json:"cos,omitempty"` // default class of service below it
 	Mode    uint32 `json:"mode,omitempty"`
+}
+
+// XattrRequest sets (or removes) one extended attribute of Path. How is
+// "create" (fail if set), "replace" (fail if not) or "" (either).
+type XattrRequest struct {
+	Path  string `json:"path"`
+	Name  string `json:"name"`
+	Value []byte `json:"value,omitempty"`
+	How   string `json:"how,omitempty"`
+}
+
+// XattrList is an entry's extended attributes.
+type XattrList struct {
+	Attrs map[string][]byte `json:"attrs,omitempty"`
 }
 
 // SymlinkRequest creates the symbolic link Path pointing at Target.

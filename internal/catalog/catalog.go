@@ -288,6 +288,19 @@ type Store interface {
 	// time.
 	RevokeToken(ctx context.Context, id string, at int64) error
 
+	// Xattrs returns the extended attributes of inode id (none: empty).
+	Xattrs(ctx context.Context, id int64) (map[string][]byte, error)
+	// SetXattr sets one extended attribute of inode id: ErrNotFound if
+	// the inode is gone; with XattrCreate ErrExist if it is set, with
+	// XattrReplace ErrNoAttr if it is not.
+	SetXattr(ctx context.Context, id int64, name string, value []byte, how XattrSet) error
+	// RemoveXattr removes one; ErrNoAttr if it is not set.
+	RemoveXattr(ctx context.Context, id int64, name string) error
+	// DropOrphanXattrs forgets the attributes of removed entries (which
+	// Remove and Rename leave, inode numbers never being reused) and
+	// returns how many.
+	DropOrphanXattrs(ctx context.Context) (int, error)
+
 	// PutQuota records a quota, replacing one for the same user or group;
 	// one with no limits is removed.
 	PutQuota(ctx context.Context, q Quota) error
@@ -300,6 +313,16 @@ type Store interface {
 
 	Close() error
 }
+
+// XattrSet says whether SetXattr may create or replace an attribute.
+type XattrSet int
+
+// setxattr(2)'s flags.
+const (
+	XattrAny     XattrSet = 0
+	XattrCreate  XattrSet = 1 // fail if it exists
+	XattrReplace XattrSet = 2 // fail if it does not
+)
 
 // Token is a bearer token's record: who it stands for, what it may do,
 // and the hash of its secret (never the secret). Times are Unix ns;

@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
@@ -90,6 +91,10 @@ type SizeRule struct {
 
 // Core is the control plane.
 type Core struct {
+	// xattrSweep is when Reclaim last dropped removed entries'
+	// attributes (Unix ns).
+	xattrSweep atomic.Int64
+
 	store  catalog.Store
 	signer *token.Signer
 	secret []byte

@@ -47,6 +47,9 @@ func (c *Core) Run(ctx context.Context) {
 	}
 }
 
+// xattrSweepEvery is how often Reclaim drops removed entries' attributes.
+const xattrSweepEvery = 10 * time.Minute
+
 // Reclaim kills expired pending writes, deletes the objects of dead
 // bitfiles from their movers and forgets them. A bitfile whose mover is
 // unreachable stays dead and is retried next time; deletes are idempotent,
@@ -57,6 +60,13 @@ func (c *Core) Reclaim(ctx context.Context) (int, error) {
 	}
 	if err := c.collectGarbage(ctx); err != nil {
 		return 0, err
+	}
+	// The attributes of removed entries: one scan of the attribute table,
+	// so not on every pass.
+	if now, last := c.now().UnixNano(), c.xattrSweep.Load(); time.Duration(now-last) >= xattrSweepEvery && c.xattrSweep.CompareAndSwap(last, now) {
+		if _, err := c.store.DropOrphanXattrs(ctx); err != nil {
+			return 0, err
+		}
 	}
 	done := 0
 	for {

@@ -140,13 +140,23 @@ func typeOf(fi *client.FileInfo) uint32 {
 
 // newChild makes the inode of a looked-up or created entry.
 func (n *node) newChild(ctx context.Context, fi *client.FileInfo, out *fuse.EntryOut) *fs.Inode {
+	ctx = uninterrupted(ctx)
 	fill(fi, &out.Attr)
 	return n.NewInode(ctx, &node{fs: n.fs}, fs.StableAttr{Mode: typeOf(fi), Ino: uint64(fi.ID)})
 }
 
 func errno(err error) syscall.Errno { return vfs.Errno(err) }
 
+// uninterrupted keeps a request's values but not its cancellation. The
+// kernel interrupts a FUSE request whenever its caller gets a signal,
+// and Go programs get one for every goroutine preemption: a create or a
+// close cut off half-way would have happened on the server and still
+// fail (mkdir again: EEXIST), and a store cut off would lose the file.
+// Only the wait for a recall in Open honours interruption (Ctrl-C).
+func uninterrupted(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, en
@@ -159,6 +169,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	if h, ok := f.(*handle); ok {
 		// fstat(2): the open file, whatever its name is now.
 		fill(h.h.Info(), &out.Attr)
@@ -177,6 +188,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return en
@@ -220,6 +232,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return nil, en
@@ -238,6 +251,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, en
@@ -250,6 +264,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, nil, 0, en
@@ -274,6 +289,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return en
@@ -282,6 +298,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return en
@@ -290,6 +307,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return en
@@ -310,6 +328,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, en
@@ -322,6 +341,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return nil, en
@@ -345,6 +365,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	total, free, err := n.fs.StatFS(ctx)
 	if err != nil {
 		return errno(err)
@@ -356,19 +377,68 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
-// Extended attributes: none yet. ACLs (system.posix_acl_*) are not
-// supported, which cp -a and rsync -A take in their stride (ENOTSUP).
+// Extended attributes: see internal/vfs (user.* stored, user.strata.*
+// computed, other namespaces unsupported). A zero-length buffer asks
+// for the size; a short one gets ERANGE.
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENODATA
+	ctx = uninterrupted(ctx)
+	p, en := n.path()
+	if en != 0 {
+		return 0, en
+	}
+	v, err := n.fs.Getxattr(ctx, p, attr)
+	if err != nil {
+		return 0, errno(err)
+	}
+	return fitInto(dest, v)
 }
 
-func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) { return 0, 0 }
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	ctx = uninterrupted(ctx)
+	p, en := n.path()
+	if en != 0 {
+		return 0, en
+	}
+	names, err := n.fs.Listxattr(ctx, p)
+	if err != nil {
+		return 0, errno(err)
+	}
+	var b []byte
+	for _, name := range names {
+		b = append(append(b, name...), 0)
+	}
+	return fitInto(dest, b)
+}
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return syscall.ENOTSUP
+	ctx = uninterrupted(ctx)
+	p, en := n.path()
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Setxattr(ctx, p, attr, data, flags))
 }
 
-func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.ENODATA }
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	ctx = uninterrupted(ctx)
+	p, en := n.path()
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Removexattr(ctx, p, attr))
+}
+
+// fitInto answers a getxattr/listxattr: the size for an empty buffer,
+// ERANGE for one too small.
+func fitInto(dest, v []byte) (uint32, syscall.Errno) {
+	if len(dest) == 0 {
+		return uint32(len(v)), 0
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
 
 // handle is an open file.
 type handle struct {
@@ -409,6 +479,7 @@ var (
 )
 
 func (f *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n, err := f.h.ReadAt(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, errno(err)
@@ -417,6 +488,7 @@ func (f *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (f *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	ctx = uninterrupted(ctx)
 	n, err := f.h.WriteAt(ctx, data, off)
 	if err != nil {
 		return uint32(n), errno(err)
@@ -431,6 +503,7 @@ func (f *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // file that its opener is still writing. The last close stores it
 // (Release) in any case.
 func (f *handle) Flush(ctx context.Context) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	if p := processOf(ctx); f.opener != 0 && p != 0 && p != f.opener {
 		return 0
 	}
@@ -438,6 +511,7 @@ func (f *handle) Flush(ctx context.Context) syscall.Errno {
 }
 
 func (f *handle) store(ctx context.Context) syscall.Errno {
+	ctx = uninterrupted(ctx)
 	if err := f.h.Flush(ctx); err != nil {
 		// The program sees only EIO: say what happened where its user
 		// (or a log) can read it.
@@ -450,10 +524,13 @@ func (f *handle) store(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-func (f *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return f.store(ctx) }
+func (f *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	ctx = uninterrupted(ctx)
+	return f.store(ctx)
+}
 
 func (f *handle) Release(ctx context.Context) syscall.Errno {
-	if err := f.h.Release(context.Background()); err != nil {
+	if err := f.h.Release(uninterrupted(ctx)); err != nil {
 		// close(2) has returned already: nobody is left to tell.
 		fmt.Fprintf(os.Stderr, "strata mount: %v\n", err)
 	}

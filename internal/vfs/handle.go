@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -32,7 +33,8 @@ type Handle struct {
 	size  int64            // length including unstored writes
 	mtime time.Time        // of the last unstored write
 
-	attr client.SetAttr // attributes set while writes were unstored: made after storing
+	attr   client.SetAttr    // attributes set while writes were unstored: made after storing
+	xattrs map[string][]byte // extended attributes of a file not yet stored (nil: removed)
 
 	st *stream  // streamed writes; nil when none
 	wb *os.File // write-back file; nil when none
@@ -228,6 +230,62 @@ func (h *Handle) setAttr(r client.SetAttr) (fi *client.FileInfo, ok bool) {
 	}
 	h.mu.Unlock()
 	return h.Info(), true
+}
+
+// pendingXattr is attribute name of a file not yet stored (stored: it
+// is, ask the server).
+func (h *Handle) pendingXattr(name string) (v []byte, ok, stored bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.base != nil {
+		return nil, false, true
+	}
+	v, ok = h.xattrs[name]
+	return v, ok && v != nil, false
+}
+
+// pendingXattrs lists the attributes of a file not yet stored.
+func (h *Handle) pendingXattrs() (names []string, stored bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.base != nil {
+		return nil, true
+	}
+	for n, v := range h.xattrs {
+		if v != nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, false
+}
+
+// setPendingXattr sets (how: "", create, replace) or removes (how:
+// remove) an attribute of a file not yet stored; kept is false when the
+// file is stored and the server takes the change.
+func (h *Handle) setPendingXattr(name string, v []byte, how string) (kept bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.base != nil {
+		return false, nil
+	}
+	old, has := h.xattrs[name]
+	has = has && old != nil
+	switch {
+	case how == "create" && has:
+		return true, syscall.EEXIST
+	case (how == "replace" || how == "remove") && !has:
+		return true, syscall.ENODATA
+	}
+	if h.xattrs == nil {
+		h.xattrs = map[string][]byte{}
+	}
+	if how == "remove" {
+		h.xattrs[name] = nil
+	} else {
+		h.xattrs[name] = append([]byte{}, v...)
+	}
+	return true, nil
 }
 
 // Size is the file's length as this handle sees it.
@@ -462,6 +520,16 @@ func (h *Handle) Flush(ctx context.Context) error {
 		h.base = fi
 	}
 	h.attr = client.SetAttr{}
+	for n, v := range h.xattrs {
+		if v != nil {
+			err = h.fs.c.SetXattr(ctx, h.path, n, v, "")
+		}
+		if err != nil {
+			h.fs.untrack(h)
+			return fmt.Errorf("store %s: stored, but setting attribute %s: %w", h.path, n, err)
+		}
+	}
+	h.xattrs = nil
 	if h.rd != nil {
 		h.rd, h.ra = nil, readAhead{}
 	}

@@ -251,6 +251,8 @@ func Errno(err error) syscall.Errno {
 		return 0
 	case errors.As(err, &en):
 		return en
+	case errors.Is(err, api.ErrNoAttr):
+		return syscall.ENODATA
 	case errors.Is(err, client.ErrNotFound):
 		return syscall.ENOENT
 	case errors.Is(err, client.ErrExist):

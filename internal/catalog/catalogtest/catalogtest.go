@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
 		{"Symlinks", testSymlinks},
+		{"Xattrs", testXattrs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1096,5 +1097,50 @@ func testSymlinks(t *testing.T, s catalog.Store) {
 	must(s.Remove(ctx, d.ID, "l", false))
 	if _, err := s.Lookup(ctx, d.ID, "l"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("removed symlink: %v", err)
+	}
+}
+
+// testXattrs: attributes are set, replaced, listed and removed as
+// setxattr(2) says; they survive a rewrite of their file, and those of
+// removed entries go with DropOrphanXattrs.
+func testXattrs(t *testing.T, s catalog.Store) {
+	f := must(s.Commit(ctx, file(catalog.RootID, "f"), nil, false))
+	if got := must(s.Xattrs(ctx, f.ID)); len(got) != 0 {
+		t.Fatalf("new file has %v", got)
+	}
+	bin := []byte{0, 1, 2, 255}
+	must(0, s.SetXattr(ctx, f.ID, "user.a", []byte("x"), catalog.XattrAny))
+	must(0, s.SetXattr(ctx, f.ID, "user.b", bin, catalog.XattrCreate))
+	must(0, s.SetXattr(ctx, f.ID, "user.a", []byte("y"), catalog.XattrReplace))
+	must(0, s.SetXattr(ctx, f.ID, "user.empty", nil, catalog.XattrAny))
+	for _, c := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"create existing", s.SetXattr(ctx, f.ID, "user.a", nil, catalog.XattrCreate), api.ErrExist},
+		{"replace missing", s.SetXattr(ctx, f.ID, "user.zz", nil, catalog.XattrReplace), api.ErrNoAttr},
+		{"no such inode", s.SetXattr(ctx, 99999, "user.a", nil, catalog.XattrAny), api.ErrNotFound},
+		{"remove missing", s.RemoveXattr(ctx, f.ID, "user.zz"), api.ErrNoAttr},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	want := map[string][]byte{"user.a": []byte("y"), "user.b": bin, "user.empty": {}}
+	if got := must(s.Xattrs(ctx, f.ID)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("xattrs %q, want %q", got, want)
+	}
+	must(s.Commit(ctx, file(catalog.RootID, "f"), nil, true)) // rewritten in place
+	must(0, s.RemoveXattr(ctx, f.ID, "user.empty"))
+	if got := must(s.Xattrs(ctx, f.ID)); len(got) != 2 {
+		t.Fatalf("after rewrite and remove: %q", got)
+	}
+	if n := must(s.DropOrphanXattrs(ctx)); n != 0 {
+		t.Fatalf("dropped %d of a live file", n)
+	}
+	must(s.Remove(ctx, catalog.RootID, "f", false))
+	if n := must(s.DropOrphanXattrs(ctx)); n != 2 {
+		t.Fatalf("dropped %d of a removed file, want 2", n)
 	}
 }
