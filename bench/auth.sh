@@ -32,11 +32,7 @@ go build -o "$OUT/corebench" ./bench/corebench
 go build -o "$OUT/tlsbench" ./bench/tlsbench
 S=$OUT/strata
 PORT=7450
-now() { date +%s.%N; }
-rate() { python3 -c "print(round($1/1e6/($3-$2)))"; }
-median() { python3 -c "import sys,statistics; print(round(statistics.median(float(x) for x in sys.argv[1:])))" "$@"; }
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+. bench/lib.sh
 . bench/server.sh
 trap stop EXIT
 export STRATA_SERVER=127.0.0.1:$PORT

@@ -26,11 +26,7 @@ go build -o "$OUT/corebench" ./bench/corebench
 S=$OUT/strata
 PORT=7450
 
-now() { date +%s.%N; }
-rate() { python3 -c "print(round($1/1e6/($3-$2)))"; }          # bytes t0 t1 -> MB/s
-median() { python3 -c "import sys,statistics; print(round(statistics.median(float(x) for x in sys.argv[1:])))" "$@"; }
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+. bench/lib.sh
 # warm: the state before every timed write, for the baseline and strata
 # alike: nothing cached but the source. (Writes into a page cache full of
 # earlier writes pay for reclaim: 400 MB/s instead of 2.8 GB/s here.)

@@ -36,6 +36,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]} for the mount tests"
   install "${missing[@]}"
 fi
+# Users other than root mount too (the mount's permission tests): /dev/fuse
+# is 0666 as Debian's udev rule makes it; containers often leave it 0600.
+if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+  if [ "$(id -u)" -eq 0 ]; then chmod 0666 /dev/fuse; else sudo chmod 0666 /dev/fuse; fi
+fi
+# ... as two users of their own (fusermount3 wants a user's name).
+sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+for u in 2101:strata-mount-a 2102:strata-mount-b; do
+  if ! getent passwd "${u%%:*}" >/dev/null; then
+    getent group "${u%%:*}" >/dev/null || $sudo groupadd -g "${u%%:*}" "${u#*:}"
+    $sudo useradd -M -N -u "${u%%:*}" -g "${u%%:*}" -d / -s /usr/sbin/nologin "${u#*:}"
+  fi
+done
 # Having installed them, a PostgreSQL or FUSE test that cannot start one
 # fails rather than skips.
 export STRATA_REQUIRE_POSTGRES=1 STRATA_REQUIRE_FUSE=1

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 )
 
 // Handle is an open file: what open(2) returns a descriptor for.
@@ -30,6 +31,8 @@ type Handle struct {
 	excl  bool             // created with O_EXCL: storing must not replace
 	fresh bool             // the stored content is replaced wholesale (new, O_TRUNC, truncated to 0)
 	dirty bool             // holds writes not yet stored
+	wrote bool             // Write or Truncate was called since the last store
+	gone  bool             // unlinked: nothing more is stored
 	size  int64            // length including unstored writes
 	mtime time.Time        // of the last unstored write
 
@@ -70,8 +73,13 @@ func (fs *FS) Create(ctx context.Context, p string, flags int, mode uint32) (*Ha
 	if err != nil {
 		return nil, err
 	}
-	if dir.Type != "dir" {
+	if dir.Type != client.TypeDir {
 		return nil, syscall.ENOTDIR
+	}
+	// The server checks when the file is stored, at close; asking now
+	// as well makes creat(2) fail as POSIX says, where programs look.
+	if who, err := fs.whoami(ctx); err == nil && !permits(who, dir, auth.Write|auth.Exec) {
+		return nil, syscall.EACCES
 	}
 	h := fs.handle(p, flags)
 	h.mode, h.excl, h.fresh, h.dirty = mode&0o7777, flags&os.O_EXCL != 0, true, true
@@ -96,10 +104,20 @@ func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
 	}
 	acc := flags & syscall.O_ACCMODE
 	if fi.Type == client.TypeDir {
-		if acc != os.O_RDONLY {
-			return nil, syscall.EISDIR
-		}
 		return nil, syscall.EISDIR
+	}
+	// The server checks each read and the store at close; asking now as
+	// well makes open(2) fail as POSIX says (a shell does not look at
+	// what close returns for "echo x >> file").
+	var want uint32
+	if acc != os.O_WRONLY {
+		want |= auth.Read
+	}
+	if acc != os.O_RDONLY || flags&os.O_TRUNC != 0 {
+		want |= auth.Write
+	}
+	if who, err := fs.whoami(ctx); err == nil && !permits(who, fi, want) {
+		return nil, syscall.EACCES
 	}
 	if acc != os.O_WRONLY && flags&os.O_TRUNC == 0 {
 		if err := fs.recall(ctx, p, fi, flags&syscall.O_NONBLOCK != 0); err != nil {
@@ -113,6 +131,13 @@ func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
 		fs.track(h)
 	}
 	return h, nil
+}
+
+// permits is the server's POSIX check (auth.Identity.May) of want on fi,
+// made here so that open(2) and creat(2) fail where programs look.
+func permits(who *api.WhoAmI, fi *client.FileInfo, want uint32) bool {
+	id := auth.Identity{UID: who.UID, GID: who.GID, Groups: who.Groups, Admin: who.Admin}
+	return id.May(fi.Mode, fi.UID, fi.GID, want)
 }
 
 func (fs *FS) handle(p string, flags int) *Handle {
@@ -164,7 +189,7 @@ func parentOf(p string) string {
 func (h *Handle) Info() *client.FileInfo {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	fi := client.FileInfo{Path: h.path, Type: "file", Mode: h.mode}
+	fi := client.FileInfo{Path: h.path, Type: client.TypeFile, Mode: h.mode}
 	if h.base != nil {
 		fi = *h.base
 	} else {
@@ -288,6 +313,32 @@ func (h *Handle) setPendingXattr(name string, v []byte, how string) (kept bool, 
 	return true, nil
 }
 
+// discard forgets the handle's unstored writes: its file was unlinked.
+// It reports whether the file was never stored (so there is nothing on
+// the server to remove). A store in progress finishes first.
+func (h *Handle) discard() (neverStored bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gone, h.dirty = true, false
+	if h.st != nil && h.st.up != nil {
+		h.st.up.Abort()
+	}
+	h.st = nil
+	h.fs.untrack(h)
+	return h.base == nil
+}
+
+// Untouched reports a handle that would store a file nobody has written
+// to since it was opened (created, or truncated by O_TRUNC): a shell's
+// "> file" opens, duplicates and closes a descriptor before the first
+// write, and storing the empty file then would turn the writes that
+// follow into a rewrite. Release stores it if nothing comes.
+func (h *Handle) Untouched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.dirty && !h.wrote && h.st == nil && h.wb == nil
+}
+
 // Size is the file's length as this handle sees it.
 func (h *Handle) Size() int64 {
 	h.mu.Lock()
@@ -302,7 +353,8 @@ func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) 
 	if h.flags&os.O_APPEND != 0 {
 		off = h.size
 	}
-	if !h.dirty {
+	h.wrote = true
+	if !h.dirty && !h.gone { // (an unlinked file's writes go nowhere)
 		h.fs.track(h)
 	}
 	h.dirty, h.mtime = true, time.Now()
@@ -415,7 +467,8 @@ func (h *Handle) toWriteBack(ctx context.Context) error {
 func (h *Handle) Truncate(ctx context.Context, size int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.dirty {
+	h.wrote = true
+	if !h.dirty && !h.gone {
 		h.fs.track(h)
 	}
 	h.dirty, h.mtime = true, time.Now()
@@ -480,7 +533,7 @@ func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 func (h *Handle) Flush(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.dirty {
+	if !h.dirty || h.gone {
 		return nil
 	}
 	var fi *client.FileInfo
@@ -506,7 +559,7 @@ func (h *Handle) Flush(ctx context.Context) error {
 		}
 		return fmt.Errorf("store %s: %w", h.path, err)
 	}
-	h.base, h.size, h.dirty, h.fresh, h.st = fi, fi.Size, false, false, nil
+	h.base, h.size, h.dirty, h.fresh, h.st, h.wrote = fi, fi.Size, false, false, nil, false
 	h.excl = false
 	if a := h.attr; a.Mode != nil && *a.Mode != fi.Mode || a.UID != nil || a.GID != nil || a.Mtime != nil || a.Atime != nil {
 		a.Path, h.attr = h.path, client.SetAttr{}

@@ -26,6 +26,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"sync"
@@ -39,7 +40,8 @@ import (
 // Options tune an FS.
 type Options struct {
 	// CacheDir holds the write-back files of handles that do not write in
-	// order (default: a directory under os.TempDir()).
+	// order (default: strata-cache-UID under os.TempDir()); it must be
+	// the user's own, mode 0700.
 	CacheDir string
 	// Head is how many bytes a streamed file gathers in memory before it
 	// starts an upload (default 8 MiB): files smaller than this are
@@ -77,10 +79,18 @@ func New(c *client.Client, o Options) (*FS, error) {
 		o.Reserve = 1 << 40
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = path.Join(os.TempDir(), "strata-cache")
+		o.CacheDir = path.Join(os.TempDir(), fmt.Sprintf("strata-cache-%d", os.Getuid()))
 	}
 	if err := os.MkdirAll(o.CacheDir, 0o700); err != nil {
 		return nil, err
+	}
+	// Write-back files hold other people's data: the directory must be
+	// ours and closed to everyone else (not one someone made in /tmp
+	// before us).
+	if fi, err := os.Lstat(o.CacheDir); err != nil {
+		return nil, err
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("cache directory %s: must be a directory of uid %d closed to others (mode %v)", o.CacheDir, os.Getuid(), fi.Mode())
 	}
 	return &FS{c: c, o: o, writers: map[string]*Handle{}}, nil
 }
@@ -146,8 +156,13 @@ func (fs *FS) Readlink(ctx context.Context, p string) (string, error) {
 	return fi.Target, nil
 }
 
-// Unlink removes the file p (EISDIR for a directory).
+// Unlink removes the file p (EISDIR for a directory). Writes still
+// unstored by a handle of p go nowhere, as writes to an unlinked file do;
+// a file never stored is gone without asking the server.
 func (fs *FS) Unlink(ctx context.Context, p string) error {
+	if h := fs.writer(p); h != nil && h.discard() {
+		return nil
+	}
 	fi, err := fs.c.Stat(ctx, p)
 	if err != nil {
 		return err

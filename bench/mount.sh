@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# bench/mount.sh — the POSIX mount against the API it is built on, for
+# docs/PERFORMANCE.md ("POSIX mount").
+#
+#   bench/mount.sh               # both parts; prints a Markdown report
+#   PARTS=md bench/mount.sh      # only some of: seq md
+#
+# seq: a SIZE_MB file written with dd (bs=4M) into `strata mount` and
+#      read back with dd after the page cache is dropped, against
+#      `strata put` and `strata get` of the same file, taking turns; and
+#      the disk's own pace (dd with an fsync, dd reading), for scale.
+# md:  creates and stats of FILES empty files by one client, through the
+#      mount (corebench md --posix on the mount point) and through the API
+#      (corebench md --server), and `ls -l` of that directory through the
+#      mount against `strata ls -l`.
+# Runs as root (to drop caches). Needs fuse3 and 3×SIZE_MB free under
+# SCRATCH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT=${OUT:-$REPO/bench/out}
+SCRATCH=${SCRATCH:-$OUT/scratch}
+REPS=${REPS:-3}
+PARTS=${PARTS:-"seq md"}
+SIZE_MB=${SIZE_MB:-4096}
+FILES=${FILES:-10000}
+mkdir -p "$OUT" "$SCRATCH"
+go build -o "$OUT/strata" ./cmd/strata
+go build -o "$OUT/corebench" ./bench/corebench
+S=$OUT/strata
+PORT=7450
+. bench/lib.sh
+. bench/server.sh
+MNT=$SCRATCH/mnt
+MOUNT_PID=
+mount_() { mkdir -p "$MNT"; "$S" mount "$MNT" > "$OUT/mount.log" 2>&1 & MOUNT_PID=$!
+  for _ in $(seq 100); do grep -q " $MNT " /proc/self/mountinfo && return; sleep 0.05; done; echo "mount failed"; cat "$OUT/mount.log"; exit 1; }
+umount_() { [ -n "$MOUNT_PID" ] && kill -INT "$MOUNT_PID" && wait "$MOUNT_PID" 2>/dev/null || true; MOUNT_PID=; }
+cleanup() { umount_; stop; }
+trap cleanup EXIT
+export STRATA_SERVER=127.0.0.1:$PORT
+CFG=$OUT/mount.toml
+{ echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$SCRATCH/data\""; echo 'reclaim_every = "1s"'
+  echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""; echo "[library]"; echo "drives = 0"; } > "$CFG"
+
+echo "# bench/mount.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
+echo "file system under test: $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}')"
+rm -rf "$SCRATCH/data"; start "$CFG"; mount_
+
+if [[ " $PARTS " == *" seq "* ]]; then
+  SRC=$SCRATCH/src.dat
+  if [ ! -f "$SRC" ] || [ "$(stat -c %s "$SRC")" != $((SIZE_MB<<20)) ]; then
+    head -c $((SIZE_MB<<20)) /dev/urandom > "$SRC"; sync
+  fi
+  B=$((SIZE_MB<<20))
+  declare -A T
+  for r in $(seq "$REPS"); do
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M conv=fsync status=none; t1=$(now); T[disk,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M status=none; t1=$(now); T[disk,r]+="$(rate $B "$t0" "$t1") "
+    rm -f "$SCRATCH/dd.dat"
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); "$S" put "$SRC" /api.dat; t1=$(now); T[api,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); "$S" get /api.dat - > /dev/null; t1=$(now); T[api,r]+="$(rate $B "$t0" "$t1") "
+    "$S" rm /api.dat
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); dd if="$SRC" of="$MNT/mnt.dat" bs=4M status=none; t1=$(now); T[mnt,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); dd if="$MNT/mnt.dat" of=/dev/null bs=4M status=none; t1=$(now); T[mnt,r]+="$(rate $B "$t0" "$t1") "
+    cmp -s "$SRC" "$MNT/mnt.dat" || { echo "the file read back through the mount differs"; exit 1; }
+    rm "$MNT/mnt.dat"
+    sleep 2
+  done
+  echo; echo "## ${SIZE_MB} MiB in sequence: the mount (dd bs=4M) against strata put/get (MB/s, median of $REPS, taking turns)"
+  echo; echo "| op | disk alone (dd) | strata put / get | through the mount | mount / API |"; echo "|---|---|---|---|---|"
+  for op in w r; do
+    d=$(median ${T[disk,$op]}); a=$(median ${T[api,$op]}); m=$(median ${T[mnt,$op]})
+    name=write; [ $op = r ] && name=read
+    echo "| $name | $d | $a | $m | $(ratio "$m" "$a") |"
+  done
+  echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
+fi
+
+if [[ " $PARTS " == *" md "* ]]; then
+  declare -A M
+  "$S" mkdir /md
+  for r in $(seq "$REPS"); do
+    j=$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 1 --files "$FILES" --phases create,stat --under /md)
+    for ph in create stat; do M[api,$ph]+="$(echo "$j" | python3 -c "import json,sys;print(json.load(sys.stdin)['${ph}_per_s'])") "; done
+    d=$("$S" ls /md | head -1); d=${d%/}
+    t0=$(now); "$S" ls -l "/md/$d/c0" > /dev/null; t1=$(now); M[api,ls]+="$(ops "$FILES" "$t0" "$t1") "
+    sleep 2 # past the mount's attribute timeout: nothing of it cached
+    t0=$(now); ls -l "$MNT/md/$d/c0" > /dev/null; t1=$(now); M[mnt,ls]+="$(ops "$FILES" "$t0" "$t1") "
+    "$S" rm -r /md/"$d"
+    j=$("$OUT/corebench" md --posix "$MNT/md" --clients 1 --files "$FILES" --phases create,stat)
+    for ph in create stat; do M[mnt,$ph]+="$(echo "$j" | python3 -c "import json,sys;print(json.load(sys.stdin)['${ph}_per_s'])") "; done
+    rm -rf "${MNT:?}"/md/*
+  done
+  echo; echo "## Metadata of $FILES files, one client: the mount against the API (ops/s, median of $REPS; ls -l: entries/s)"
+  echo; echo "| op | API (corebench md, strata ls -l) | through the mount (corebench md --posix, ls -l) | mount / API |"; echo "|---|---|---|---|"
+  for ph in create stat ls; do
+    a=$(median ${M[api,$ph]}); m=$(median ${M[mnt,$ph]})
+    name=$ph; [ $ph = ls ] && name="ls -l"
+    echo "| $name | $a | $m | $(ratio "$m" "$a") |"
+  done
+  echo; echo "raw: $(for k in "${!M[@]}"; do echo -n "$k: ${M[$k]}; "; done)"
+fi
