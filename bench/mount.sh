@@ -7,8 +7,11 @@
 #
 # seq: a SIZE_MB file written with dd (bs=4M) into `strata mount` and
 #      read back with dd after the page cache is dropped, against
-#      `strata put` and `strata get` of the same file, taking turns; and
-#      the disk's own pace (dd with an fsync, dd reading), for scale.
+#      `strata put` and `strata get` of the same file (which on the
+#      server's host pass the file itself between client and mover), and
+#      against the same with --no-handover (the bytes streamed through the
+#      movers' sockets, as the mount sends them), taking turns; and the
+#      disk's own pace (dd with an fsync, dd reading), for scale.
 # md:  creates and stats of FILES empty files by one client, through the
 #      mount (corebench md --posix on the mount point) and through the API
 #      (corebench md --server), and `ls -l` of that directory through the
@@ -64,6 +67,10 @@ if [[ " $PARTS " == *" seq "* ]]; then
     drop; t0=$(now); "$S" get /api.dat - > /dev/null; t1=$(now); T[api,r]+="$(rate $B "$t0" "$t1") "
     "$S" rm /api.dat
     drop; cat "$SRC" > /dev/null
+    t0=$(now); "$S" --no-handover put "$SRC" /api.dat; t1=$(now); T[nho,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); "$S" --no-handover get /api.dat - > /dev/null; t1=$(now); T[nho,r]+="$(rate $B "$t0" "$t1") "
+    "$S" rm /api.dat
+    drop; cat "$SRC" > /dev/null
     t0=$(now); dd if="$SRC" of="$MNT/mnt.dat" bs=4M status=none; t1=$(now); T[mnt,w]+="$(rate $B "$t0" "$t1") "
     drop; t0=$(now); dd if="$MNT/mnt.dat" of=/dev/null bs=4M status=none; t1=$(now); T[mnt,r]+="$(rate $B "$t0" "$t1") "
     cmp -s "$SRC" "$MNT/mnt.dat" || { echo "the file read back through the mount differs"; exit 1; }
@@ -71,11 +78,11 @@ if [[ " $PARTS " == *" seq "* ]]; then
     sleep 2
   done
   echo; echo "## ${SIZE_MB} MiB in sequence: the mount (dd bs=4M) against strata put/get (MB/s, median of $REPS, taking turns)"
-  echo; echo "| op | disk alone (dd) | strata put / get | through the mount | mount / API |"; echo "|---|---|---|---|---|"
+  echo; echo "| op | disk alone (dd) | strata put / get | the same, --no-handover | through the mount | mount / API | mount / --no-handover |"; echo "|---|---|---|---|---|---|---|"
   for op in w r; do
-    d=$(median ${T[disk,$op]}); a=$(median ${T[api,$op]}); m=$(median ${T[mnt,$op]})
+    d=$(median ${T[disk,$op]}); a=$(median ${T[api,$op]}); h=$(median ${T[nho,$op]}); m=$(median ${T[mnt,$op]})
     name=write; [ $op = r ] && name=read
-    echo "| $name | $d | $a | $m | $(ratio "$m" "$a") |"
+    echo "| $name | $d | $a | $h | $m | $(ratio "$m" "$a") | $(ratio "$m" "$h") |"
   done
   echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
 fi

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -126,7 +125,7 @@ func (u *Upload) stripe(k int) (*stripeStream, error) {
 		return nil, api.Errorf(api.ErrInvalid, "upload %s: already committed or aborted", u.path)
 	}
 	if u.parts[k] == nil {
-		u.parts[k] = u.c.startStripe(u.ctx, u.cr.Stripes[k], u.o.Progress)
+		u.parts[k] = u.c.startStripe(u.ctx, u.cr.Stripes[k], u.cr.StripeUnit, u.o.Progress)
 	}
 	return u.parts[k], nil
 }
@@ -163,7 +162,7 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	for k, s := range u.parts {
 		t := u.cr.Stripes[k]
 		if s == nil {
-			s = u.c.startStripe(u.ctx, t, nil) // a stripe nobody wrote: empty
+			s = u.c.startStripe(u.ctx, t, 0, nil) // a stripe nobody wrote: empty
 		}
 		st, err := s.finish()
 		if err != nil {
@@ -214,12 +213,12 @@ func (u *Upload) abort() {
 	}
 }
 
-// stripeStream feeds one stripe's mover connection through a pipe, with a
-// frame-sized buffer in front so that small writes still travel as full
-// frames.
+// stripeStream feeds one stripe's mover connection through a buffered
+// pipe: the sender reads it a frame at a time, so small writes still
+// travel as full frames, and a writer can go on to the next stripe while
+// this one sends.
 type stripeStream struct {
-	bw     *bufio.Writer
-	pw     *io.PipeWriter
+	p      *pipe
 	result chan stripeResult
 	err    error
 }
@@ -229,9 +228,11 @@ type stripeResult struct {
 	err error
 }
 
-func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, progress func(int64)) *stripeStream {
-	pr, pw := io.Pipe()
-	s := &stripeStream{bw: bufio.NewWriterSize(pw, mover.FrameSize), pw: pw, result: make(chan stripeResult, 1)}
+func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64, progress func(int64)) *stripeStream {
+	// A stripe unit of buffer: a writer in file order hands each stripe
+	// a whole unit and moves on.
+	pr := newPipe(int(min(max(unit, mover.FrameSize), maxPipe)))
+	s := &stripeStream{p: pr, result: make(chan stripeResult, 1)}
 	go func() {
 		bp := bufPool.Get().(*[]byte)
 		defer bufPool.Put(bp)
@@ -240,11 +241,14 @@ func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, progress f
 			report = func(n int) { progress(int64(n)) }
 		}
 		st, err := c.streamStripe(ctx, t, pr, *bp, report)
-		pr.CloseWithError(errStripeDone(err))
+		pr.CloseRead(errStripeDone(err))
 		s.result <- stripeResult{st, err}
 	}()
 	return s
 }
+
+// maxPipe bounds a stripe stream's buffer.
+const maxPipe = 8 << 20
 
 // errStripeDone is what a writer sees when its stripe's stream has ended.
 func errStripeDone(err error) error {
@@ -268,7 +272,7 @@ func (s *stripeStream) Write(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	n, err := s.bw.Write(p)
+	n, err := s.p.Write(p)
 	if err != nil {
 		s.err = err
 	}
@@ -277,10 +281,7 @@ func (s *stripeStream) Write(p []byte) (int, error) {
 
 // finish flushes and closes the stream and waits for the mover's answer.
 func (s *stripeStream) finish() (wire.Status, error) {
-	if s.err == nil {
-		s.err = s.bw.Flush()
-	}
-	s.pw.CloseWithError(s.err) // nil: the mover sees the end of the stripe
+	s.p.CloseWrite(s.err) // nil: the mover sees the end of the stripe
 	r := <-s.result
 	s.result <- r // finish may be called again (abort after a failed commit)
 	if r.err != nil {

@@ -53,20 +53,12 @@ type stream struct {
 	reserved int64
 }
 
-// Create makes a handle for a new file p, stored when flushed. flags are
-// open(2)'s; with O_EXCL an existing p is EEXIST (here, and again when
-// the file is stored, should another client have made it meanwhile).
+// Create makes a handle for a new file p, stored when flushed, where the
+// caller has just found nothing (FUSE sends CREATE only after a lookup
+// failed; an NFS server asks first). flags are open(2)'s: with O_EXCL the
+// store fails with EEXIST should another client have made p meanwhile,
+// without it the new file replaces that one.
 func (fs *FS) Create(ctx context.Context, p string, flags int, mode uint32) (*Handle, error) {
-	fi, err := fs.Stat(ctx, p)
-	switch {
-	case err == nil && flags&os.O_EXCL != 0:
-		return nil, syscall.EEXIST
-	case err == nil:
-		return fs.Open(ctx, p, flags|os.O_TRUNC)
-	case !errors.Is(err, client.ErrNotFound):
-		return nil, err
-	}
-	_ = fi
 	// The parent must exist and be a directory we may write: ask now, so
 	// that the error comes from creat(2) and not from close(2).
 	dir, err := fs.c.Stat(ctx, parentOf(p))
