@@ -123,6 +123,14 @@ func (fs *FS) Stat(ctx context.Context, p string) (*client.FileInfo, error) {
 	return fi, nil
 }
 
+// Overlay puts on fi (p's attributes from the server, by a listing) the
+// size and times of writes a handle here has not stored yet.
+func (fs *FS) Overlay(p string, fi *client.FileInfo) {
+	if h := fs.writer(p); h != nil {
+		h.overlay(fi)
+	}
+}
+
 func (fs *FS) writer(p string) *Handle {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
