@@ -508,15 +508,24 @@ func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if h.fresh {
 		return 0, io.EOF
 	}
-	if h.rd == nil {
-		rd, err := h.fs.c.Open(h.ctx, h.path, client.GetOptions{})
-		if err != nil {
-			return 0, err
+	for retried := false; ; retried = true {
+		if h.rd == nil {
+			rd, err := h.fs.c.Open(h.ctx, h.path, client.GetOptions{})
+			if err != nil {
+				return 0, err
+			}
+			h.rd = rd
+			h.ra.init(rd)
 		}
-		h.rd = rd
-		h.ra.init(rd)
+		n, err := h.ra.readAt(p, off)
+		if err == nil || err == io.EOF || retried || !errors.Is(err, client.ErrDenied) {
+			return n, err
+		}
+		// The read tokens of an open file expire (an hour at most):
+		// open it again, once, as the user may still read it.
+		h.ra.stopAll()
+		h.rd, h.ra = nil, readAhead{}
 	}
-	return h.ra.readAt(p, off)
 }
 
 // Flush stores the handle's writes, if any: the file appears, or its new
