@@ -79,6 +79,29 @@ type node struct {
 	mu       sync.Mutex
 	listed   map[string]*client.FileInfo
 	listedAt time.Time
+	// info is the node's attributes as last seen (Lookup, Getattr,
+	// Mkdir): a create in a directory checks its permissions with them
+	// while they are younger than the attribute timeout.
+	info   *client.FileInfo
+	infoAt time.Time
+}
+
+// remember keeps fi as the node's attributes.
+func (n *node) remember(fi *client.FileInfo) {
+	n.mu.Lock()
+	n.info, n.infoAt = fi, time.Now()
+	n.mu.Unlock()
+}
+
+// recent is the node's attributes if they are younger than the
+// attribute timeout (and a second), else nil.
+func (n *node) recent() *client.FileInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.info == nil || time.Since(n.infoAt) > min(n.ttl, time.Second) {
+		return nil
+	}
+	return n.info
 }
 
 // maxListed bounds the entries a directory keeps from its listing.
@@ -166,7 +189,11 @@ func typeOf(fi *client.FileInfo) uint32 {
 func (n *node) newChild(ctx context.Context, fi *client.FileInfo, out *fuse.EntryOut) *fs.Inode {
 	ctx = uninterrupted(ctx)
 	fill(fi, &out.Attr)
-	return n.NewInode(ctx, &node{fs: n.fs, ttl: n.ttl}, fs.StableAttr{Mode: typeOf(fi), Ino: uint64(fi.ID)})
+	child := n.NewInode(ctx, &node{fs: n.fs, ttl: n.ttl}, fs.StableAttr{Mode: typeOf(fi), Ino: uint64(fi.ID)})
+	if c, ok := child.Operations().(*node); ok && fi.Type == client.TypeDir {
+		c.remember(fi)
+	}
+	return child
 }
 
 func errno(err error) syscall.Errno { return vfs.Errno(err) }
@@ -212,6 +239,9 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return errno(err)
 	}
 	fill(fi, &out.Attr)
+	if fi.Type == client.TypeDir {
+		n.remember(fi)
+	}
 	return 0
 }
 
@@ -307,7 +337,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if en != 0 {
 		return nil, nil, 0, en
 	}
-	h, err := n.fs.Create(ctx, p, int(flags), mode&0o7777)
+	h, err := n.fs.CreateIn(ctx, p, n.recent(), int(flags), mode&0o7777)
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}

@@ -59,11 +59,19 @@ type stream struct {
 // store fails with EEXIST should another client have made p meanwhile,
 // without it the new file replaces that one.
 func (fs *FS) Create(ctx context.Context, p string, flags int, mode uint32) (*Handle, error) {
-	// The parent must exist and be a directory we may write: ask now, so
-	// that the error comes from creat(2) and not from close(2).
-	dir, err := fs.c.Stat(ctx, parentOf(p))
-	if err != nil {
-		return nil, err
+	return fs.CreateIn(ctx, p, nil, flags, mode)
+}
+
+// CreateIn is Create where the caller knows the parent directory's
+// attributes (dir; nil: ask the server), fresh enough to check them.
+func (fs *FS) CreateIn(ctx context.Context, p string, dir *client.FileInfo, flags int, mode uint32) (*Handle, error) {
+	// The parent must exist and be a directory we may write: check now,
+	// so that the error comes from creat(2) and not from close(2).
+	if dir == nil {
+		var err error
+		if dir, err = fs.c.Stat(ctx, parentOf(p)); err != nil {
+			return nil, err
+		}
 	}
 	if dir.Type != client.TypeDir {
 		return nil, syscall.ENOTDIR
