@@ -671,3 +671,42 @@ func TestMountPermissions(t *testing.T) {
 		t.Errorf("root in alice's mount: %v, want EACCES", err)
 	}
 }
+
+// TestMountFailedStore: a store the server refuses (here a quota) fails
+// close(2) with the errno that says why, and leaves the old version (or
+// nothing, for a new file).
+func TestMountFailedStore(t *testing.T) {
+	s := newServer(t, "")
+	reachable(t, s)
+	s.ok("mkdir", "/q")
+	s.ok("chown", "2101", "/q")
+	cred := mountUser(t, 2101)
+	m := s.mount(cred)
+	if out, err := m.sh(cred, "head -c 300000 /dev/zero > q/old"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	s.ok("quota", "set", "--user", "2101", "--bytes", "1MiB")
+	for _, script := range []string{
+		// dd reports what close(2) returns (head and a shell's > do not).
+		"dd if=/dev/zero of=q/new bs=64k count=30 status=none",              // one put at close
+		"dd if=/dev/zero of=q/big bs=1M count=12 status=none",               // streamed: the reservation is refused
+		"dd if=/dev/zero of=q/old bs=64k count=30 conv=notrunc status=none", // written back over the old
+	} {
+		out, err := m.sh(cred, script)
+		if err == nil || !strings.Contains(out, "quota exceeded") {
+			t.Errorf("%s: %v %q, want a failure naming the quota", script, err, out)
+		}
+	}
+	if out, _, code := s.run("stat", "/q/new"); code == 0 {
+		t.Errorf("a refused new file is visible: %s", out)
+	}
+	if out, _, code := s.run("stat", "/q/big"); code == 0 {
+		t.Errorf("a refused streamed file is visible: %s", out)
+	}
+	if fi := s.ok("stat", "--json", "/q/old"); !strings.Contains(fi, `"size": 300000`) {
+		t.Errorf("the old version did not stay: %s", fi)
+	}
+	if out := m.log.String(); !strings.Contains(out, "quota") {
+		t.Errorf("the mount did not say why: %s", out)
+	}
+}

@@ -404,10 +404,8 @@ func (h *Handle) streamWrite(ctx context.Context, p []byte) (int, error) {
 // the servers and the quota grant up to Options.Reserve.
 func (h *Handle) startUpload(ctx context.Context) error {
 	need := 2 * int64(len(h.st.head))
-	for r := h.fs.o.Reserve; ; r /= 2 {
-		if r < need {
-			return syscall.ENOSPC
-		}
+	var refused error
+	for r := h.fs.o.Reserve; r >= need; r /= 2 {
 		up, err := h.fs.c.Create(h.ctx, h.path, r, h.putOptions())
 		if err == nil {
 			h.st.up, h.st.reserved = up, r
@@ -416,7 +414,12 @@ func (h *Handle) startUpload(ctx context.Context) error {
 		if !errors.Is(err, client.ErrNoSpace) && !errors.Is(err, client.ErrQuota) {
 			return err
 		}
+		refused = err // the last refusal says why (ENOSPC or EDQUOT)
 	}
+	if refused == nil {
+		refused = syscall.ENOSPC
+	}
+	return refused
 }
 
 func (h *Handle) putOptions() client.PutOptions {
