@@ -261,6 +261,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if a, ok := ctx.Value(actorKey{}).(string); ok {
+		req.Header.Set(api.OnBehalfOf, a)
+	}
 	resp, err := c.hc.Transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -348,6 +351,37 @@ func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]F
 func (c *Client) Mkdir(ctx context.Context, p string, parents bool, mode uint32) (*FileInfo, error) {
 	var fi FileInfo
 	return &fi, c.do(ctx, "POST", "/v1/mkdir", nil, api.MkdirRequest{Path: p, Parents: parents, Mode: mode}, &fi)
+}
+
+type actorKey struct{}
+
+// OnBehalfOf returns ctx for requests a gateway makes for one of its
+// callers: the server acts as uid, gid and groups if, and only if, the
+// client itself authenticates as an administrator.
+func OnBehalfOf(ctx context.Context, uid, gid uint32, groups []uint32) context.Context {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d:%d:", uid, gid)
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, g)
+	}
+	return context.WithValue(ctx, actorKey{}, b.String())
+}
+
+// ActorOf is the caller a context acts for (OnBehalfOf), "" if none.
+func ActorOf(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
+
+// WithActor gives ctx the caller another context acts for (ActorOf).
+func WithActor(ctx context.Context, actor string) context.Context {
+	if actor == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, actorKey{}, actor)
 }
 
 // Symlink creates the symbolic link p pointing at target (stored as

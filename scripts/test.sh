@@ -29,7 +29,7 @@ fi
 # The mount's tests mount through the kernel's FUSE (/dev/fuse), unmount
 # with fusermount3 and run real programs through the mount.
 missing=()
-for p in fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 getfattr:attr; do
+for p in fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 getfattr:attr curl:curl; do
   need "${p%%:*}" || missing+=("${p#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

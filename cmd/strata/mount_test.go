@@ -710,3 +710,47 @@ func TestMountFailedStore(t *testing.T) {
 		t.Errorf("the mount did not say why: %s", out)
 	}
 }
+
+// TestMountGateway: an administrator's mount with --allow-other serves
+// every local user as themselves — owners are the writers, a private file
+// stays private — and squashes root to nobody. A user who is not an
+// administrator can neither start such a mount nor ask the server to act
+// for someone else.
+func TestMountGateway(t *testing.T) {
+	s := newServer(t, "")
+	reachable(t, s)
+	s.ok("mkdir", "/shared")
+	s.ok("chmod", "1777", "/shared")
+	a, b := mountUser(t, 2101), mountUser(t, 2102)
+	m := s.mount(nil, "--allow-other")
+	if out, err := m.sh(a, "echo secret > shared/a && chmod 600 shared/a && stat -c %u shared/a"); err != nil || strings.TrimSpace(out) != "2101" {
+		t.Fatalf("alice through the gateway: %v %q\n%s", err, out, m.log)
+	}
+	if out := s.ok("stat", "--json", "/shared/a"); !strings.Contains(out, `"uid": 2101`) {
+		t.Fatalf("the server's owner: %s", out)
+	}
+	if out, err := m.sh(b, "cat shared/a"); err == nil || !strings.Contains(out, "ermission denied") {
+		t.Fatalf("bob read alice's private file through the gateway: %v %q", err, out)
+	}
+	// Root is nobody here: no reading the private file, no writing in /.
+	if _, err := os.ReadFile(m.path("shared/a")); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("root through a squashing gateway: %v", err)
+	}
+	if err := os.WriteFile(m.path("rootfile"), nil, 0o644); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("root created in / through a squashing gateway: %v", err)
+	}
+	// Not an administrator: refused, by the CLI and by the server.
+	dir := filepath.Join(t.TempDir(), "m2")
+	os.Mkdir(dir, 0o755)
+	os.Chown(dir, 2101, 2101)
+	if _, errs, code := s.runAs(a, nil, "mount", "--allow-other", dir); code == 0 || !strings.Contains(errs, "administrator") {
+		t.Fatalf("a user's --allow-other mount: exit %d %q", code, errs)
+	}
+	sock := filepath.Join(s.dir, "data", "strata.sock")
+	cmd := exec.Command("curl", "-s", "--unix-socket", sock, "-H", "Strata-On-Behalf-Of: 0:0", "http://strata/v1/whoami")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: a}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "only an administrator may act for another user") {
+		t.Fatalf("a user asking to act as root: %s", out)
+	}
+}

@@ -319,6 +319,11 @@ type XattrList struct {
 	Attrs map[string][]byte `json:"attrs,omitempty"`
 }
 
+// OnBehalfOf is the request header with which a gateway an administrator
+// runs (strata mount --allow-other) acts for one of its callers:
+// "UID:GID[:G1,G2,...]". The core refuses it from anyone else.
+const OnBehalfOf = "Strata-On-Behalf-Of"
+
 // SymlinkRequest creates the symbolic link Path pointing at Target.
 type SymlinkRequest struct {
 	Path   string `json:"path"`

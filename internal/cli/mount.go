@@ -26,7 +26,8 @@ write-back file in --cache-dir. Opening a file on tape waits for its
 recall (O_NONBLOCK: EAGAIN).`,
 		Args: exactArgs(1, "mount [--allow-other] [--cache-dir DIR] MOUNTPOINT"),
 	}
-	cmd.Flags().BoolVar(&fo.AllowOther, "allow-other", false, "let other users use the mount (FUSE allow_other; needs user_allow_other in /etc/fuse.conf unless root)")
+	cmd.Flags().BoolVar(&fo.AllowOther, "allow-other", false, "serve every local user, each as themselves (a gateway: run it as root or an admin; FUSE allow_other)")
+	cmd.Flags().BoolVar(&fo.NoRootSquash, "no-root-squash", false, "with --allow-other: let the host's root act as root (default: as nobody)")
 	cmd.Flags().DurationVar(&fo.AttrTimeout, "attr-timeout", time.Second, "how long the kernel caches names and attributes (the staleness of other clients' changes)")
 	cmd.Flags().BoolVar(&fo.Debug, "debug", false, "log every FUSE request")
 	cmd.Flags().StringVar(&vo.CacheDir, "cache-dir", "", "directory for write-back files (default: strata-cache under $TMPDIR)")
@@ -35,8 +36,12 @@ recall (O_NONBLOCK: EAGAIN).`,
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		// Fail now, not at the first ls, if the server is out of reach
 		// or will not have us.
-		if _, err := c.WhoAmI(ctx); err != nil {
+		who, err := c.WhoAmI(ctx)
+		if err != nil {
 			return err
+		}
+		if fo.AllowOther && !who.Admin {
+			return fmt.Errorf("--allow-other makes the mount act for every local user, which the server allows only an administrator (%s is not)", who.User)
 		}
 		v, err := vfs.New(c, vo)
 		if err != nil {

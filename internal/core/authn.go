@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +82,54 @@ func (c *Core) isAdmin(id *auth.Identity) bool {
 // Identify establishes who sent r: the connection's identity (the Unix
 // socket's peer), else its bearer token. ErrUnauthenticated when neither.
 func (c *Core) Identify(r *http.Request) (*auth.Identity, error) {
+	id, err := c.identify(r)
+	if v := r.Header.Get(api.OnBehalfOf); v != "" && err == nil {
+		return c.actFor(id, v)
+	}
+	return id, err
+}
+
+// actFor is the identity a gateway (a mount serving many local users)
+// asks to act as: only an administrator, unscoped, may ask, since it
+// vouches for who its own callers are (the kernel told it). The header
+// is "UID:GID[:G1,G2,…]".
+func (c *Core) actFor(gw *auth.Identity, v string) (*auth.Identity, error) {
+	if !gw.Admin || gw.Scopes != nil {
+		return nil, api.Errorf(api.ErrDenied, "%s: only an administrator may act for another user (%s is not)", api.OnBehalfOf, gw.User)
+	}
+	f := strings.Split(v, ":")
+	num := func(s string) (uint32, error) {
+		n, err := strconv.ParseUint(s, 10, 32)
+		return uint32(n), err
+	}
+	uid, err1 := num(f[0])
+	var gid uint32
+	var err2 error
+	if len(f) > 1 {
+		gid, err2 = num(f[1])
+	}
+	if len(f) < 2 || len(f) > 3 || err1 != nil || err2 != nil {
+		return nil, api.Errorf(api.ErrInvalid, "%s %q: want UID:GID[:G1,G2,...]", api.OnBehalfOf, v)
+	}
+	id := &auth.Identity{User: auth.NameOf(uid), UID: uid, GID: gid, Method: gw.Method + "+gateway"}
+	if len(f) == 3 && f[2] != "" {
+		gs := strings.Split(f[2], ",")
+		if len(gs) > 256 {
+			return nil, api.Errorf(api.ErrInvalid, "%s: more than 256 groups", api.OnBehalfOf)
+		}
+		for _, g := range gs {
+			n, err := num(g)
+			if err != nil {
+				return nil, api.Errorf(api.ErrInvalid, "%s %q: group %q", api.OnBehalfOf, v, g)
+			}
+			id.Groups = append(id.Groups, n)
+		}
+	}
+	id.Admin = c.isAdmin(id)
+	return id, nil
+}
+
+func (c *Core) identify(r *http.Request) (*auth.Identity, error) {
 	if id := auth.From(r.Context()); id != nil {
 		return id, nil
 	}

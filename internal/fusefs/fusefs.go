@@ -6,9 +6,9 @@
 //
 // Permissions are the server's: the mount does not ask the kernel to check
 // modes (no default_permissions), so every operation reaches the core,
-// which checks it for the identity the mount authenticated as. That is why
-// a mount serves only the user who made it unless the server trusts it
-// as a gateway (see Options.AllowOther).
+// which checks it for the identity the mount authenticated as — or, on a
+// gateway mount (Options.AllowOther, run by an administrator), for each
+// caller the kernel names, whom the mount asks the core to act for.
 package fusefs
 
 import (
@@ -34,8 +34,12 @@ import (
 // Options configure a mount.
 type Options struct {
 	// AllowOther lets users other than the one who mounted use the mount
-	// (FUSE's allow_other).
+	// (FUSE's allow_other), each acting as themselves: the mount is then
+	// a gateway, which the server trusts only from an administrator.
 	AllowOther bool
+	// NoRootSquash lets the host's root act as root through a gateway
+	// mount (by default it acts as nobody, 65534, as NFS squashes it).
+	NoRootSquash bool
 	// AttrTimeout is how long the kernel may keep attributes and names
 	// without asking again: the staleness another client's change may
 	// have here (0: none; strata mount's default is 1 s).
@@ -48,6 +52,9 @@ type Options struct {
 func Mount(dir string, v *vfs.FS, o Options) (*fuse.Server, error) {
 	neg := o.AttrTimeout
 	root := &node{fs: v, ttl: o.AttrTimeout}
+	if o.AllowOther {
+		root.gw = &gateway{squash: !o.NoRootSquash, groups: map[uint32]groupsAt{}}
+	}
 	opts := &fs.Options{
 		EntryTimeout:    &o.AttrTimeout,
 		AttrTimeout:     &o.AttrTimeout,
@@ -71,6 +78,7 @@ type node struct {
 	fs.Inode
 	fs  *vfs.FS
 	ttl time.Duration // the mount's attribute timeout
+	gw  *gateway      // set when the mount acts for each caller
 
 	// listed holds a directory's entries from its last Readdir, for a
 	// short while: the kernel's READDIRPLUS asks for each entry's
@@ -187,9 +195,9 @@ func typeOf(fi *client.FileInfo) uint32 {
 
 // newChild makes the inode of a looked-up or created entry.
 func (n *node) newChild(ctx context.Context, fi *client.FileInfo, out *fuse.EntryOut) *fs.Inode {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	fill(fi, &out.Attr)
-	child := n.NewInode(ctx, &node{fs: n.fs, ttl: n.ttl}, fs.StableAttr{Mode: typeOf(fi), Ino: uint64(fi.ID)})
+	child := n.NewInode(ctx, &node{fs: n.fs, ttl: n.ttl, gw: n.gw}, fs.StableAttr{Mode: typeOf(fi), Ino: uint64(fi.ID)})
 	if c, ok := child.Operations().(*node); ok && fi.Type == client.TypeDir {
 		c.remember(fi)
 	}
@@ -206,8 +214,70 @@ func errno(err error) syscall.Errno { return vfs.Errno(err) }
 // Only the wait for a recall in Open honours interruption (Ctrl-C).
 func uninterrupted(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
+// req is the context of a request on n: uninterrupted, and on a gateway
+// mount acting for the caller.
+func (n *node) req(ctx context.Context) context.Context { return n.act(uninterrupted(ctx)) }
+
+// act makes ctx act for the request's caller on a gateway mount: the
+// kernel's uid and gid, the process's supplementary groups, root
+// squashed to nobody unless asked otherwise.
+func (n *node) act(ctx context.Context) context.Context {
+	c, ok := fuse.FromContext(ctx)
+	if n.gw == nil || !ok {
+		return ctx
+	}
+	if c.Uid == 0 && n.gw.squash {
+		return client.OnBehalfOf(ctx, nobody, nobody, nil)
+	}
+	return client.OnBehalfOf(ctx, c.Uid, c.Gid, n.gw.groupsOf(c.Pid))
+}
+
+// nobody is the uid and gid root acts as through a squashing gateway.
+const nobody = 65534
+
+// gateway remembers callers' supplementary groups, which FUSE does not
+// pass: read from /proc/PID/status, kept a few seconds per process.
+type gateway struct {
+	squash bool
+	mu     sync.Mutex
+	groups map[uint32]groupsAt
+}
+
+type groupsAt struct {
+	gs []uint32
+	at time.Time
+}
+
+func (g *gateway) groupsOf(pid uint32) []uint32 {
+	g.mu.Lock()
+	e, ok := g.groups[pid]
+	g.mu.Unlock()
+	if ok && time.Since(e.at) < 2*time.Second {
+		return e.gs
+	}
+	var gs []uint32
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Groups:"); ok {
+				for _, f := range strings.Fields(v) {
+					if n, err := strconv.ParseUint(f, 10, 32); err == nil {
+						gs = append(gs, uint32(n))
+					}
+				}
+			}
+		}
+	}
+	g.mu.Lock()
+	if len(g.groups) > 4096 {
+		g.groups = map[uint32]groupsAt{}
+	}
+	g.groups[pid] = groupsAt{gs, time.Now()}
+	g.mu.Unlock()
+	return gs
+}
+
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, en
@@ -224,7 +294,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	if h, ok := f.(*handle); ok {
 		// fstat(2): the open file, whatever its name is now.
 		fill(h.h.Info(), &out.Attr)
@@ -246,7 +316,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return en
@@ -290,7 +360,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return nil, en
@@ -319,7 +389,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, en
@@ -332,7 +402,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, nil, 0, en
@@ -345,6 +415,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	ctx = n.act(ctx) // interruptible: the wait for a recall
 	p, en := n.path()
 	if en != 0 {
 		return nil, 0, en
@@ -357,7 +428,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return en
@@ -366,7 +437,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return en
@@ -375,7 +446,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return en
@@ -396,7 +467,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.child(name)
 	if en != 0 {
 		return nil, en
@@ -409,7 +480,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return nil, en
@@ -433,7 +504,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	total, free, err := n.fs.StatFS(ctx)
 	if err != nil {
 		return errno(err)
@@ -449,7 +520,7 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 // computed, other namespaces unsupported). A zero-length buffer asks
 // for the size; a short one gets ERANGE.
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return 0, en
@@ -462,7 +533,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 }
 
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return 0, en
@@ -479,7 +550,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return en
@@ -488,7 +559,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 }
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	ctx = uninterrupted(ctx)
+	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return en

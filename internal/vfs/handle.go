@@ -81,7 +81,7 @@ func (fs *FS) CreateIn(ctx context.Context, p string, dir *client.FileInfo, flag
 	if who, err := fs.whoami(ctx); err == nil && !permits(who, dir, auth.Write|auth.Exec) {
 		return nil, syscall.EACCES
 	}
-	h := fs.handle(p, flags)
+	h := fs.handle(ctx, p, flags)
 	h.mode, h.excl, h.fresh, h.dirty = mode&0o7777, flags&os.O_EXCL != 0, true, true
 	h.mtime = time.Now()
 	fs.track(h)
@@ -124,7 +124,7 @@ func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
 			return nil, err
 		}
 	}
-	h := fs.handle(p, flags)
+	h := fs.handle(ctx, p, flags)
 	h.base, h.size = fi, fi.Size
 	if flags&os.O_TRUNC != 0 && acc != os.O_RDONLY {
 		h.fresh, h.dirty, h.size, h.mtime = true, true, 0, time.Now()
@@ -140,8 +140,10 @@ func permits(who *api.WhoAmI, fi *client.FileInfo, want uint32) bool {
 	return id.May(fi.Mode, fi.UID, fi.GID, want)
 }
 
-func (fs *FS) handle(p string, flags int) *Handle {
-	ctx, stop := context.WithCancel(context.Background())
+func (fs *FS) handle(opener context.Context, p string, flags int) *Handle {
+	// The handle's own work (uploads, reads, the store at release) is
+	// done for whoever opened it.
+	ctx, stop := context.WithCancel(client.WithActor(context.Background(), client.ActorOf(opener)))
 	return &Handle{fs: fs, ctx: ctx, stop: stop, flags: flags, path: p}
 }
 
@@ -183,6 +185,12 @@ func parentOf(p string) string {
 		}
 	}
 	return "/"
+}
+
+// forOpener makes ctx act for whoever opened the handle: a release, say,
+// comes from the kernel, not from a caller.
+func (h *Handle) forOpener(ctx context.Context) context.Context {
+	return client.WithActor(ctx, client.ActorOf(h.ctx))
 }
 
 // Info describes the file as this handle sees it.
@@ -348,6 +356,7 @@ func (h *Handle) Size() int64 {
 
 // WriteAt writes p at off (at the end with O_APPEND).
 func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	ctx = h.forOpener(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.flags&os.O_APPEND != 0 {
@@ -468,6 +477,7 @@ func (h *Handle) toWriteBack(ctx context.Context) error {
 
 // Truncate sets the file's length.
 func (h *Handle) Truncate(ctx context.Context, size int64) error {
+	ctx = h.forOpener(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.wrote = true
@@ -543,6 +553,7 @@ func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 // version replaces the old, when this returns nil. close(2) and fsync(2)
 // call it.
 func (h *Handle) Flush(ctx context.Context) error {
+	ctx = h.forOpener(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.dirty || h.gone {
@@ -625,14 +636,21 @@ func (h *Handle) Release(ctx context.Context) error {
 // whoami is the caller as the server sees it (the owner of new files),
 // asked once.
 func (fs *FS) whoami(ctx context.Context) (*api.WhoAmI, error) {
+	a := client.ActorOf(ctx)
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.who != nil {
-		return fs.who, nil
+	w := fs.who[a]
+	fs.mu.Unlock()
+	if w != nil {
+		return w, nil
 	}
 	w, err := fs.c.WhoAmI(ctx)
 	if err == nil {
-		fs.who = w
+		fs.mu.Lock()
+		if fs.who == nil || len(fs.who) > 1000 {
+			fs.who = map[string]*api.WhoAmI{}
+		}
+		fs.who[a] = w
+		fs.mu.Unlock()
 	}
 	return w, err
 }

@@ -67,7 +67,7 @@ type FS struct {
 
 	mu      sync.Mutex
 	writers map[string]*Handle // paths with a handle holding unflushed writes
-	who     *api.WhoAmI
+	who     map[string]*api.WhoAmI // by the caller acted for (client.ActorOf)
 }
 
 // New returns the file system of c's server.
