@@ -66,7 +66,7 @@ type FS struct {
 	o Options
 
 	mu      sync.Mutex
-	writers map[string]*Handle // paths with a handle holding unflushed writes
+	writers map[string]*Handle     // paths with a handle holding unflushed writes
 	who     map[string]*api.WhoAmI // by the caller acted for (client.ActorOf)
 }
 
