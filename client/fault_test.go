@@ -18,7 +18,7 @@ import (
 // a restarting mover would.
 type cutter struct {
 	ln     net.Listener
-	target string
+	target atomic.Pointer[string] // set once the server is up: the core may dial the proxy before
 	limit  int64
 	cuts   atomic.Int32
 	cut    atomic.Int32
@@ -48,7 +48,11 @@ func newCutter(t *testing.T, limit int64, cuts int32) *cutter {
 
 func (c *cutter) serve(in net.Conn) {
 	defer in.Close()
-	out, err := net.Dial("tcp", c.target)
+	target := c.target.Load()
+	if target == nil {
+		return
+	}
+	out, err := net.Dial("tcp", *target)
 	if err != nil {
 		return
 	}
@@ -78,7 +82,8 @@ func TestStripeRetriesSurviveCutConnections(t *testing.T) {
 		// Clients reach the mover only through the proxy.
 		cfg.Mover.Advertise = cut.ln.Addr().String()
 	})
-	cut.target = s.DataAddr()
+	addr := s.DataAddr()
+	cut.target.Store(&addr)
 	c := testutil.Client(t, s)
 	c.TCPOnly(true) // the proxy is on the TCP path
 	data := randBytes(21, 3<<20+4321)
