@@ -639,12 +639,11 @@ func (f *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // failure is close's EIO. The kernel also flushes when a child process
 // that inherited the descriptor closes its copy (every fork and exec of
 // a program that holds a file open for writing); those do not store a
-// file that its opener is still writing; nor do closes before anything
-// was written (vfs.Handle.Untouched). The last close stores it (Release)
-// in any case.
+// file that its opener is still writing. The last close stores it
+// (Release) in any case.
 func (f *handle) Flush(ctx context.Context) syscall.Errno {
 	ctx = uninterrupted(ctx)
-	if p := processOf(ctx); f.opener != 0 && p != 0 && p != f.opener || f.h.Untouched() {
+	if p := processOf(ctx); f.opener != 0 && p != 0 && p != f.opener {
 		return 0
 	}
 	return f.store(ctx)

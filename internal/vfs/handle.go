@@ -31,7 +31,6 @@ type Handle struct {
 	excl  bool             // created with O_EXCL: storing must not replace
 	fresh bool             // the stored content is replaced wholesale (new, O_TRUNC, truncated to 0)
 	dirty bool             // holds writes not yet stored
-	wrote bool             // Write or Truncate was called since the last store
 	gone  bool             // unlinked: nothing more is stored
 	size  int64            // length including unstored writes
 	mtime time.Time        // of the last unstored write
@@ -336,17 +335,6 @@ func (h *Handle) discard() (neverStored bool) {
 	return h.base == nil
 }
 
-// Untouched reports a handle that would store a file nobody has written
-// to since it was opened (created, or truncated by O_TRUNC): a shell's
-// "> file" opens, duplicates and closes a descriptor before the first
-// write, and storing the empty file then would turn the writes that
-// follow into a rewrite. Release stores it if nothing comes.
-func (h *Handle) Untouched() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.dirty && !h.wrote && h.st == nil && h.wb == nil
-}
-
 // Size is the file's length as this handle sees it.
 func (h *Handle) Size() int64 {
 	h.mu.Lock()
@@ -362,11 +350,17 @@ func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) 
 	if h.flags&os.O_APPEND != 0 {
 		off = h.size
 	}
-	h.wrote = true
 	if !h.dirty && !h.gone { // (an unlinked file's writes go nowhere)
 		h.fs.track(h)
 	}
 	h.dirty, h.mtime = true, time.Now()
+	if h.wb == nil && h.st == nil && off == 0 && h.size == 0 && h.base != nil && h.base.Size == 0 {
+		// Writing an empty stored file from its start (a shell's "> f"
+		// stores the empty file when it closes the descriptor it
+		// opened, before the program it runs writes): replacing it
+		// wholesale loses nothing.
+		h.fresh = true
+	}
 	if h.wb == nil && h.fresh && off == h.size && h.flags&syscall.O_ACCMODE == os.O_WRONLY {
 		return h.streamWrite(ctx, p)
 	}
@@ -480,7 +474,6 @@ func (h *Handle) Truncate(ctx context.Context, size int64) error {
 	ctx = h.forOpener(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.wrote = true
 	if !h.dirty && !h.gone {
 		h.fs.track(h)
 	}
@@ -582,7 +575,7 @@ func (h *Handle) Flush(ctx context.Context) error {
 		}
 		return fmt.Errorf("store %s: %w", h.path, err)
 	}
-	h.base, h.size, h.dirty, h.fresh, h.st, h.wrote = fi, fi.Size, false, false, nil, false
+	h.base, h.size, h.dirty, h.fresh, h.st = fi, fi.Size, false, false, nil
 	h.excl = false
 	if a := h.attr; a.Mode != nil && *a.Mode != fi.Mode || a.UID != nil || a.GID != nil || a.Mtime != nil || a.Atime != nil {
 		a.Path, h.attr = h.path, client.SetAttr{}
