@@ -38,10 +38,18 @@ func needFUSE(t *testing.T) {
 	if err == nil {
 		return
 	}
+	mountUnavailable(t, "FUSE unavailable: %v", err)
+}
+
+// mountUnavailable ends a mount test that this machine cannot run: it
+// fails where the run requires FUSE (STRATA_REQUIRE_FUSE, as
+// scripts/test.sh sets it), else it skips.
+func mountUnavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
 	if os.Getenv("STRATA_REQUIRE_FUSE") != "" {
-		t.Fatalf("FUSE unavailable: %v", err)
+		t.Fatalf(format, args...)
 	}
-	t.Skipf("FUSE unavailable: %v", err)
+	t.Skipf(format, args...)
 }
 
 // mount runs `strata mount` on a new directory, as cred (nil: as this
@@ -60,11 +68,7 @@ func (s *server) mount(cred *syscall.Credential, args ...string) *mounted {
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if cred != nil {
 		if fi, err := os.Stat("/dev/fuse"); err == nil && fi.Mode().Perm()&0o006 != 0o006 {
-			msg := "/dev/fuse is not open to other users (mode %v; scripts/test.sh makes it 0666)"
-			if os.Getenv("STRATA_REQUIRE_FUSE") != "" {
-				s.t.Fatalf(msg, fi.Mode().Perm())
-			}
-			s.t.Skipf(msg, fi.Mode().Perm())
+			mountUnavailable(s.t, "/dev/fuse is not open to other users (mode %v; scripts/test.sh makes it 0666)", fi.Mode().Perm())
 		}
 		os.Chown(dir, int(cred.Uid), int(cred.Gid))
 		m.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -614,10 +618,7 @@ func mountUser(t *testing.T, uid uint32) *syscall.Credential {
 	t.Helper()
 	u, err := user.LookupId(fmt.Sprint(uid))
 	if err != nil {
-		if os.Getenv("STRATA_REQUIRE_FUSE") != "" {
-			t.Fatalf("no user %d to mount as (scripts/test.sh creates it): %v", uid, err)
-		}
-		t.Skipf("no user %d to mount as (scripts/test.sh creates it): %v", uid, err)
+		mountUnavailable(t, "no user %d to mount as (scripts/test.sh creates it): %v", uid, err)
 	}
 	gid, _ := strconv.Atoi(u.Gid)
 	return &syscall.Credential{Uid: uid, Gid: uint32(gid)}
