@@ -40,7 +40,7 @@ as_user() { setpriv --reuid 2001 --regid 2001 --clear-groups "$@"; }
 
 config() { # data-dir tls
   local f=$OUT/auth.toml
-  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""; echo 'reclaim_every = "1s"'
+  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""; echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'
     echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""
     [ -n "$2" ] && { echo "[tls]"; echo "enabled = \"$2\""; }
     echo "[library]"; echo "drives = 0"

@@ -48,7 +48,7 @@ export STRATA_SERVER=127.0.0.1:$PORT
 
 config() { # data-dir devices width bandwidth [device-root]
   local f=$OUT/bench.toml root=${5:-$1/devices}
-  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""; echo 'reclaim_every = "1s"'
+  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""; echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'
     echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""
     for i in $(seq 0 $(($2-1))); do echo "[[device]]"; echo "id = \"d$i\""; echo "path = \"$root/d$i\""; [ "$4" != 0 ] && echo "bandwidth = \"$4\""; done
     echo "[[cos]]"; echo 'name = "default"'; echo 'pool = "disk"'; echo "stripe_width = $3"; echo 'stripe_unit = "4MiB"'

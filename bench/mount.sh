@@ -43,7 +43,7 @@ cleanup() { umount_; stop; }
 trap cleanup EXIT
 export STRATA_SERVER=127.0.0.1:$PORT
 CFG=$OUT/mount.toml
-{ echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$SCRATCH/data\""; echo 'reclaim_every = "1s"'
+{ echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$SCRATCH/data\""; echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'
   echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""; echo "[library]"; echo "drives = 0"; } > "$CFG"
 
 echo "# bench/mount.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"

@@ -222,3 +222,24 @@ func TestCancelledPutLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestReclaimGrace: a file removed while a reader holds its layout stays
+// readable for the reclaim grace, and its space comes back after it.
+func TestReclaimGrace(t *testing.T) {
+	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms"; c.ReclaimGrace = "2s" })
+	data := randBytes(21, 3<<20)
+	roundTrip(t, c, "/f", data, client.PutOptions{Stripes: 2, StripeUnit: 1 << 20})
+	r, err := c.Open(ctx, "/f", client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(ctx, "/f", false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // passes of the reclaimer
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read of the removed file: %d bytes, %v", len(got), err)
+	}
+	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed after the grace")
+}

@@ -66,7 +66,10 @@ type Bitfile struct {
 	StripeUnit  int64
 	Fixity      string
 	Epoch       int64 // core epoch that created it
-	Lease       int64 // pending: Unix ns after which it may be reclaimed
+	// Lease is, for a pending bitfile, the Unix ns after which it may be
+	// reclaimed; for a dead one, when it died (0 for one that was never
+	// readable), so that reclaim can spare readers that hold its layout.
+	Lease int64
 	// Segments are the disk copy (empty when it was purged: OnDisk is
 	// false), all of copy number DiskGen.
 	Segments []Segment
@@ -218,8 +221,11 @@ type Store interface {
 	// ExpirePending kills pending bitfiles from an epoch before epoch or
 	// whose lease ended before now; it returns how many.
 	ExpirePending(ctx context.Context, epoch, now int64) (int, error)
-	// DeadBitfiles returns up to limit dead bitfiles with their segments.
-	DeadBitfiles(ctx context.Context, limit int) ([]Bitfile, error)
+	// DeadBitfiles returns up to limit bitfiles that died before before
+	// (Unix ns), with their segments. A committed bitfile dies when its
+	// file is removed or replaced, at the store's wall clock; a pending
+	// one that is aborted or expires dies at time 0.
+	DeadBitfiles(ctx context.Context, before int64, limit int) ([]Bitfile, error)
 	// Purge forgets a dead bitfile whose objects are gone and returns its
 	// space to the devices.
 	Purge(ctx context.Context, id int64) error

@@ -150,6 +150,9 @@ type Config struct {
 	DefaultCOS   string `toml:"default_cos"`
 	TokenTTL     string `toml:"token_ttl"`
 	ReclaimEvery string `toml:"reclaim_every"`
+	// ReclaimGrace is how long the data of a file removed or replaced
+	// stays on its devices for those who opened it before ("0s": none).
+	ReclaimGrace string `toml:"reclaim_grace"`
 	// ListPage is the most entries one list reply carries; clients ask
 	// for the next page until the directory is done.
 	ListPage  int        `toml:"list_page"`
@@ -232,7 +235,7 @@ type Issuer struct {
 // under ./strata-data, a SQLite catalog, four disk devices and three
 // classes of service.
 func Default() Config {
-	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s", ListPage: 10000,
+	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s", ReclaimGrace: "10m", ListPage: 10000,
 		Catalog: Catalog{Driver: "sqlite", Sync: "full"},
 		Mover:   Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
 		// An emulated LTO-9 library, 100 times faster than real time so a
@@ -309,6 +312,7 @@ func merge(c *Config, f Config) {
 	set(&c.DefaultCOS, f.DefaultCOS)
 	set(&c.TokenTTL, f.TokenTTL)
 	set(&c.ReclaimEvery, f.ReclaimEvery)
+	set(&c.ReclaimGrace, f.ReclaimGrace)
 	if f.ListPage != 0 {
 		c.ListPage = f.ListPage
 	}

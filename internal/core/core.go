@@ -49,6 +49,11 @@ type Config struct {
 	TokenTTL time.Duration
 	// ReclaimEvery is the period of the reclaimer. Default 30s.
 	ReclaimEvery time.Duration
+	// ReclaimGrace keeps the objects of a file removed or replaced this
+	// long: a reader that got its layout before (an open file, a GET in
+	// flight) goes on reading the version it opened, as POSIX and S3
+	// promise. Zero reclaims at the next pass.
+	ReclaimGrace time.Duration
 	// MoverTimeout marks a remote mover offline when it has not
 	// re-registered for this long. Default 30s.
 	MoverTimeout time.Duration

@@ -70,7 +70,7 @@ func (c *Core) Reclaim(ctx context.Context) (int, error) {
 	}
 	done := 0
 	for {
-		dead, err := c.store.DeadBitfiles(ctx, 128)
+		dead, err := c.store.DeadBitfiles(ctx, c.now().Add(-c.cfg.ReclaimGrace).UnixNano(), 128)
 		if err != nil {
 			return done, err
 		}

@@ -367,6 +367,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if err != nil {
 		return nil, err
 	}
+	grace, err := time.ParseDuration(cfg.ReclaimGrace)
+	if cfg.ReclaimGrace == "" {
+		grace, err = 0, nil
+	}
+	if err != nil || grace < 0 {
+		return nil, fmt.Errorf("config: reclaim_grace %q is not a duration (e.g. 10m, 0s)", cfg.ReclaimGrace)
+	}
 	if s.Store, err = openCatalog(cfg.Catalog); err != nil {
 		return nil, err
 	}
@@ -375,7 +382,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 			log.Info("catalog writer runs at default priority (metadata writes slower under load)", "why", err)
 		}
 	}
-	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ListPage: cfg.ListPage, MoverTLS: tlsc.trust}
+	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ReclaimGrace: grace, ListPage: cfg.ListPage, MoverTLS: tlsc.trust}
 	if cfg.Audit.Path != "" {
 		if s.audit, err = audit.Open(cfg.Audit.Path, int64(cfg.Audit.MaxSize), cfg.Audit.Keep, func(err error) { log.Error("audit log", "err", err) }); err != nil {
 			return nil, err

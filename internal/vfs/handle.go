@@ -124,6 +124,17 @@ func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
 		}
 	}
 	h := fs.handle(ctx, p, flags)
+	if acc == os.O_RDONLY && flags&os.O_TRUNC == 0 {
+		// The layout now, with the attributes it goes with: the handle
+		// reads the version it opened even if a rename replaces it
+		// before the first read.
+		if err := h.openReader(); err != nil {
+			h.stop()
+			return nil, err
+		}
+		h.base, h.size = h.rd.Info(), h.rd.Size()
+		return h, nil
+	}
 	h.base, h.size = fi, fi.Size
 	if flags&os.O_TRUNC != 0 && acc != os.O_RDONLY {
 		h.fresh, h.dirty, h.size, h.mtime = true, true, 0, time.Now()
@@ -524,12 +535,9 @@ func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	for retried := false; ; retried = true {
 		if h.rd == nil {
-			rd, err := h.fs.c.Open(h.ctx, h.path, client.GetOptions{})
-			if err != nil {
+			if err := h.openReader(); err != nil {
 				return 0, err
 			}
-			h.rd = rd
-			h.ra.init(rd)
 		}
 		n, err := h.ra.readAt(p, off)
 		if err == nil || err == io.EOF || retried || !errors.Is(err, client.ErrDenied) {
@@ -540,6 +548,24 @@ func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		h.ra.stopAll()
 		h.rd, h.ra = nil, readAhead{}
 	}
+}
+
+// openReader opens the stored file for reading. The objects of the
+// version the handle opened (base) outlive its removal, or a rename over
+// it, for the server's reclaim grace, but a path opened again may name
+// another file by then: that is ESTALE, as NFS has it, never another
+// file's bytes under this handle.
+func (h *Handle) openReader() error {
+	rd, err := h.fs.c.Open(h.ctx, h.path, client.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if h.base != nil && h.base.ID != 0 && rd.Info().ID != h.base.ID {
+		return fmt.Errorf("read %s: replaced since it was opened: %w", h.path, syscall.ESTALE)
+	}
+	h.rd = rd
+	h.ra.init(rd)
+	return nil
 }
 
 // Flush stores the handle's writes, if any: the file appears, or its new

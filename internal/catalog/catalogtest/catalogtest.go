@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
@@ -568,7 +570,7 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	if must(s.Bitfile(ctx, cur.ID)).State != catalog.Pending {
 		t.Fatal("live pending bitfile expired")
 	}
-	dead := must(s.DeadBitfiles(ctx, 10))
+	dead := must(s.DeadBitfiles(ctx, math.MaxInt64, 10))
 	ids := map[int64]bool{}
 	for _, d := range dead {
 		ids[d.ID] = true
@@ -579,7 +581,7 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	if len(dead) != 3 || !ids[old.ID] || !ids[aborted.ID] || !ids[expired.ID] {
 		t.Fatalf("dead: %v", ids)
 	}
-	if l := must(s.DeadBitfiles(ctx, 1)); len(l) != 1 {
+	if l := must(s.DeadBitfiles(ctx, math.MaxInt64, 1)); len(l) != 1 {
 		t.Fatalf("limit ignored: %d", len(l))
 	}
 	for _, d := range dead {
@@ -593,6 +595,30 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	}
 	_, err := s.Bitfile(ctx, old.ID)
 	wantErr(t, err, api.ErrNotFound)
+
+	// A committed file removed, replaced or renamed over dies when that
+	// happens: reclaim can spare its readers for a while.
+	before := time.Now().UnixNano()
+	commit := func(name string) catalog.Bitfile {
+		b := pending(t, s, 10, "d0")
+		must(s.Commit(ctx, file(catalog.RootID, name), finish(b, 10), true))
+		return b
+	}
+	removed, replaced, renamedOver := commit("r"), commit("p"), commit("o")
+	commit("p")
+	commit("src")
+	must(s.Remove(ctx, catalog.RootID, "r", false))
+	must(s.Rename(ctx, catalog.RootID, "src", catalog.RootID, "o", true, 9))
+	if l := must(s.DeadBitfiles(ctx, before, 10)); len(l) != 0 {
+		t.Fatalf("bitfiles dead before they died: %+v", l)
+	}
+	ids = map[int64]bool{}
+	for _, d := range must(s.DeadBitfiles(ctx, time.Now().UnixNano()+1, 10)) {
+		ids[d.ID] = true
+	}
+	if len(ids) != 3 || !ids[removed.ID] || !ids[replaced.ID] || !ids[renamedOver.ID] {
+		t.Fatalf("dead after remove, replace, rename: %v, want %d %d %d", ids, removed.ID, replaced.ID, renamedOver.ID)
+	}
 }
 
 // Inode and bitfile ids are never issued twice, even once the highest is
@@ -914,7 +940,7 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 	// Removing the file: its tape copies go with the bitfile.
 	must(s.Remove(ctx, d.ID, "old", false))
 	wantErr(t, s.AddTapeCopy(ctx, old.ID, tc), api.ErrNotFound)
-	for _, db := range must(s.DeadBitfiles(ctx, 10)) {
+	for _, db := range must(s.DeadBitfiles(ctx, math.MaxInt64, 10)) {
 		if err := s.Purge(ctx, db.ID); err != nil {
 			t.Fatal(err)
 		}

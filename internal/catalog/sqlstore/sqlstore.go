@@ -824,11 +824,13 @@ func (t *Tx) commitBitfile(b *catalog.Bitfile) error {
 	return err
 }
 
+// kill marks a committed bitfile dead now: readers that opened it before
+// may still be reading (see catalog.Bitfile.Lease).
 func (t *Tx) kill(bitfile int64) error {
 	if bitfile == 0 {
 		return nil
 	}
-	_, err := t.Exec("UPDATE bitfiles SET state = ? WHERE id = ?", catalog.Dead, bitfile)
+	_, err := t.Exec("UPDATE bitfiles SET state = ?, lease = ? WHERE id = ?", catalog.Dead, time.Now().UnixNano(), bitfile)
 	return err
 }
 
@@ -937,7 +939,7 @@ func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive
 			}
 		}
 		const sub = "WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT i.id FROM inodes i JOIN sub ON i.parent = sub.id) "
-		if _, err := t.Exec(sub+"UPDATE bitfiles SET state = ? WHERE id IN (SELECT bitfile FROM inodes WHERE bitfile <> 0 AND id IN (SELECT id FROM sub))", in.ID, catalog.Dead); err != nil {
+		if _, err := t.Exec(sub+"UPDATE bitfiles SET state = ?, lease = ? WHERE id IN (SELECT bitfile FROM inodes WHERE bitfile <> 0 AND id IN (SELECT id FROM sub))", in.ID, catalog.Dead, time.Now().UnixNano()); err != nil {
 			return err
 		}
 		_, err = t.Exec(sub+"DELETE FROM inodes WHERE id IN (SELECT id FROM sub)", in.ID)
@@ -1072,7 +1074,7 @@ func (s *Store) Bitfile(ctx context.Context, id int64) (catalog.Bitfile, error) 
 // Abort implements catalog.Store.
 func (s *Store) Abort(ctx context.Context, id int64) error {
 	return s.write(ctx, func(t *Tx) error {
-		n, err := t.Exec("UPDATE bitfiles SET state = ? WHERE id = ? AND state = ?", catalog.Dead, id, catalog.Pending)
+		n, err := t.Exec("UPDATE bitfiles SET state = ?, lease = 0 WHERE id = ? AND state = ?", catalog.Dead, id, catalog.Pending)
 		if err == nil && n == 0 {
 			return api.Errorf(api.ErrNotFound, "pending bitfile %d", id)
 		}
@@ -1085,15 +1087,15 @@ func (s *Store) ExpirePending(ctx context.Context, epoch, now int64) (int, error
 	var n int64
 	err := s.write(ctx, func(t *Tx) error {
 		var err error
-		n, err = t.Exec("UPDATE bitfiles SET state = ? WHERE state = ? AND (epoch < ? OR lease < ?)", catalog.Dead, catalog.Pending, epoch, now)
+		n, err = t.Exec("UPDATE bitfiles SET state = ?, lease = 0 WHERE state = ? AND (epoch < ? OR lease < ?)", catalog.Dead, catalog.Pending, epoch, now)
 		return err
 	})
 	return int(n), err
 }
 
 // DeadBitfiles implements catalog.Store.
-func (s *Store) DeadBitfiles(ctx context.Context, limit int) ([]catalog.Bitfile, error) {
-	rows, err := s.readRows(ctx, "SELECT "+bitfileCols+" FROM bitfiles WHERE state = ? ORDER BY id LIMIT ?", catalog.Dead, limit)
+func (s *Store) DeadBitfiles(ctx context.Context, before int64, limit int) ([]catalog.Bitfile, error) {
+	rows, err := s.readRows(ctx, "SELECT "+bitfileCols+" FROM bitfiles WHERE state = ? AND lease < ? ORDER BY id LIMIT ?", catalog.Dead, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: dead bitfiles: %w", err)
 	}
