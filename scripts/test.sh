@@ -72,8 +72,8 @@ rm -f /tmp/strata-go.mod.$$ /tmp/strata-go.sum.$$
 echo "== go test"
 go test -count=1 -timeout 15m ./...
 
-echo "== go test -race (catalog, mover, core, httpserve, tape, sched, client, bench, metrics, auth, audit)"
-go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./internal/httpserve/... ./internal/tape/... ./internal/sched/... ./client/... ./internal/bench/... ./internal/metrics/... ./internal/auth/... ./internal/audit/...
+echo "== go test -race (catalog, mover, core, httpserve, tape, sched, client, bench, metrics, auth, audit, nfsfs)"
+go test -count=1 -race -timeout 15m ./internal/catalog/... ./internal/mover/... ./internal/core/... ./internal/httpserve/... ./internal/tape/... ./internal/sched/... ./client/... ./internal/bench/... ./internal/metrics/... ./internal/auth/... ./internal/audit/... ./internal/nfsfs/...
 
 # Every fuzz target runs briefly beyond its seed corpus (which go test
 # above already ran): parsers of what clients send get fresh inputs on
