@@ -11,7 +11,11 @@
 #      server's host pass the file itself between client and mover), and
 #      against the same with --no-handover (the bytes streamed through the
 #      movers' sockets, as the mount sends them), taking turns; and the
-#      disk's own pace (dd with an fsync, dd reading), for scale.
+#      disk's own pace (dd with an fsync, dd reading), for scale. In the
+#      same turns the file goes through `strata nfs` (written and read by
+#      bench/nfsbench, 1 MiB calls, as this kernel has no NFS client);
+#      its write is timed to the last WRITE answered and to the file
+#      stored on the server.
 # md:  creates and stats of FILES empty files by one client, through the
 #      mount (corebench md --posix on the mount point) and through the API
 #      (corebench md --server), and `ls -l` of that directory through the
@@ -30,6 +34,7 @@ FILES=${FILES:-10000}
 mkdir -p "$OUT" "$SCRATCH"
 go build -o "$OUT/strata" ./cmd/strata
 go build -o "$OUT/corebench" ./bench/corebench
+go build -o "$OUT/nfsbench" ./bench/nfsbench
 S=$OUT/strata
 PORT=7450
 . bench/lib.sh
@@ -39,7 +44,13 @@ MOUNT_PID=
 mount_() { mkdir -p "$MNT"; "$S" mount "$MNT" > "$OUT/mount.log" 2>&1 & MOUNT_PID=$!
   for _ in $(seq 100); do grep -q " $MNT " /proc/self/mountinfo && return; sleep 0.05; done; echo "mount failed"; cat "$OUT/mount.log"; exit 1; }
 umount_() { [ -n "$MOUNT_PID" ] && kill -INT "$MOUNT_PID" && wait "$MOUNT_PID" 2>/dev/null || true; MOUNT_PID=; }
-cleanup() { umount_; stop; }
+NFS_PORT=$((PORT+5))
+NFS_PID=
+nfs_() { "$S" nfs --admin --listen 127.0.0.1:$NFS_PORT --write-idle 200ms > "$OUT/nfs.log" 2>&1 & NFS_PID=$!
+  for _ in $(seq 100); do grep -q "serving on" "$OUT/nfs.log" && return; sleep 0.05; done; echo "strata nfs failed"; cat "$OUT/nfs.log"; exit 1; }
+unfs_() { [ -n "$NFS_PID" ] && kill -INT "$NFS_PID" && wait "$NFS_PID" 2>/dev/null || true; NFS_PID=; }
+size_of() { "$S" stat --json "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])' 2>/dev/null || true; }
+cleanup() { umount_; unfs_; stop; }
 trap cleanup EXIT
 export STRATA_SERVER=127.0.0.1:$PORT
 CFG=$OUT/mount.toml
@@ -48,7 +59,7 @@ CFG=$OUT/mount.toml
 
 echo "# bench/mount.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
 echo "file system under test: $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}')"
-rm -rf "$SCRATCH/data"; start "$CFG"; mount_
+rm -rf "$SCRATCH/data"; start "$CFG"; mount_; nfs_
 
 if [[ " $PARTS " == *" seq "* ]]; then
   SRC=$SCRATCH/src.dat
@@ -75,6 +86,13 @@ if [[ " $PARTS " == *" seq "* ]]; then
     drop; t0=$(now); dd if="$MNT/mnt.dat" of=/dev/null bs=4M status=none; t1=$(now); T[mnt,r]+="$(rate $B "$t0" "$t1") "
     cmp -s "$SRC" "$MNT/mnt.dat" || { echo "the file read back through the mount differs"; exit 1; }
     rm "$MNT/mnt.dat"
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); "$OUT/nfsbench" write -port $NFS_PORT -src "$SRC" -dst /nfs.dat > /dev/null; t1=$(now)
+    until [ "$(size_of /nfs.dat)" = "$B" ]; do sleep 0.02; done; t2=$(now)
+    T[nfs,w]+="$(rate $B "$t0" "$t1") "; T[nfs,s]+="$(rate $B "$t0" "$t2") "
+    drop; t0=$(now); n=$("$OUT/nfsbench" read -port $NFS_PORT -src /nfs.dat); t1=$(now); T[nfs,r]+="$(rate $B "$t0" "$t1") "
+    [ "$n" = "$B" ] || { echo "NFS read $n bytes of $B"; exit 1; }
+    "$S" rm /nfs.dat
     sleep 2
   done
   echo; echo "## ${SIZE_MB} MiB in sequence: the mount (dd bs=4M) against strata put/get (MB/s, median of $REPS, taking turns)"
@@ -84,6 +102,12 @@ if [[ " $PARTS " == *" seq "* ]]; then
     name=write; [ $op = r ] && name=read
     echo "| $name | $d | $a | $h | $m | $(ratio "$m" "$a") | $(ratio "$m" "$h") |"
   done
+  echo; echo "## The same file through \`strata nfs\` (nfsbench: 1 MiB calls, one at a time), against the FUSE mount (MB/s, median of $REPS, same turns)"
+  echo; echo "| op | through the mount | NFS, calls answered | NFS, file stored | NFS / mount | NFS / API |"; echo "|---|---|---|---|---|---|"
+  m=$(median ${T[mnt,w]}); n=$(median ${T[nfs,w]}); st=$(median ${T[nfs,s]})
+  echo "| write | $m | $n | $st | $(ratio "$st" "$m") | $(ratio "$st" "$(median ${T[api,w]})") |"
+  m=$(median ${T[mnt,r]}); n=$(median ${T[nfs,r]})
+  echo "| read | $m | $n | | $(ratio "$n" "$m") | $(ratio "$n" "$(median ${T[api,r]})") |"
   echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
 fi
 
