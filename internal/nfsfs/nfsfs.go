@@ -387,12 +387,22 @@ func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, erro
 // reads the new bytes.
 func (f *FS) Stat(name string) (os.FileInfo, error) {
 	p := f.abs(name)
+	f.e.mu.Lock()
+	of := f.e.files[p]
+	f.e.mu.Unlock()
+	if of != nil && of.writing {
+		// The handle's view is the file's until it is stored (go-nfs
+		// asks before and after every WRITE: no round trip for those).
+		fi := of.h.Info()
+		fi.Name = path.Base(p)
+		return info{fi}, nil
+	}
 	fi, err := f.e.v.Stat(ctx(), p)
 	if err != nil {
 		return nil, pathErr("stat", p, err)
 	}
 	f.e.mu.Lock()
-	of := f.e.files[p]
+	of = f.e.files[p]
 	stale := of != nil && !of.writing && func() bool {
 		base := of.h.Info()
 		return base.ID != fi.ID || base.Size != fi.Size || !base.Mtime.Equal(fi.Mtime)
