@@ -6,10 +6,12 @@
 // NFS is stateless: go-nfs opens and closes a file for every READ and
 // WRITE call, and no close(2) of the client's reaches the server. So the
 // export keeps the vfs handles of files in use in a table of its own: the
-// WRITE calls of a file land in one handle, which streams a file written
-// in order into a striped upload as the mount does, and the file is
+// WRITE calls of a file land in one read-write handle, and the file is
 // stored (appears, or replaces the old version) once its writes have
-// paused for Options.WriteIdle. READ calls share one handle per file, with
+// paused for Options.WriteIdle. A client's page cache may send a file's
+// WRITEs in any order, so they go through the handle's write-back file
+// (vfs streams only write-only handles, which cannot take a write behind
+// what they have sent), stored by one Put. READ calls share one handle per file, with
 // its read-ahead, until reads pause for Options.ReadIdle.
 //
 // What go-nfs v0.0.4 decides, and the export therefore cannot:
