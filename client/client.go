@@ -65,6 +65,9 @@ var (
 	ErrNoSpace  = api.ErrNoSpace
 	ErrCorrupt  = api.ErrCorrupt
 	ErrDenied   = api.ErrDenied
+	// ErrNotOwner: only the owner may (chmod, chown, times); also
+	// ErrDenied.
+	ErrNotOwner = api.ErrNotOwner
 	// ErrUnauthenticated means the server could not tell who is calling:
 	// over TCP a request needs a bearer token (SetToken).
 	ErrUnauthenticated = api.ErrUnauthenticated

@@ -22,8 +22,13 @@ type PutOptions struct {
 	Stripes int    // stripe width override; 0 for the class's
 	// StripeUnit overrides the class's stripe unit (bytes); 0 keeps it.
 	StripeUnit int64
-	Overwrite  bool   // replace an existing file atomically
-	Mode       uint32 // 0 for 0644
+	Overwrite  bool // replace an existing file atomically
+	// Rewrite writes into an existing file as write(2) does (the POSIX
+	// front ends' store of a file opened for writing): write permission
+	// on the file suffices, and it keeps its owner, group, mode and
+	// class. A missing file is created.
+	Rewrite bool
+	Mode    uint32 // 0 for 0644
 	// Fixity names the whole-file hash to record: FixityBLAKE3 (the
 	// default, for "") or FixitySHA256.
 	Fixity string
@@ -44,7 +49,7 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Mode: o.Mode}, &cr)
+		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode}, &cr)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +110,7 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	}
 	var fi FileInfo
 	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Mode: o.Mode}, &fi)
+		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode}, &fi)
 	if err != nil {
 		return nil, err
 	}

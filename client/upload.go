@@ -46,7 +46,8 @@ type Upload struct {
 // reserves the space and fixes the layout, and Commit stores what was
 // written (laid out the same way, so stripe by stripe the amounts must be
 // those of a file of that length). o.Progress,
-// o.COS, o.Stripes, o.StripeUnit, o.Mode and o.Overwrite apply as for Put.
+// o.COS, o.Stripes, o.StripeUnit, o.Mode, o.Overwrite and o.Rewrite apply
+// as for Put.
 func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptions) (*Upload, error) {
 	var h hash.Hash
 	var alg string
@@ -58,7 +59,7 @@ func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptio
 	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Mode: o.Mode}, &cr)
+		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode}, &cr)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	}
 	var fi FileInfo
 	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Mode: u.o.Mode}, &fi)
+		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Rewrite: u.o.Rewrite, Mode: u.o.Mode}, &fi)
 	if err != nil {
 		return nil, err
 	}

@@ -671,6 +671,24 @@ func TestMountPermissions(t *testing.T) {
 	if out := s.ok("ls", "-l", "/shared"); !strings.Contains(out, "2101") || !strings.Contains(out, "2102") {
 		t.Fatalf("owners: %s", out)
 	}
+	// A file others may write is written into, not replaced: bob edits
+	// alice's 0666 file in the sticky directory (which would refuse him a
+	// replacement of her entry), and it stays hers, with its mode; he may
+	// touch it, but not set its times or mode (EPERM, not EACCES).
+	if out, err := as(ma, ca, "echo one > shared/w && chmod 666 shared/w"); err != nil {
+		t.Fatalf("alice: %v %s", err, out)
+	}
+	if out, err := as(mb, cb, "echo two >> shared/w && dd if=/dev/zero of=shared/w bs=1 count=1 seek=1 conv=notrunc status=none && touch shared/w"); err != nil {
+		t.Fatalf("bob writing alice's 0666 file: %v %s\n%s", err, out, mb.log)
+	}
+	if out := s.ok("stat", "--json", "/shared/w"); !strings.Contains(out, `"uid": 2101`) || !strings.Contains(out, `"mode": 438`) || !strings.Contains(out, `"size": 8`) {
+		t.Fatalf("alice's file after bob's writes: %s", out)
+	}
+	for _, script := range []string{"chmod 644 shared/w", "touch -d 2001-01-01 shared/w"} {
+		if out, err := as(mb, cb, script); err == nil || !strings.Contains(out, "not permitted") {
+			t.Errorf("bob: %s: %v %s, want EPERM", script, err, out)
+		}
+	}
 	// FUSE lets only the mounting user in, not even root.
 	if _, err := os.ReadFile(ma.path("shared/p")); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("root in alice's mount: %v, want EACCES", err)

@@ -37,6 +37,7 @@ const (
 	CodeQuota           = "quota"
 	CodeNameTooLong     = "name_too_long"
 	CodeNoAttr          = "no_attr"
+	CodeNotOwner        = "not_owner"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -63,6 +64,10 @@ var (
 	// ErrNoAttr: an extended attribute that is not set (ENODATA). It is
 	// also ErrNotFound.
 	ErrNoAttr = fmt.Errorf("no such attribute: %w", ErrNotFound)
+	// ErrNotOwner: what only an entry's owner (or an admin) may do —
+	// chmod, chown, setting times — asked by someone else (EPERM, where
+	// a permission bit that is missing is EACCES). It is also ErrDenied.
+	ErrNotOwner = fmt.Errorf("operation not permitted: %w", ErrDenied)
 )
 
 var codes = []struct {
@@ -80,6 +85,7 @@ var codes = []struct {
 	{CodeInvalid, ErrInvalid, 400},
 	{CodeNoSpace, ErrNoSpace, 507},
 	{CodeCorrupt, ErrCorrupt, 500},
+	{CodeNotOwner, ErrNotOwner, 403}, // before ErrDenied, which it wraps
 	{CodeDenied, ErrDenied, 403},
 	{CodeInternal, ErrInternal, 500},
 	{CodeOffline, ErrOffline, 409},
@@ -339,9 +345,15 @@ type CreateRequest struct {
 	Stripes int    `json:"stripes,omitempty"` // overrides the class of service
 	// StripeUnit overrides the class's stripe unit: a writer that fills a
 	// shared file block by block asks for its block size.
-	StripeUnit int64  `json:"stripe_unit,omitempty"`
-	Overwrite  bool   `json:"overwrite,omitempty"` // replace an existing file atomically
-	Mode       uint32 `json:"mode,omitempty"`
+	StripeUnit int64 `json:"stripe_unit,omitempty"`
+	Overwrite  bool  `json:"overwrite,omitempty"` // replace an existing file atomically
+	// Rewrite writes into an existing file as write(2) does: it needs
+	// write permission on the file rather than on its directory, and the
+	// new version keeps the file's owner, group, mode and class (the
+	// set-ID bits cleared for a writer other than the owner). A file that
+	// does not exist is created.
+	Rewrite bool   `json:"rewrite,omitempty"`
+	Mode    uint32 `json:"mode,omitempty"`
 }
 
 // StripeTarget tells a client where to send or fetch one stripe.
@@ -387,6 +399,7 @@ type CommitRequest struct {
 	Fixity    string           `json:"fixity,omitempty"`
 	COS       string           `json:"cos,omitempty"`
 	Overwrite bool             `json:"overwrite,omitempty"`
+	Rewrite   bool             `json:"rewrite,omitempty"` // as in CreateRequest
 	Mode      uint32           `json:"mode,omitempty"`
 }
 
@@ -423,6 +436,10 @@ type SetAttrRequest struct {
 	GID   *uint32    `json:"gid,omitempty"`
 	Mtime *time.Time `json:"mtime,omitempty"`
 	Atime *time.Time `json:"atime,omitempty"`
+	// Now sets both times to the server's clock (utimensat's UTIME_NOW,
+	// touch): allowed to the owner and to anyone who may write the file,
+	// where explicit times are the owner's alone.
+	Now bool `json:"now,omitempty"`
 	// COS sets a directory's default class of service ("" clears it), or
 	// changes a file's (which decides its tape copies from then on).
 	COS *string `json:"cos,omitempty"`

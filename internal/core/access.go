@@ -42,8 +42,10 @@ func caller(ctx context.Context) (*auth.Identity, error) {
 }
 
 // denial is a refused permission: which path, who, what was missing where.
+// notOwner marks what only the owner may do (api.ErrNotOwner: EPERM).
 type denial struct {
 	path, user, want, on string
+	notOwner             bool
 }
 
 func (d *denial) Error() string {
@@ -53,7 +55,12 @@ func (d *denial) Error() string {
 	return fmt.Sprintf("permission denied: %s (%s needs %s on %s)", d.path, d.user, d.want, d.on)
 }
 
-func (d *denial) Unwrap() error { return api.ErrDenied }
+func (d *denial) Unwrap() error {
+	if d.notOwner {
+		return api.ErrNotOwner
+	}
+	return api.ErrDenied
+}
 
 // searchable checks search permission on directory e at comps.
 func searchable(who *auth.Identity, e dentry, comps []string) error {

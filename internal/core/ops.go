@@ -375,9 +375,57 @@ func replaceable(who *auth.Identity, dir dentry, dirPath string, old catalog.Ino
 	return sticky(who, dir, dirPath, old, path)
 }
 
+// writeTarget checks that who may write path and returns its directory.
+// A new entry needs write and search on the directory (and the create
+// scope). With rewrite, an existing file is written into as write(2)
+// does, not replaced as an entry: it needs write permission on the file
+// (and the modify scope), not on the directory, and the file is returned
+// so that its new version keeps its inode, owner, group, mode and class.
+func (c *Core) writeTarget(ctx context.Context, who *auth.Identity, dirComps []string, name, path string, rewrite bool) (dentry, *catalog.Inode, error) {
+	if !rewrite {
+		dir, err := c.writableDir(ctx, who, dirComps, path, auth.ScopeCreate)
+		return dir, nil, err
+	}
+	dir, err := c.resolveDirCOS(ctx, who, dirComps)
+	if err != nil {
+		return dentry{}, nil, err
+	}
+	if err := mayDir(who, dir, joinPath(dirComps), path, auth.Exec); err != nil {
+		return dentry{}, nil, err
+	}
+	old, err := c.store.Lookup(ctx, dir.id, name)
+	switch {
+	case errors.Is(err, api.ErrNotFound) || err == nil && old.Kind == catalog.KindSymlink:
+		dir, err := c.writableDir(ctx, who, dirComps, path, auth.ScopeCreate)
+		return dir, nil, err
+	case err != nil:
+		return dentry{}, nil, err
+	case old.Kind == catalog.KindDir:
+		return dentry{}, nil, api.Errorf(api.ErrIsDir, "write %s", path)
+	}
+	if err := scoped(who, auth.ScopeModify, path); err != nil {
+		return dentry{}, nil, err
+	}
+	if err := may(who, old, path, path, auth.Write); err != nil {
+		return dentry{}, nil, err
+	}
+	return dir, &old, nil
+}
+
+// rewritten gives in, the new version of old, old's owner, group, mode
+// and class; a writer other than the owner clears the set-user-ID and
+// set-group-ID bits, as write(2) does.
+func rewritten(who *auth.Identity, in *catalog.Inode, old *catalog.Inode) {
+	in.UID, in.GID, in.Mode, in.COS = old.UID, old.GID, old.Mode, old.COS
+	if !owns(who, *old) {
+		in.Mode &^= 0o6000
+	}
+}
+
 // Create returns a write layout for a new file, or commits it at once when
 // it is empty. It needs write and search on the parent directory; with
-// Overwrite, an existing file there is replaced as by a rename over it.
+// Overwrite, an existing file there is replaced as by a rename over it;
+// with Rewrite, an existing file is written into (see writeTarget).
 func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateResponse, error) {
 	who, err := caller(ctx)
 	if err != nil {
@@ -394,12 +442,16 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		return api.CreateResponse{}, err
 	}
 	path := joinPath(append(dirComps, name))
-	dir, err := c.writableDir(ctx, who, dirComps, path, auth.ScopeCreate)
+	dir, old, err := c.writeTarget(ctx, who, dirComps, name, path, r.Rewrite)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
 	parent := dir.id
-	k, err := c.chooseCOS(r.COS, dir.cos, r.Size)
+	cos := r.COS
+	if old != nil && cos == "" {
+		cos = old.COS
+	}
+	k, err := c.chooseCOS(cos, dir.cos, r.Size)
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
@@ -408,7 +460,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	// the lookup (a catalog read, most of an empty create's cost) is
 	// needed only to check a replacement against the sticky bit or a
 	// token's scopes.
-	if r.Size > 0 || r.Overwrite && mustCheckReplace(who, dir) {
+	if old == nil && (r.Size > 0 || r.Overwrite && mustCheckReplace(who, dir)) {
 		old, err := c.store.Lookup(ctx, parent, name)
 		switch {
 		case errors.Is(err, api.ErrNotFound):
@@ -425,21 +477,24 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		}
 	}
 	now := c.now().UnixNano()
-	gid := c.newEntry(who, dir, r.Mode, 0o666, false).GID
-	rid, err := c.quota.reserve(who.UID, gid, r.Size, c.cfg.TokenTTL, c.now())
+	owner := c.newEntry(who, dir, r.Mode, 0o666, false)
+	if old != nil {
+		rewritten(who, &owner, old) // the owner's quota pays for it
+	}
+	rid, err := c.quota.reserve(owner.UID, owner.GID, r.Size, c.cfg.TokenTTL, c.now())
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 	}
 	if r.Size == 0 {
-		in := c.newEntry(who, dir, r.Mode, 0o666, false)
+		in := owner
 		in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
-		in, err := c.store.Commit(ctx, in, nil, r.Overwrite)
+		in, err := c.store.Commit(ctx, in, nil, r.Overwrite || old != nil)
 		if err != nil {
 			c.quota.release(rid)
 			return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 		}
 		c.quota.settle(rid, in)
-		if r.Overwrite {
+		if r.Overwrite || old != nil {
 			c.quota.markStale() // what it replaced, if anything, is counted again
 		}
 		fi := info(path, in)
@@ -577,32 +632,39 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	}
 	b.Size, b.Fixity = r.Size, r.Fixity
 	path := joinPath(append(dirComps, name))
-	dir, err := c.writableDir(ctx, who, dirComps, path, auth.ScopeCreate)
+	dir, old, err := c.writeTarget(ctx, who, dirComps, name, path, r.Rewrite)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	parent := dir.id
-	if r.Overwrite && mustCheckReplace(who, dir) {
+	if old == nil && r.Overwrite && mustCheckReplace(who, dir) {
 		if old, err := c.store.Lookup(ctx, parent, name); err == nil {
 			if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
 				return api.FileInfo{}, err
 			}
 		}
 	}
-	k, err := c.chooseCOS(r.COS, dir.cos, b.Size)
+	cos := r.COS
+	if old != nil && cos == "" {
+		cos = old.COS
+	}
+	k, err := c.chooseCOS(cos, dir.cos, b.Size)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	now := c.now().UnixNano()
 	in := c.newEntry(who, dir, r.Mode, 0o666, false)
+	if old != nil {
+		rewritten(who, &in, old)
+	}
 	in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
-	in, err = c.store.Commit(ctx, in, &b, r.Overwrite)
+	in, err = c.store.Commit(ctx, in, &b, r.Overwrite || old != nil)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	c.settle(b.ID)
 	c.quota.settle(w.quota, in)
-	if r.Overwrite {
+	if r.Overwrite || old != nil {
 		c.quota.markStale()
 	}
 	fi := info(path, in)
@@ -870,7 +932,7 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 	}
 	path := joinPath(comps)
 	notOwner := func(what string) error {
-		return &denial{path: path, user: who.User, want: "ownership to change " + what, on: path}
+		return &denial{path: path, user: who.User, want: "ownership to change " + what, on: path, notOwner: true}
 	}
 	if r.Mode != nil {
 		if err := checkMode(*r.Mode, "chmod "+path); err != nil {
@@ -879,18 +941,39 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 		if !owns(who, in) {
 			return api.FileInfo{}, notOwner("its mode")
 		}
+		gid := in.GID
+		if r.GID != nil {
+			gid = *r.GID
+		}
+		if *r.Mode&0o2000 != 0 && !who.Admin && !who.InGroup(gid) {
+			// chmod(2): set-group-ID needs membership of the group.
+			m := *r.Mode &^ 0o2000
+			r.Mode = &m
+		}
 	}
-	if (r.Mtime != nil || r.Atime != nil) && !owns(who, in) {
+	if r.Now {
+		// utimensat(UTIME_NOW): the owner, or anyone who may write it.
+		if r.Mtime != nil || r.Atime != nil {
+			return api.FileInfo{}, api.Errorf(api.ErrInvalid, "setattr %s: now and times together", path)
+		}
+		if !owns(who, in) {
+			if err := may(who, in, path, path, auth.Write); err != nil {
+				return api.FileInfo{}, err
+			}
+		}
+		t := c.now()
+		r.Mtime, r.Atime = &t, &t
+	} else if (r.Mtime != nil || r.Atime != nil) && !owns(who, in) {
 		return api.FileInfo{}, notOwner("its times")
 	}
 	if r.COS != nil && !owns(who, in) {
 		return api.FileInfo{}, notOwner("its class of service")
 	}
 	if r.UID != nil && *r.UID != in.UID && !who.Admin {
-		return api.FileInfo{}, &denial{path: path, user: who.User, want: "admin rights to give a file away", on: path}
+		return api.FileInfo{}, &denial{path: path, user: who.User, want: "admin rights to give a file away", on: path, notOwner: true}
 	}
 	if r.GID != nil && *r.GID != in.GID && !who.Admin && (!owns(who, in) || !who.InGroup(*r.GID)) {
-		return api.FileInfo{}, &denial{path: path, user: who.User, want: fmt.Sprintf("ownership and membership of group %d", *r.GID), on: path}
+		return api.FileInfo{}, &denial{path: path, user: who.User, want: fmt.Sprintf("ownership and membership of group %d", *r.GID), on: path, notOwner: true}
 	}
 	a := catalog.Attr{Mode: r.Mode, UID: r.UID, GID: r.GID, Ctime: c.now().UnixNano(), COS: r.COS}
 	if r.COS != nil && *r.COS != "" {

@@ -345,11 +345,19 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if g, ok := in.GetGID(); ok {
 		r.GID, set = &g, true
 	}
-	if t, ok := in.GetMTime(); ok {
-		r.Mtime, set = &t, true
-	}
-	if t, ok := in.GetATime(); ok {
-		r.Atime, set = &t, true
+	mNow := in.Valid&fuse.FATTR_MTIME == 0 || in.Valid&fuse.FATTR_MTIME_NOW != 0
+	aNow := in.Valid&fuse.FATTR_ATIME == 0 || in.Valid&fuse.FATTR_ATIME_NOW != 0
+	if in.Valid&(fuse.FATTR_MTIME|fuse.FATTR_ATIME) != 0 && mNow && aNow {
+		// touch, utimensat(UTIME_NOW): the server's now, which whoever
+		// may write the file may set.
+		r.Now, set = true, true
+	} else {
+		if t, ok := in.GetMTime(); ok {
+			r.Mtime, set = &t, true
+		}
+		if t, ok := in.GetATime(); ok {
+			r.Atime, set = &t, true
+		}
 	}
 	if set {
 		if _, err := n.fs.SetAttr(ctx, r); err != nil {

@@ -439,8 +439,11 @@ func (h *Handle) startUpload(ctx context.Context) error {
 func (h *Handle) putOptions() client.PutOptions {
 	o := client.PutOptions{COS: h.fs.o.COS, Overwrite: !h.excl, Mode: h.mode}
 	if h.base != nil {
+		// A file that existed when it was opened is written into, not
+		// replaced: its owner, group, mode and class stay, and write
+		// permission on it is what the server asks for.
 		o.Mode = h.base.Mode & 0o7777
-		o.COS = ""
+		o.COS, o.Rewrite = "", true
 	}
 	if h.attr.Mode != nil {
 		o.Mode = *h.attr.Mode

@@ -231,7 +231,13 @@ func (fs *FS) Rename(ctx context.Context, src, dst string) error {
 // change waits for the file to be stored, and is made just after.
 func (fs *FS) SetAttr(ctx context.Context, r client.SetAttr) (*client.FileInfo, error) {
 	if h := fs.writer(r.Path); h != nil {
-		if fi, ok := h.setAttr(r); ok {
+		pending := r
+		if pending.Now {
+			// Kept for the store, made by the handle's opener.
+			t := time.Now()
+			pending.Mtime, pending.Atime, pending.Now = &t, &t, false
+		}
+		if fi, ok := h.setAttr(pending); ok {
 			return fi, nil
 		}
 	}
@@ -286,6 +292,8 @@ func Errno(err error) syscall.Errno {
 		return syscall.EISDIR
 	case errors.Is(err, client.ErrNotEmpty):
 		return syscall.ENOTEMPTY
+	case errors.Is(err, client.ErrNotOwner):
+		return syscall.EPERM
 	case errors.Is(err, client.ErrDenied), errors.Is(err, client.ErrUnauthenticated):
 		return syscall.EACCES
 	case errors.Is(err, client.ErrNoSpace):
