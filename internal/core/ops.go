@@ -969,6 +969,11 @@ func (c *Core) SetAttr(ctx context.Context, r api.SetAttrRequest) (api.FileInfo,
 	if r.COS != nil && !owns(who, in) {
 		return api.FileInfo{}, notOwner("its class of service")
 	}
+	if (r.UID != nil || r.GID != nil) && !owns(who, in) {
+		// chown(2) by anyone but the owner, even one that changes
+		// nothing (Linux's chown_ok).
+		return api.FileInfo{}, notOwner("its owner or group")
+	}
 	if r.UID != nil && *r.UID != in.UID && !who.Admin {
 		return api.FileInfo{}, &denial{path: path, user: who.User, want: "admin rights to give a file away", on: path, notOwner: true}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/vfs"
 )
 
@@ -59,6 +60,9 @@ func Mount(dir string, v *vfs.FS, o Options) (*fuse.Server, error) {
 		EntryTimeout:    &o.AttrTimeout,
 		AttrTimeout:     &o.AttrTimeout,
 		NegativeTimeout: &neg,
+		// Mode 0 is a mode (chmod 0), not "unset": go-fuse would show
+		// it as 0644.
+		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
 			FsName:     "strata",
 			Name:       "strata",
@@ -144,7 +148,31 @@ var (
 	_ fs.NodeMknoder    = (*node)(nil)
 	_ fs.NodeSymlinker  = (*node)(nil)
 	_ fs.NodeReadlinker = (*node)(nil)
+	_ fs.NodeOpendirer  = (*node)(nil)
+	_ fs.NodeAccesser   = (*node)(nil)
 )
+
+// Opendir checks read permission: opendir(2) of a directory the caller
+// may not read fails there, as on a local file system, not at the listing.
+func (n *node) Opendir(ctx context.Context) syscall.Errno {
+	ctx = n.req(ctx)
+	p, en := n.path()
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Access(ctx, p, auth.Read))
+}
+
+// Access answers access(2) with the server's rule (its R_OK, W_OK and X_OK
+// are the permission bits).
+func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
+	ctx = n.req(ctx)
+	p, en := n.path()
+	if en != 0 {
+		return en
+	}
+	return errno(n.fs.Access(ctx, p, mask&(auth.Read|auth.Write|auth.Exec)))
+}
 
 // path is the node's path in Strata's namespace. A node that has lost
 // its name (replaced by a rename, removed) while the kernel still holds
@@ -296,8 +324,12 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	ctx = n.req(ctx)
 	if h, ok := f.(*handle); ok {
-		// fstat(2): the open file, whatever its name is now.
+		// fstat(2): the open file, whatever its name is now; one that
+		// has no name left has no links.
 		fill(h.h.Info(), &out.Attr)
+		if _, en := n.path(); en != 0 {
+			out.Attr.Nlink = 0
+		}
 		return 0
 	}
 	p, en := n.path()
@@ -337,7 +369,9 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	set := false
 	if m, ok := in.GetMode(); ok {
 		m &= 0o7777
-		r.Mode, set = &m, true
+		if h, isH := f.(*handle); !isH || !killPriv(ctx, n.fs, h, m) {
+			r.Mode, set = &m, true
+		}
 	}
 	if u, ok := in.GetUID(); ok {
 		r.UID, set = &u, true
@@ -365,6 +399,16 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		}
 	}
 	return n.Getattr(ctx, f, out)
+}
+
+// killPriv recognises the kernel dropping the set-ID bits of a file before
+// someone other than its owner writes it (file_remove_privs; this mount
+// does not take FUSE's HANDLE_KILLPRIV): a chmod the server would refuse
+// that caller, and needless, since the store of the write clears them
+// (client.PutOptions.Rewrite).
+func killPriv(ctx context.Context, v *vfs.FS, h *handle, m uint32) bool {
+	cur := h.h.Info()
+	return cur.Mode&0o6000 != 0 && m == cur.Mode&^0o6000 && !v.Owns(ctx, cur)
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {

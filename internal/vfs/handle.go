@@ -82,6 +82,12 @@ func (fs *FS) CreateIn(ctx context.Context, p string, dir *client.FileInfo, flag
 	}
 	h := fs.handle(ctx, p, flags)
 	h.mode, h.excl, h.fresh, h.dirty = mode&0o7777, flags&os.O_EXCL != 0, true, true
+	if h.mode == 0 {
+		// open(O_CREAT, 0): the API's 0 means its default mode, so the
+		// mode is set once the file is stored, as a chmod would.
+		zero := uint32(0)
+		h.attr.Mode = &zero
+	}
 	h.mtime = time.Now()
 	fs.track(h)
 	return h, nil
@@ -229,7 +235,8 @@ func (h *Handle) overlay(fi *client.FileInfo) {
 }
 
 func (h *Handle) overlayLocked(fi *client.FileInfo) {
-	if !h.dirty {
+	if !h.dirty && !h.gone {
+		// (An unlinked file's descriptor still sees what it wrote.)
 		return
 	}
 	fi.Size, fi.Mtime = h.size, h.mtime
@@ -653,6 +660,31 @@ func (h *Handle) Release(ctx context.Context) error {
 	h.ra.stopAll()
 	h.fs.untrack(h)
 	return err
+}
+
+// Access checks that the caller ctx acts for has every permission bit of
+// want (auth.Read, Write, Exec) on p, by the server's rule: access(2), and
+// opening a directory, which reads it.
+func (fs *FS) Access(ctx context.Context, p string, want uint32) error {
+	fi, err := fs.Stat(ctx, p)
+	if err != nil {
+		return err
+	}
+	who, err := fs.whoami(ctx)
+	if err != nil {
+		return err
+	}
+	if !permits(who, fi, want) {
+		return syscall.EACCES
+	}
+	return nil
+}
+
+// Owns reports whether the caller ctx acts for owns fi (or is an admin),
+// as the server would judge it.
+func (fs *FS) Owns(ctx context.Context, fi *client.FileInfo) bool {
+	who, err := fs.whoami(ctx)
+	return err == nil && (who.Admin || who.UID == fi.UID)
 }
 
 // whoami is the caller as the server sees it (the owner of new files),
