@@ -369,7 +369,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	set := false
 	if m, ok := in.GetMode(); ok {
 		m &= 0o7777
-		if h, isH := f.(*handle); !isH || !killPriv(ctx, n.fs, h, m) {
+		if !n.killPriv(ctx, p, f, m) {
 			r.Mode, set = &m, true
 		}
 	}
@@ -402,13 +402,25 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 // killPriv recognises the kernel dropping the set-ID bits of a file before
-// someone other than its owner writes it (file_remove_privs; this mount
-// does not take FUSE's HANDLE_KILLPRIV): a chmod the server would refuse
-// that caller, and needless, since the store of the write clears them
-// (client.PutOptions.Rewrite).
-func killPriv(ctx context.Context, v *vfs.FS, h *handle, m uint32) bool {
-	cur := h.h.Info()
-	return cur.Mode&0o6000 != 0 && m == cur.Mode&^0o6000 && !v.Owns(ctx, cur)
+// someone other than its owner writes or truncates it (file_remove_privs:
+// go-fuse does not take FUSE's HANDLE_KILLPRIV, so the kernel sends a
+// chmod of its own, with no file handle). The server would refuse that
+// caller the chmod, and it is needless: the store of the write clears the
+// bits (client.PutOptions.Rewrite). So a chmod by a non-owner that only
+// clears set-ID bits succeeds here and changes nothing until then.
+func (n *node) killPriv(ctx context.Context, p string, f fs.FileHandle, m uint32) bool {
+	if m&0o6000 != 0 {
+		return false
+	}
+	var cur *client.FileInfo
+	if h, ok := f.(*handle); ok {
+		cur = h.h.Info()
+	} else if fi, err := n.fs.Stat(ctx, p); err == nil {
+		cur = fi
+	} else {
+		return false
+	}
+	return cur.Mode&0o6000 != 0 && m == cur.Mode&^0o6000 && !n.fs.Owns(ctx, cur)
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
