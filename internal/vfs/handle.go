@@ -32,6 +32,10 @@ type Handle struct {
 	fresh bool             // the stored content is replaced wholesale (new, O_TRUNC, truncated to 0)
 	dirty bool             // holds writes not yet stored
 	gone  bool             // unlinked: nothing more is stored
+	// unsetID: written by someone other than the owner, which clears
+	// the set-user-ID and set-group-ID bits (the store does, on the
+	// server; the handle shows it at once).
+	unsetID bool
 	size  int64            // length including unstored writes
 	mtime time.Time        // of the last unstored write
 
@@ -240,6 +244,9 @@ func (h *Handle) overlayLocked(fi *client.FileInfo) {
 		return
 	}
 	fi.Size, fi.Mtime = h.size, h.mtime
+	if h.unsetID {
+		fi.Mode &^= 0o6000
+	}
 	a := &h.attr
 	if a.Mode != nil {
 		fi.Mode = *a.Mode
@@ -372,6 +379,9 @@ func (h *Handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) 
 		h.fs.track(h)
 	}
 	h.dirty, h.mtime = true, time.Now()
+	if h.base != nil && h.base.Mode&0o6000 != 0 && !h.unsetID && !h.fs.Owns(ctx, h.base) {
+		h.unsetID = true
+	}
 	if h.wb == nil && h.st == nil && off == 0 && h.size == 0 && h.base != nil && h.base.Size == 0 {
 		// Writing an empty stored file from its start (a shell's "> f"
 		// stores the empty file when it closes the descriptor it
