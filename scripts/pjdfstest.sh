@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=${1:-../shared/conformance/pjdfstest}
+[ -f "$SRC/pjdfstest.c" ] || { echo "scripts/pjdfstest.sh: no pjdfstest source at $SRC (see ../shared/conformance/README.md)" >&2; exit 1; }
 W=${W:-/tmp/strata-pjdfstest}
 command -v autoreconf >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq autoconf automake >/dev/null; }
 rm -rf "$W" && mkdir -p "$W/mnt"
