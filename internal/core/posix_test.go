@@ -10,24 +10,34 @@ import (
 	"github.com/strata-storage/strata/internal/auth"
 )
 
+// twoUsers is a core with a directory /d open to all, the contexts of
+// root, alice (2001, group 3000) and bob (2002, group 3001), and mk, which
+// makes an empty file of alice's.
+func twoUsers(t *testing.T) (c *Core, root, alice, bob context.Context, mk func(p string, mode uint32) api.FileInfo) {
+	root = auth.With(context.Background(), auth.Root)
+	c, _ = newTestCore(t, nil, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1 << 30, Free: 1 << 30})
+	alice = auth.With(context.Background(), &auth.Identity{User: "alice", UID: 2001, GID: 3000, Method: auth.MethodToken})
+	bob = auth.With(context.Background(), &auth.Identity{User: "bob", UID: 2002, GID: 3001, Method: auth.MethodToken})
+	if _, err := c.Mkdir(root, api.MkdirRequest{Path: "/d", Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	mk = func(p string, mode uint32) api.FileInfo {
+		t.Helper()
+		r, err := c.Create(alice, api.CreateRequest{Path: p, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *r.File
+	}
+	return c, root, alice, bob, mk
+}
+
 // TestOwnerRules: what only an owner may do is refused to others with
 // ErrNotOwner (EPERM), which is also ErrDenied; a missing permission bit
 // is ErrDenied alone (EACCES). Times set to "now" need write permission,
 // not ownership; set-group-ID needs membership of the group.
 func TestOwnerRules(t *testing.T) {
-	root := auth.With(context.Background(), auth.Root)
-	c, _ := newTestCore(t, nil, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1 << 30, Free: 1 << 30})
-	alice := auth.With(context.Background(), &auth.Identity{User: "alice", UID: 2001, GID: 3000, Method: auth.MethodToken})
-	bob := auth.With(context.Background(), &auth.Identity{User: "bob", UID: 2002, GID: 3001, Method: auth.MethodToken})
-	if _, err := c.Mkdir(root, api.MkdirRequest{Path: "/d", Mode: 0o777}); err != nil {
-		t.Fatal(err)
-	}
-	mk := func(p string, mode uint32) {
-		t.Helper()
-		if _, err := c.Create(alice, api.CreateRequest{Path: p, Mode: mode}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, root, alice, bob, mk := twoUsers(t)
 	mk("/d/shared", 0o666)
 	mk("/d/private", 0o644)
 	u32 := func(v uint32) *uint32 { return &v }
@@ -74,21 +84,7 @@ func TestOwnerRules(t *testing.T) {
 // clears the set-ID bits. Replacing it as an entry (Overwrite) still needs
 // the directory.
 func TestRewrite(t *testing.T) {
-	root := auth.With(context.Background(), auth.Root)
-	c, _ := newTestCore(t, nil, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1 << 30, Free: 1 << 30})
-	alice := auth.With(context.Background(), &auth.Identity{User: "alice", UID: 2001, GID: 3000, Method: auth.MethodToken})
-	bob := auth.With(context.Background(), &auth.Identity{User: "bob", UID: 2002, GID: 3001, Method: auth.MethodToken})
-	if _, err := c.Mkdir(root, api.MkdirRequest{Path: "/d", Mode: 0o777}); err != nil {
-		t.Fatal(err)
-	}
-	mk := func(p string, mode uint32) api.FileInfo {
-		t.Helper()
-		r, err := c.Create(alice, api.CreateRequest{Path: p, Mode: mode})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return *r.File
-	}
+	c, root, _, bob, mk := twoUsers(t)
 	shared, suid, private := mk("/d/shared", 0o666), mk("/d/suid", 0o4777), mk("/d/private", 0o644)
 	if _, err := c.SetAttr(root, api.SetAttrRequest{Path: "/d", Mode: func() *uint32 { m := uint32(0o755); return &m }()}); err != nil {
 		t.Fatal(err)

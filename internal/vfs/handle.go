@@ -36,8 +36,8 @@ type Handle struct {
 	// the set-user-ID and set-group-ID bits (the store does, on the
 	// server; the handle shows it at once).
 	unsetID bool
-	size  int64            // length including unstored writes
-	mtime time.Time        // of the last unstored write
+	size    int64     // length including unstored writes
+	mtime   time.Time // of the last unstored write
 
 	attr   client.SetAttr    // attributes set while writes were unstored: made after storing
 	xattrs map[string][]byte // extended attributes of a file not yet stored (nil: removed)
