@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // mounted is a `strata mount` process and its mount point.
@@ -145,6 +147,14 @@ func (m *mounted) mustSh(script string) string {
 func TestMountRoundTrip(t *testing.T) {
 	s := newServer(t, "")
 	m := s.mount(nil)
+	// Run by root, the mount reads ahead 1 MiB, not the kernel's 128 KiB.
+	if fi, err := os.Stat(m.dir); err == nil && os.Getuid() == 0 {
+		dev := fi.Sys().(*syscall.Stat_t).Dev
+		ra, _ := os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(dev), unix.Minor(dev)))
+		if strings.TrimSpace(string(ra)) != "1024" {
+			t.Errorf("read-ahead of the mount: %q KiB, want 1024", ra)
+		}
+	}
 	sizes := []int{0, 1, 4095, 1<<20 + 3, 8 << 20, 8<<20 + 1, 37<<20 + 5}
 	for _, n := range sizes {
 		data := make([]byte, n)

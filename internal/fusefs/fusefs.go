@@ -26,6 +26,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/auth"
@@ -74,7 +75,30 @@ func Mount(dir string, v *vfs.FS, o Options) (*fuse.Server, error) {
 			Debug:        o.Debug,
 		},
 	}
-	return fs.Mount(dir, root, opts)
+	srv, err := fs.Mount(dir, root, opts)
+	if err == nil {
+		raiseReadAhead(dir, opts.MaxReadAhead)
+	}
+	return srv, err
+}
+
+// raiseReadAhead sets the kernel's read-ahead for the mount to n bytes.
+// The kernel takes the smaller of what the mount offers and its default
+// for the device, 128 KiB: each read of a file read in order then costs a
+// round trip into this process per 128 KiB. Raising it to 1 MiB read 1.73
+// GB/s where 128 KiB read 1.45 (see docs/PERFORMANCE.md). Only root may
+// write /sys; for others it stays as it was.
+func raiseReadAhead(dir string, n int) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
+	os.WriteFile(p, []byte(strconv.Itoa(n>>10)), 0)
 }
 
 // node is a file, directory or symbolic link of the mount.
