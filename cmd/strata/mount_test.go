@@ -376,6 +376,25 @@ func TestMountRenameAtomic(t *testing.T) {
 	if got := s.ok("cat", "/f"); got != "version 30" {
 		t.Fatalf("%q", got)
 	}
+	// A descriptor writing the file a rename replaces writes to a file
+	// with no name: its close stores nothing over the new one.
+	w, err := os.OpenFile(m.path("f"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("stale"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m.path("g"), []byte("the new f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(m.path("g"), m.path("f")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if got := s.ok("cat", "/f"); got != "the new f" {
+		t.Fatalf("after the replaced file's descriptor closed: %q", got)
+	}
 }
 
 // TestMountKilled: a mount killed in the middle of a write leaves nothing

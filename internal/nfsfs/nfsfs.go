@@ -284,12 +284,19 @@ func (e *Export) forget(p string) {
 // now belongs to dst.
 func (e *Export) moved(src, dst string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	replaced := e.files[dst] // the file the rename replaced, if open
+	delete(e.files, dst)
 	for p, f := range e.files {
 		if p == src || strings.HasPrefix(p, src+"/") {
 			delete(e.files, p)
 			e.files[dst+p[len(src):]] = f
 		}
+	}
+	e.mu.Unlock()
+	if replaced != nil {
+		// Its name is gone: what it had not stored goes with it, as
+		// writes to a replaced file do.
+		e.retire(dst, replaced)
 	}
 }
 

@@ -210,6 +210,12 @@ func (fs *FS) Rename(ctx context.Context, src, dst string) error {
 			return err
 		}
 	}
+	if d := fs.writer(dst); d != nil && d != h {
+		// The file the rename replaced has no name now: what its
+		// descriptors write is stored nowhere, as on a local file
+		// system, and never over the file that took its place.
+		d.discard()
+	}
 	if h != nil {
 		// An open writer follows its file, as an fd does. (Lock order:
 		// a handle's, then the file system's.)
