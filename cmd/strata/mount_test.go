@@ -147,10 +147,17 @@ func (m *mounted) mustSh(script string) string {
 func TestMountRoundTrip(t *testing.T) {
 	s := newServer(t, "")
 	m := s.mount(nil)
-	// Run by root, the mount reads ahead 1 MiB, not the kernel's 128 KiB.
+	// Run by root, the mount reads ahead 1 MiB, not the kernel's 128 KiB
+	// (set just after the mount appears).
 	if fi, err := os.Stat(m.dir); err == nil && os.Getuid() == 0 {
 		dev := fi.Sys().(*syscall.Stat_t).Dev
-		ra, _ := os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(dev), unix.Minor(dev)))
+		var ra []byte
+		for range 100 {
+			if ra, _ = os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(dev), unix.Minor(dev))); strings.TrimSpace(string(ra)) == "1024" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		if strings.TrimSpace(string(ra)) != "1024" {
 			t.Errorf("read-ahead of the mount: %q KiB, want 1024", ra)
 		}
