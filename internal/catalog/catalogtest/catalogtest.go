@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Quotas", testQuotas},
 		{"Symlinks", testSymlinks},
 		{"Xattrs", testXattrs},
+		{"DirTimes", testDirTimes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +94,43 @@ func dir(parent int64, name string) catalog.Inode {
 
 func file(parent int64, name string) catalog.Inode {
 	return catalog.Inode{Parent: parent, Name: name, Mode: 0o644, UID: 7, GID: 8, Mtime: 2, Ctime: 2, Atime: 2, COS: "default"}
+}
+
+// A directory's mtime and ctime follow its entries: set by a create, a
+// removal and a rename into or out of it (the entry's time, or now for a
+// removal), and read back fresh by Lookup and Get.
+func testDirTimes(t *testing.T, s catalog.Store) {
+	a := must(s.Mkdir(ctx, dir(catalog.RootID, "a")))
+	b := must(s.Mkdir(ctx, dir(catalog.RootID, "b")))
+	times := func(id int64) (int64, int64) {
+		t.Helper()
+		in := must(s.Get(ctx, id))
+		return in.Mtime, in.Ctime
+	}
+	lookedUp := func(name string) int64 {
+		t.Helper()
+		return must(s.Lookup(ctx, catalog.RootID, name)).Mtime
+	}
+	lookedUp("a") // a reader that has seen it
+	f := file(a.ID, "f")
+	f.Mtime, f.Ctime = 100, 100
+	must(s.Commit(ctx, f, nil, false))
+	if m, c := times(a.ID); m != 100 || c != 100 || lookedUp("a") != 100 {
+		t.Fatalf("after a create: dir times %d %d, looked up %d, want 100", m, c, lookedUp("a"))
+	}
+	l := catalog.Inode{Parent: a.ID, Name: "l", Target: "f", Mode: 0o777, Mtime: 150, Ctime: 150}
+	must(s.Symlink(ctx, l))
+	must(s.Rename(ctx, a.ID, "f", b.ID, "g", false, 200))
+	if ma, _ := times(a.ID); ma != 200 {
+		t.Fatalf("source dir after a rename: mtime %d, want 200", ma)
+	}
+	if mb, cb := times(b.ID); mb != 200 || cb != 200 {
+		t.Fatalf("target dir after a rename: %d %d, want 200", mb, cb)
+	}
+	must(s.Remove(ctx, b.ID, "g", false))
+	if mb, _ := times(b.ID); mb <= 200 {
+		t.Fatalf("dir after a removal: mtime %d, want now", mb)
+	}
 }
 
 func addDevices(t *testing.T, s catalog.Store, ids ...string) {

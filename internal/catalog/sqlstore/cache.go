@@ -16,6 +16,10 @@ import (
 //
 // This holds as long as one process writes the catalog, which is Strata's
 // design (one core per catalog).
+//
+// Directories are not cached: their times change with every entry added
+// or removed below them, and the core resolves paths through a directory
+// cache of its own (which holds no times).
 type inodeCache struct {
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
@@ -69,6 +73,9 @@ func (c *inodeCache) get(parent int64, name string) (catalog.Inode, uint64, bool
 
 // fill caches what a reader found, unless a write intervened.
 func (c *inodeCache) fill(in catalog.Inode, seq uint64) {
+	if in.Kind == catalog.KindDir {
+		return
+	}
 	s := c.shard(in.Parent, in.Name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -87,6 +94,10 @@ func (c *inodeCache) set(in catalog.Inode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	if in.Kind == catalog.KindDir {
+		delete(s.names, dirent{in.Parent, in.Name})
+		return
+	}
 	if len(s.names) >= cacheShardMax {
 		s.names = map[dirent]catalog.Inode{}
 	}

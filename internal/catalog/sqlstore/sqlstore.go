@@ -709,14 +709,29 @@ func (s *Store) create(ctx context.Context, in catalog.Inode, op string) (catalo
 			return api.Errorf(api.ErrExist, "%s %q", op, in.Name)
 		}
 		id, _, err := t.insert(in, false)
+		if err != nil {
+			return err
+		}
 		in.ID = id
 		t.set(in)
 		if in.Kind == catalog.KindDir {
 			t.knowDir(id)
 		}
-		return err
+		return t.touchDir(in.Parent, in.Ctime)
 	})
 	return in, err
+}
+
+// touchDir sets a directory's mtime and ctime to when an entry was added
+// to it or removed (0: now), as POSIX has them follow their entries.
+// Directories are not in the inode cache (see inodeCache), so nothing
+// there goes stale.
+func (t *Tx) touchDir(id, when int64) error {
+	if when == 0 {
+		when = time.Now().UnixNano()
+	}
+	_, err := t.Exec("UPDATE inodes SET mtime = ?, ctime = ? WHERE id = ?", when, when, id)
+	return err
 }
 
 // Commit implements catalog.Store.
@@ -749,7 +764,7 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 			}
 			in.ID = id
 			t.set(in)
-			return nil
+			return t.touchDir(in.Parent, in.Ctime)
 		}
 		old, ok, err := t.lookup(in.Parent, in.Name)
 		if err != nil {
@@ -759,9 +774,11 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 			if err := t.requireDir(in.Parent); err != nil {
 				return err
 			}
-			in.ID, _, err = t.insert(in, false)
+			if in.ID, _, err = t.insert(in, false); err != nil {
+				return err
+			}
 			t.set(in)
-			return err
+			return t.touchDir(in.Parent, in.Ctime)
 		}
 		if old.Kind == catalog.KindDir {
 			return api.Errorf(api.ErrIsDir, "create %q", in.Name)
@@ -896,10 +913,19 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 			}
 		}
 		t.drop(src.Parent, src.Name)
+		from := src.Parent
 		src.Parent, src.Name, src.Ctime = dstParent, dstName, ctime
 		t.set(src)
-		_, err = t.Exec("UPDATE inodes SET parent = ?, name = ?, ctime = ? WHERE id = ?", dstParent, dstName, ctime, src.ID)
-		return err
+		if _, err = t.Exec("UPDATE inodes SET parent = ?, name = ?, ctime = ? WHERE id = ?", dstParent, dstName, ctime, src.ID); err != nil {
+			return err
+		}
+		if err := t.touchDir(from, ctime); err != nil {
+			return err
+		}
+		if dstParent == from {
+			return nil
+		}
+		return t.touchDir(dstParent, ctime)
 	})
 	return src, err
 }
@@ -918,6 +944,9 @@ func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive
 			return api.Errorf(api.ErrNotFound, "remove %q", name)
 		}
 		t.drop(in.Parent, in.Name)
+		if err := t.touchDir(in.Parent, 0); err != nil {
+			return err
+		}
 		if in.Kind == catalog.KindFile {
 			if err := t.kill(in.Bitfile); err != nil {
 				return err
