@@ -178,24 +178,22 @@ var (
 
 // Opendir checks read permission: opendir(2) of a directory the caller
 // may not read fails there, as on a local file system, not at the listing.
-func (n *node) Opendir(ctx context.Context) syscall.Errno {
-	ctx = n.req(ctx)
-	p, en := n.path()
-	if en != 0 {
-		return en
-	}
-	return errno(n.fs.Access(ctx, p, auth.Read))
-}
+func (n *node) Opendir(ctx context.Context) syscall.Errno { return n.may(ctx, auth.Read) }
 
 // Access answers access(2) with the server's rule (its R_OK, W_OK and X_OK
 // are the permission bits).
 func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
+	return n.may(ctx, mask&(auth.Read|auth.Write|auth.Exec))
+}
+
+// may checks that the request's caller has the permission bits want on n.
+func (n *node) may(ctx context.Context, want uint32) syscall.Errno {
 	ctx = n.req(ctx)
 	p, en := n.path()
 	if en != 0 {
 		return en
 	}
-	return errno(n.fs.Access(ctx, p, mask&(auth.Read|auth.Write|auth.Exec)))
+	return errno(n.fs.Access(ctx, p, want))
 }
 
 // path is the node's path in Strata's namespace. A node that has lost
