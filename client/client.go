@@ -54,6 +54,14 @@ const (
 	TypeSymlink = api.TypeSymlink
 )
 
+// Where a file's data lives (FileInfo.Residency).
+const (
+	ResidencyDisk    = api.ResidencyDisk
+	ResidencyTape    = api.ResidencyTape
+	ResidencyBoth    = api.ResidencyBoth
+	ResidencyStaging = api.ResidencyStaging
+)
+
 // Errors every call may return (match with errors.Is).
 var (
 	ErrNotFound = api.ErrNotFound
@@ -462,6 +470,13 @@ func (c *Client) CreateToken(ctx context.Context, r TokenRequest) (*TokenInfo, e
 func (c *Client) Tokens(ctx context.Context) ([]TokenInfo, error) {
 	var ts []TokenInfo
 	return ts, c.do(ctx, "GET", "/v1/tokens", nil, nil, &ts)
+}
+
+// S3Key returns an S3 access key with its secret (Token), for a gateway
+// that checks Signature V4 (admin only).
+func (c *Client) S3Key(ctx context.Context, id string) (*TokenInfo, error) {
+	var t TokenInfo
+	return &t, c.do(ctx, "GET", "/v1/tokens/s3", pathQuery(id), nil, &t)
 }
 
 // RevokeToken revokes a bearer token at once (admins only).

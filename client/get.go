@@ -25,6 +25,10 @@ type GetOptions struct {
 	// NoWait makes a get of a file that is on tape only queue its recall
 	// and fail at once (errors.Is(err, ErrOffline)) instead of waiting.
 	NoWait bool
+	// NoRecall makes a get of a file on tape only fail at once with
+	// ErrOffline and queue nothing: S3's GET of an archived object, which
+	// only an explicit restore recalls.
+	NoRecall bool
 	// Staging is called while a get waits for a recall, each time the
 	// recall's state is polled.
 	Staging func(StageStatus)
@@ -107,7 +111,7 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 func (c *Client) open(ctx context.Context, path string, o GetOptions) (api.OpenResponse, error) {
 	var or api.OpenResponse
 	err := c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
-	if errors.Is(err, api.ErrOffline) {
+	if errors.Is(err, api.ErrOffline) && !o.NoRecall {
 		if err = c.awaitRecall(ctx, path, o); err == nil {
 			err = c.do(ctx, "GET", "/v1/open", pathQuery(path), nil, &or)
 		}

@@ -24,6 +24,20 @@ func (c *Client) Stage(ctx context.Context, paths []string, priority int) ([]Sta
 	return r.Files, err
 }
 
+// StagePinned is Stage that also pins each file's disk copy for pin from
+// now: the purge policy leaves it that long once it is back (a restore's
+// lifetime).
+func (c *Client) StagePinned(ctx context.Context, paths []string, pin time.Duration) ([]StageStatus, error) {
+	var r api.StageResponse
+	err := c.do(ctx, "POST", "/v1/stage", nil, api.StageRequest{Paths: paths, Pin: pin.Seconds()}, &r)
+	return r.Files, err
+}
+
+// Release drops the pins of files' disk copies.
+func (c *Client) Release(ctx context.Context, paths []string) error {
+	return c.do(ctx, "POST", "/v1/release", nil, api.ReleaseRequest{Paths: paths}, nil)
+}
+
 // StageStatus reports a file's recall without queueing one.
 func (c *Client) StageStatus(ctx context.Context, path string) (*StageStatus, error) {
 	return c.stageWait(ctx, path, 0)

@@ -38,6 +38,11 @@ type PutOptions struct {
 	// Progress is called with byte counts as data is sent, from several
 	// goroutines.
 	Progress func(n int64)
+	// Xattrs, when not nil, become the file's user.* attributes in the
+	// commit that makes it visible (those it had are dropped): a gateway's
+	// metadata arrives with the data, never after it. An Upload may set
+	// them later, before Commit (SetXattrs).
+	Xattrs map[string][]byte
 }
 
 // Put stores size bytes read from src at path. The file becomes visible only
@@ -49,7 +54,7 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode}, &cr)
+		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}, &cr)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +115,7 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	}
 	var fi FileInfo
 	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode}, &fi)
+		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}, &fi)
 	if err != nil {
 		return nil, err
 	}

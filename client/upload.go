@@ -59,7 +59,7 @@ func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptio
 	}
 	var cr api.CreateResponse
 	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode}, &cr)
+		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}, &cr)
 	if err != nil {
 		return nil, err
 	}
@@ -182,12 +182,26 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	}
 	var fi FileInfo
 	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Rewrite: u.o.Rewrite, Mode: u.o.Mode}, &fi)
+		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Rewrite: u.o.Rewrite, Mode: u.o.Mode, Xattrs: u.o.Xattrs}, &fi)
 	if err != nil {
 		return nil, err
 	}
 	return &fi, nil
 }
+
+// Fixity is the whole-file digest of what Write has been given so far, as
+// Commit will record it ("" with NoFixity or per-stripe writes).
+func (u *Upload) Fixity() string {
+	if u.h == nil || !u.seq {
+		return ""
+	}
+	return fixityString(u.alg, u.h)
+}
+
+// SetXattrs gives the attributes Commit will make the file's (see
+// PutOptions.Xattrs): what a gateway learns only from the data, an
+// S3 ETag, goes in with it.
+func (u *Upload) SetXattrs(attrs map[string][]byte) { u.o.Xattrs = attrs }
 
 // Abort gives up the upload: nothing becomes visible and the space is
 // given back. Aborting a committed upload does nothing.

@@ -174,6 +174,8 @@ type FileInfo struct {
 	Residency string `json:"residency,omitempty"`
 	// Target is a symbolic link's: the path it points at, as given.
 	Target string `json:"target,omitempty"`
+	// PinnedUntil is when the disk copy's pin ends (Stat), if pinned.
+	PinnedUntil *time.Time `json:"pinned_until,omitempty"`
 }
 
 // Residency values.
@@ -202,6 +204,16 @@ type TapeCopy struct {
 type StageRequest struct {
 	Paths    []string `json:"paths"`
 	Priority int      `json:"priority,omitempty"`
+	// Pin keeps each file's disk copy from the purge policy for this
+	// many seconds from now (an S3 restore's Days, a Tape REST stage's
+	// diskLifetime); a longer pin already held is kept.
+	Pin float64 `json:"pin_seconds,omitempty"`
+}
+
+// ReleaseRequest drops the pins of files' disk copies (the purge policy
+// may take them again).
+type ReleaseRequest struct {
+	Paths []string `json:"paths"`
 }
 
 // Stage states.
@@ -221,6 +233,8 @@ type StageStatus struct {
 	Position int     `json:"position,omitempty"` // requests ahead in the queue
 	ETA      float64 `json:"eta_seconds,omitempty"`
 	Error    string  `json:"error,omitempty"`
+	// PinnedUntil is when the disk copy's pin ends, if it has one.
+	PinnedUntil *time.Time `json:"pinned_until,omitempty"`
 }
 
 // StageResponse reports each file's recall.
@@ -354,6 +368,11 @@ type CreateRequest struct {
 	// does not exist is created.
 	Rewrite bool   `json:"rewrite,omitempty"`
 	Mode    uint32 `json:"mode,omitempty"`
+	// Xattrs, when not nil, become the file's user.* attributes in the
+	// same transaction that makes it visible (an S3 object's metadata
+	// and ETag): those it had are dropped. Only an empty file, committed
+	// at create, takes them from here; others from CommitRequest.
+	Xattrs map[string][]byte `json:"xattrs,omitempty"`
 }
 
 // StripeTarget tells a client where to send or fetch one stripe.
@@ -401,6 +420,8 @@ type CommitRequest struct {
 	Overwrite bool             `json:"overwrite,omitempty"`
 	Rewrite   bool             `json:"rewrite,omitempty"` // as in CreateRequest
 	Mode      uint32           `json:"mode,omitempty"`
+	// Xattrs as in CreateRequest.
+	Xattrs map[string][]byte `json:"xattrs,omitempty"`
 }
 
 // AbortRequest abandons a pending write.
@@ -519,12 +540,16 @@ type TokenRequest struct {
 	Groups []uint32 `json:"groups,omitempty"`
 	TTL    float64  `json:"ttl_seconds,omitempty"` // 0: never expires
 	Scopes []string `json:"scopes,omitempty"`      // "storage.read:/path"; none: the user's permissions
+	// Kind is "" for a bearer token, "s3" for an S3 access key (whose ID
+	// is the access key ID and whose secret is the secret access key).
+	Kind string `json:"kind,omitempty"`
 }
 
 // TokenInfo describes a bearer token; Token (the secret) is set only in
 // the reply that created it.
 type TokenInfo struct {
 	ID      string     `json:"id"`
+	Kind    string     `json:"kind,omitempty"`
 	Token   string     `json:"token,omitempty"`
 	User    string     `json:"user"`
 	UID     uint32     `json:"uid"`

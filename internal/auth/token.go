@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -30,6 +31,17 @@ func NewToken() (id, tok, hash string) {
 	id = hex.EncodeToString(idb[:])
 	s := base64.RawURLEncoding.EncodeToString(sec[:])
 	return id, tokenPrefix + id + "_" + s, HashSecret(s)
+}
+
+// NewS3Key returns a new S3 access key: an ID in AWS's form (20
+// characters, "SK" then base32) and a 40-character secret.
+func NewS3Key() (id, secret string) {
+	var idb [15]byte
+	var sec [30]byte
+	rand.Read(idb[:])
+	rand.Read(sec[:])
+	id = "SK" + base32.StdEncoding.EncodeToString(idb[:])[:18]
+	return id, base64.StdEncoding.EncodeToString(sec[:])
 }
 
 // ParseToken splits a token into its id and secret.

@@ -45,6 +45,9 @@ type Inode struct {
 	COS                 string
 	Bitfile             int64  // 0 when the entry has no data
 	Target              string // a symbolic link's
+	// Xattrs, given to Commit when not nil, replace the entry's extended
+	// attributes in the same transaction. Reads leave it nil.
+	Xattrs map[string][]byte
 }
 
 // BitfileState is a bitfile's life-cycle state.
@@ -77,6 +80,9 @@ type Bitfile struct {
 	DiskGen  int
 	// Tapes are the verified tape copies' stripes, by copy and stripe.
 	Tapes []TapeCopy
+	// PinnedUntil (Unix ns) keeps the disk copy from the purge policy
+	// until then: a restore's or a stage's disk lifetime. 0 is unpinned.
+	PinnedUntil int64
 }
 
 // TapeCopy is one stripe of one copy of a file's data on tape: a run of
@@ -241,7 +247,9 @@ type Store interface {
 	MigrationCandidates(ctx context.Context, cos []string, copies int, before, after int64, limit int) ([]Candidate, error)
 	// PurgeCandidates returns files with a disk copy and at least one tape
 	// copy, least recently accessed first.
-	PurgeCandidates(ctx context.Context, limit int) ([]Candidate, error)
+	PurgeCandidates(ctx context.Context, now int64, limit int) ([]Candidate, error)
+	// Pin sets a committed bitfile's PinnedUntil (0 unpins).
+	Pin(ctx context.Context, bitfile, until int64) error
 	// DropDiskCopy turns a bitfile's disk copy into garbage. It refuses
 	// (ErrInvalid) unless a tape copy exists: never the last copy.
 	DropDiskCopy(ctx context.Context, bitfile int64) error
@@ -339,11 +347,22 @@ type Token struct {
 	UID, GID uint32
 	Groups   []uint32
 	Scopes   []string // "storage.read:/path"; none: the user's permissions alone
+	// Kind is TokenBearer or TokenS3.
+	Kind string
+	// Hash is a bearer token's secret's hash; Secret is an S3 key's
+	// secret itself, which Signature V4 needs to check an HMAC.
 	Hash     string
+	Secret   string
 	Created  int64
 	Expires  int64
 	Revoked  int64
 }
+
+// Credential kinds (Token.Kind).
+const (
+	TokenBearer = ""   // a bearer token: only its hash is kept
+	TokenS3     = "s3" // an S3 access key: the secret is kept
+)
 
 // Quota kinds.
 const (

@@ -37,54 +37,74 @@ func parseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// idFlags are the flags that say whom a credential stands for.
+type idFlags struct {
+	user, groups string
+	uid, gid     int64
+}
+
+func (f *idFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.user, "user", "", "the user it stands for (looked up on the server's host unless --uid is given)")
+	cmd.Flags().Int64Var(&f.uid, "uid", -1, "uid to act as (for a user the server's host does not know)")
+	cmd.Flags().Int64Var(&f.gid, "gid", -1, "primary gid (default: the user's, or the uid)")
+	cmd.Flags().StringVar(&f.groups, "groups", "", "supplementary gids, comma-separated (default: the user's on the server's host)")
+}
+
+// request is the token request the flags describe.
+func (f *idFlags) request(op string) (client.TokenRequest, error) {
+	r := client.TokenRequest{User: f.user}
+	if f.user == "" {
+		return r, fmt.Errorf("%s: --user is required", op)
+	}
+	for _, v := range []struct {
+		n   int64
+		dst **uint32
+		f   string
+	}{{f.uid, &r.UID, "--uid"}, {f.gid, &r.GID, "--gid"}} {
+		if v.n < -1 || v.n > 1<<32-1 {
+			return r, fmt.Errorf("%s: %s %d is not a valid id", op, v.f, v.n)
+		}
+		if v.n >= 0 {
+			n := uint32(v.n)
+			*v.dst = &n
+		}
+	}
+	for _, g := range strings.Split(f.groups, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return r, fmt.Errorf("%s: --groups: %q is not a gid", op, g)
+		}
+		r.Groups = append(r.Groups, uint32(n))
+	}
+	return r, nil
+}
+
 func (e *env) tokenCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Bearer tokens for clients over TCP (admins only)"}
-	var user, ttl, groups string
-	var uid, gid int64
+	var ttl string
+	var id idFlags
 	var scopes []string
 	create := &cobra.Command{
 		Use:   "create --user NAME [--ttl 30d] [--scope storage.read:/path]...",
 		Short: "Issue a token; it is printed once and only its hash is kept",
 		Args:  exactArgs(0, "token create --user NAME [--ttl 30d] [--scope storage.OP:/path]..."),
 	}
-	create.Flags().StringVar(&user, "user", "", "the user the token stands for (looked up on the server's host unless --uid is given)")
+	id.add(create)
 	create.Flags().StringVar(&ttl, "ttl", "30d", "lifetime (30d, 12h; 0: never expires)")
 	create.Flags().StringArrayVar(&scopes, "scope", nil, "limit the token to an operation under a path: storage.{read,create,modify,stage}:/path (repeatable)")
-	create.Flags().Int64Var(&uid, "uid", -1, "uid to act as (for a user the server's host does not know)")
-	create.Flags().Int64Var(&gid, "gid", -1, "primary gid (default: the user's, or the uid)")
-	create.Flags().StringVar(&groups, "groups", "", "supplementary gids, comma-separated (default: the user's on the server's host)")
 	create.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
-		if user == "" {
-			return errors.New("token create: --user is required")
+		r, err := id.request("token create")
+		if err != nil {
+			return err
 		}
 		d, err := parseTTL(ttl)
 		if err != nil {
 			return fmt.Errorf("token create: %w", err)
 		}
-		r := client.TokenRequest{User: user, TTL: d.Seconds(), Scopes: scopes}
-		for _, v := range []struct {
-			n   int64
-			dst **uint32
-			f   string
-		}{{uid, &r.UID, "--uid"}, {gid, &r.GID, "--gid"}} {
-			if v.n < -1 || v.n > 1<<32-1 {
-				return fmt.Errorf("token create: %s %d is not a valid id", v.f, v.n)
-			}
-			if v.n >= 0 {
-				n := uint32(v.n)
-				*v.dst = &n
-			}
-		}
-		for _, g := range strings.Split(groups, ",") {
-			if g = strings.TrimSpace(g); g == "" {
-				continue
-			}
-			n, err := strconv.ParseUint(g, 10, 32)
-			if err != nil {
-				return fmt.Errorf("token create: --groups: %q is not a gid", g)
-			}
-			r.Groups = append(r.Groups, uint32(n))
-		}
+		r.TTL, r.Scopes = d.Seconds(), scopes
 		t, err := c.CreateToken(ctx, r)
 		if err != nil {
 			return err
@@ -107,6 +127,9 @@ func (e *env) tokenCmd() *cobra.Command {
 		fmt.Fprintln(w, "ID\tUSER\tUID\tCREATED\tEXPIRES\tSTATE\tSCOPES")
 		now := time.Now()
 		for _, t := range ts {
+			if t.Kind != "" {
+				continue // an S3 key: strata s3 keys list
+			}
 			exp, state := "never", "valid"
 			if t.Expires != nil {
 				exp = t.Expires.Format(time.RFC3339)

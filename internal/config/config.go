@@ -166,6 +166,24 @@ type Config struct {
 	Auth      Auth       `toml:"auth"`
 	TLS       TLS        `toml:"tls"`
 	Audit     Audit      `toml:"audit"`
+	S3        S3         `toml:"s3"`
+}
+
+// S3 configures the S3 gateway strata serve runs beside the control API
+// (see docs/S3.md).
+type S3 struct {
+	// Listen is its address ("" for no gateway), TLS as the control
+	// port's.
+	Listen string `toml:"listen"`
+	// Root is the directory whose subdirectories are the buckets
+	// (default /s3).
+	Root string `toml:"root"`
+	// Region is the region reported to clients (default us-east-1).
+	Region string `toml:"region"`
+	// Classes maps storage classes to classes of service ("" for the
+	// default class); default STANDARD = "", GLACIER and DEEP_ARCHIVE =
+	// "archive".
+	Classes map[string]string `toml:"storage_classes"`
 }
 
 // Audit configures the audit log: a JSON line for every request that
@@ -331,6 +349,7 @@ func merge(c *Config, f Config) {
 	mergeFields(&c.Auth, f.Auth)
 	mergeFields(&c.TLS, f.TLS)
 	mergeFields(&c.Audit, f.Audit)
+	mergeFields(&c.S3, f.S3)
 	if f.Devices != nil {
 		c.Devices = f.Devices
 	}

@@ -173,6 +173,8 @@ func (c *Core) verifyToken(ctx context.Context, tok string) (*auth.Identity, err
 		return nil, err
 	}
 	switch {
+	case k.Kind != catalog.TokenBearer:
+		return nil, api.Errorf(api.ErrUnauthenticated, "%s is not a bearer token", id)
 	case !auth.SecretMatches(secret, k.Hash):
 		return nil, api.Errorf(api.ErrUnauthenticated, "token %s: wrong secret", id)
 	case k.Revoked != 0:
@@ -210,7 +212,10 @@ func (c *Core) CreateToken(ctx context.Context, r api.TokenRequest) (api.TokenIn
 	if r.TTL < 0 {
 		return api.TokenInfo{}, api.Errorf(api.ErrInvalid, "token create: negative lifetime")
 	}
-	k := catalog.Token{User: r.User, Groups: r.Groups, Created: c.now().UnixNano()}
+	if r.Kind != catalog.TokenBearer && r.Kind != catalog.TokenS3 {
+		return api.TokenInfo{}, api.Errorf(api.ErrInvalid, "token create: kind %q (want s3 or none)", r.Kind)
+	}
+	k := catalog.Token{User: r.User, Groups: r.Groups, Kind: r.Kind, Created: c.now().UnixNano()}
 	if r.UID != nil {
 		k.UID = *r.UID
 		k.GID = k.UID
@@ -241,18 +246,23 @@ func (c *Core) CreateToken(ctx context.Context, r api.TokenRequest) (api.TokenIn
 		k.Expires = c.now().Add(time.Duration(r.TTL * float64(time.Second))).UnixNano()
 	}
 	var tok string
-	k.ID, tok, k.Hash = auth.NewToken()
+	if k.Kind == catalog.TokenS3 {
+		k.ID, k.Secret = auth.NewS3Key()
+		tok = k.Secret
+	} else {
+		k.ID, tok, k.Hash = auth.NewToken()
+	}
 	if err := c.store.PutToken(ctx, k); err != nil {
 		return api.TokenInfo{}, fmt.Errorf("token create: %w", err)
 	}
-	c.log.Info("core: token created", "id", k.ID, "user", k.User, "uid", k.UID, "scopes", strings.Join(k.Scopes, " "))
+	c.log.Info("core: token created", "id", k.ID, "kind", k.Kind, "user", k.User, "uid", k.UID, "scopes", strings.Join(k.Scopes, " "))
 	out := tokenInfo(k)
 	out.Token = tok
 	return out, nil
 }
 
 func tokenInfo(k catalog.Token) api.TokenInfo {
-	t := api.TokenInfo{ID: k.ID, User: k.User, UID: k.UID, GID: k.GID, Groups: k.Groups, Scopes: k.Scopes, Created: time.Unix(0, k.Created).UTC()}
+	t := api.TokenInfo{ID: k.ID, Kind: k.Kind, User: k.User, UID: k.UID, GID: k.GID, Groups: k.Groups, Scopes: k.Scopes, Created: time.Unix(0, k.Created).UTC()}
 	if k.Expires != 0 {
 		e := time.Unix(0, k.Expires).UTC()
 		t.Expires = &e
@@ -297,6 +307,25 @@ func (c *Core) RevokeToken(ctx context.Context, r api.RevokeRequest) error {
 	c.tokens.mu.Unlock()
 	c.log.Info("core: token revoked", "id", r.ID)
 	return nil
+}
+
+// S3Key returns an S3 access key with its secret, for a gateway to check
+// Signature V4 requests with (admin only: a gateway acts for its
+// callers as an administrator does).
+func (c *Core) S3Key(ctx context.Context, id string) (api.TokenInfo, error) {
+	if _, err := admin(ctx, "s3 key lookup"); err != nil {
+		return api.TokenInfo{}, err
+	}
+	k, err := c.store.Token(ctx, id)
+	if err != nil {
+		return api.TokenInfo{}, err
+	}
+	if k.Kind != catalog.TokenS3 {
+		return api.TokenInfo{}, api.Errorf(api.ErrNotFound, "s3 key %s", id)
+	}
+	t := tokenInfo(k)
+	t.Token = k.Secret
+	return t, nil
 }
 
 // WhoAmI tells callers who the server takes them to be.

@@ -77,6 +77,8 @@ func (c *Core) Handler() http.Handler {
 		resp, err := c.Tokens(r.Context())
 		c.reply(w, resp, err)
 	})
+	mux.HandleFunc("GET /v1/tokens/s3", query(c, c.S3Key))
+	mux.HandleFunc("POST /v1/release", body(c, c.Release))
 	mux.HandleFunc("POST /v1/quota", body(c, c.SetQuota))
 	mux.HandleFunc("GET /v1/quota", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := c.Quota(r.Context(), r.URL.Query().Get("user"))

@@ -93,6 +93,7 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 		}
 		fi.Layout, fi.Fixity = layout(b), b.Fixity
 		fi.Residency = residency(residencyOf(b), c.hsm.staging(b.ID))
+		fi.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	}
 	return fi, nil
 }
@@ -441,6 +442,9 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if err := checkMode(r.Mode, "create "+r.Path); err != nil {
 		return api.CreateResponse{}, err
 	}
+	if err := validXattrs(r.Xattrs, "create "+r.Path); err != nil {
+		return api.CreateResponse{}, err
+	}
 	path := joinPath(append(dirComps, name))
 	dir, old, err := c.writeTarget(ctx, who, dirComps, name, path, r.Rewrite)
 	if err != nil {
@@ -488,6 +492,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if r.Size == 0 {
 		in := owner
 		in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
+		in.Xattrs = r.Xattrs
 		in, err := c.store.Commit(ctx, in, nil, r.Overwrite || old != nil)
 		if err != nil {
 			c.quota.release(rid)
@@ -602,6 +607,9 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	if err := checkMode(r.Mode, "commit "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
+	if err := validXattrs(r.Xattrs, "commit "+r.Path); err != nil {
+		return api.FileInfo{}, err
+	}
 	w, err := c.writer(who, r.Bitfile, "commit "+r.Path)
 	if err != nil {
 		return api.FileInfo{}, err
@@ -658,6 +666,7 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 		rewritten(who, &in, old)
 	}
 	in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = parent, name, now, now, now, k.Name
+	in.Xattrs = r.Xattrs
 	in, err = c.store.Commit(ctx, in, &b, r.Overwrite || old != nil)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
@@ -723,6 +732,7 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 	}
 	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
 	resp.File.Residency = residency(residencyOf(b), c.hsm.staging(b.ID))
+	resp.File.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	if !b.OnDisk {
 		return resp, api.Errorf(api.ErrOffline, "open %s: on tape only; stage it (strata stage %s) or get it and wait", path, path)
 	}

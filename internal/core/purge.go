@@ -97,7 +97,7 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 	if len(active) == 0 {
 		return res, nil
 	}
-	cands, err := c.store.PurgeCandidates(ctx, 100000)
+	cands, err := c.store.PurgeCandidates(ctx, c.now().UnixNano(), 100000)
 	if err != nil {
 		return res, err
 	}

@@ -33,6 +33,9 @@ func (c *Core) Stage(ctx context.Context, r api.StageRequest) (api.StageResponse
 	}
 	for _, p := range r.Paths {
 		st, id, err := c.stageOne(ctx, who, p, r.Priority, true)
+		if err == nil && r.Pin > 0 {
+			err = c.pin(ctx, who, p, time.Duration(r.Pin*float64(time.Second)), &st)
+		}
 		if err != nil {
 			return out, err
 		}
@@ -134,6 +137,7 @@ func (c *Core) stageOne(ctx context.Context, who *auth.Identity, p string, prio 
 	if err != nil {
 		return st, 0, fmt.Errorf("stage %s: %w", path, err)
 	}
+	st.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	if b.OnDisk {
 		return st, 0, nil
 	}
@@ -635,4 +639,61 @@ func (c *Core) release(dev string, held int64) {
 		delete(c.held, dev)
 	}
 	c.mu.Unlock()
+}
+
+// pinTime is a pin's end as the API reports it: nil if there is none or
+// it has passed.
+func pinTime(until int64, now time.Time) *time.Time {
+	if until <= now.UnixNano() {
+		return nil
+	}
+	t := time.Unix(0, until).UTC()
+	return &t
+}
+
+// pin extends p's pin to d from now (a longer one is kept); stageOne
+// has checked the caller may.
+func (c *Core) pin(ctx context.Context, who *auth.Identity, p string, d time.Duration, st *api.StageStatus) error {
+	_, in, err := c.statPath(ctx, who, p)
+	if err != nil || in.Bitfile == 0 {
+		return err // an empty file has nothing on disk to keep
+	}
+	until := c.now().Add(d).UnixNano()
+	if st.PinnedUntil != nil && st.PinnedUntil.UnixNano() >= until {
+		return nil
+	}
+	if err := c.store.Pin(ctx, in.Bitfile, until); err != nil {
+		return fmt.Errorf("stage %s: pin: %w", p, err)
+	}
+	st.PinnedUntil = pinTime(until, c.now())
+	return nil
+}
+
+// Release drops the pins of files' disk copies. It asks what staging
+// does: the stage scope and read permission.
+func (c *Core) Release(ctx context.Context, r api.ReleaseRequest) (struct{}, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return struct{}{}, err
+	}
+	for _, p := range r.Paths {
+		if err := scoped(who, auth.ScopeStage, p); err != nil {
+			return struct{}{}, err
+		}
+		comps, in, err := c.statPath(ctx, who, p)
+		if err != nil {
+			return struct{}{}, fmt.Errorf("release: %w", err)
+		}
+		path := joinPath(comps)
+		if err := may(who, in, path, path, auth.Read); err != nil {
+			return struct{}{}, err
+		}
+		if in.Bitfile == 0 {
+			continue
+		}
+		if err := c.store.Pin(ctx, in.Bitfile, 0); err != nil && !errors.Is(err, api.ErrNotFound) {
+			return struct{}{}, fmt.Errorf("release %s: %w", path, err)
+		}
+	}
+	return struct{}{}, nil
 }

@@ -101,6 +101,25 @@ func (c *Core) xattrEntry(ctx context.Context, p, scope string, want uint32) (*a
 // validXattr admits user.* names (the namespace unprivileged programs
 // use; the others belong to the kernel and to security modules) of
 // printable UTF-8 within XATTR_NAME_MAX.
+// MaxXattrsPerCommit bounds the attributes one create or commit brings.
+const MaxXattrsPerCommit = 256
+
+// validXattrs checks the attributes a create or commit brings.
+func validXattrs(attrs map[string][]byte, op string) error {
+	if len(attrs) > MaxXattrsPerCommit {
+		return api.Errorf(api.ErrInvalid, "%s: %d attributes; at most %d", op, len(attrs), MaxXattrsPerCommit)
+	}
+	for name, v := range attrs {
+		if err := validXattr(name); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if len(v) > MaxXattrValue {
+			return api.Errorf(api.ErrInvalid, "%s: attribute %s: a value of %d bytes; at most %d", op, name, len(v), MaxXattrValue)
+		}
+	}
+	return nil
+}
+
 func validXattr(name string) error {
 	switch {
 	case !strings.HasPrefix(name, "user.") || len(name) == len("user."):

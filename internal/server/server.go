@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
@@ -38,6 +39,7 @@ import (
 	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/httpserve"
+	"github.com/strata-storage/strata/internal/s3"
 	"github.com/strata-storage/strata/internal/metrics"
 	"github.com/strata-storage/strata/internal/mover"
 	"github.com/strata-storage/strata/internal/pki"
@@ -59,6 +61,8 @@ type Server struct {
 	lock    *os.File
 	devs    []*disk.Device
 	httpSrv *httpserve.Server
+	s3Srv   *http.Server
+	s3Addr  string
 	ctlAddr string
 	dataLn  net.Listener
 	tls     bool // the TCP listeners speak TLS
@@ -354,7 +358,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if err != nil {
 		return nil, err
 	}
-	tlsc, err := setupTLS(cfg, []string{cfg.Listen, cfg.Mover.Listen}, true)
+	tlsc, err := setupTLS(cfg, []string{cfg.Listen, cfg.Mover.Listen, cfg.S3.Listen}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -446,6 +450,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 			go func() { defer s.wg.Done(); s.httpSrv.Serve(ul) }()
 		}
 	}
+	if cfg.S3.Listen != "" {
+		if err := s.serveS3(ctx, ctlSock, tlsc.server, log); err != nil {
+			return nil, err
+		}
+	}
 	go func() { defer s.wg.Done(); s.Core.Run(runCtx) }()
 	go func() {
 		// Keep the core's view of free space current, as remote movers do
@@ -464,6 +473,48 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	}()
 	log.Info("strata serving", "control", s.URL(), "control_socket", ctlSock, "data", mn.adv, "socket", mn.socket, "data_dir", cfg.DataDir, "devices", len(s.devs), "epoch", s.Core.Epoch())
 	return s, nil
+}
+
+// serveS3 starts the S3 gateway on cfg.S3.Listen. It reaches the core
+// through the core's own Unix socket, where it is the server's user and
+// so an administrator: it checks each request's signature and then acts
+// for the key's user.
+func (s *Server) serveS3(ctx context.Context, ctlSock string, tc *tls.Config, log *slog.Logger) error {
+	if ctlSock == "" {
+		return errors.New("s3: the gateway reaches the core through its Unix socket, which is off or unavailable; run `strata s3` as a separate process instead")
+	}
+	c, err := client.New("unix:" + ctlSock)
+	if err != nil {
+		return fmt.Errorf("s3: %w", err)
+	}
+	g := s3.New(c, s3.Config{Root: s.Cfg.S3.Root, Region: s.Cfg.S3.Region, Classes: s.Cfg.S3.Classes, Log: log})
+	if err := g.Init(ctx); err != nil {
+		return fmt.Errorf("s3: %w", err)
+	}
+	ln, err := net.Listen("tcp", s.Cfg.S3.Listen)
+	if err != nil {
+		return fmt.Errorf("s3: %w", err)
+	}
+	s.s3Addr = ln.Addr().String()
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	s.s3Srv = s3.NewServer(g, log)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.s3Srv.Serve(ln) }()
+	log.Info("s3 gateway serving", "url", s.S3URL(), "root", g.Root())
+	return nil
+}
+
+// S3URL is the S3 gateway's endpoint, "" if it is off.
+func (s *Server) S3URL() string {
+	switch {
+	case s.s3Addr == "":
+		return ""
+	case s.tls:
+		return "https://" + s.s3Addr
+	}
+	return "http://" + s.s3Addr
 }
 
 // authConfig reads the [auth] settings into the core's.
@@ -585,6 +636,9 @@ func (s *Server) CA() string {
 
 // Close stops serving and releases everything.
 func (s *Server) Close() error {
+	if s.s3Srv != nil {
+		s.s3Srv.Close()
+	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.httpSrv.Shutdown(ctx)

@@ -764,7 +764,7 @@ func testSetAttr(t *testing.T, s catalog.Store) {
 	if got.Mode != 0o600 || got.UID != 99 || got.GID != 8 || got.Mtime != 12345 || got.Ctime != 777 {
 		t.Fatalf("setattr: %+v", got)
 	}
-	if again := must(s.Get(ctx, f.ID)); again != got {
+	if again := must(s.Get(ctx, f.ID)); !reflect.DeepEqual(again, got) {
 		t.Fatalf("setattr not stored: %+v vs %+v", again, got)
 	}
 	_, err := s.SetAttr(ctx, 9999, catalog.Attr{Mode: &mode})
@@ -866,7 +866,7 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 
 	// Never the last copy.
 	wantErr(t, s.DropDiskCopy(ctx, old.ID), api.ErrInvalid)
-	if len(must(s.PurgeCandidates(ctx, 10))) != 0 {
+	if len(must(s.PurgeCandidates(ctx, 0, 10))) != 0 {
 		t.Fatal("a file without a tape copy is a purge candidate")
 	}
 	tc := catalog.TapeCopy{Volume: "T00001", Seq: 3, Position: 4096, Offset: 200, Length: 200, CRC32C: 0xabcdef}
@@ -887,9 +887,26 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 	if r := must(s.Residency(ctx, []int64{old.ID, young.ID, 999999})); len(r) != 2 || r[old.ID] != (catalog.Residency{OnDisk: true, Tapes: 1}) || r[young.ID] != (catalog.Residency{OnDisk: true}) {
 		t.Fatalf("residency: %+v", r)
 	}
-	pc := must(s.PurgeCandidates(ctx, 10))
+	pc := must(s.PurgeCandidates(ctx, 0, 10))
 	if len(pc) != 1 || pc[0].Bitfile.ID != old.ID {
 		t.Fatalf("purge candidates: %+v", pc)
+	}
+	// A pinned disk copy is left to the policy only once the pin expires.
+	if err := s.Pin(ctx, old.ID, 5000); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.Pin(ctx, 999999, 1), api.ErrNotFound)
+	if pc := must(s.PurgeCandidates(ctx, 4999, 10)); len(pc) != 0 {
+		t.Fatalf("a pinned file is a purge candidate: %+v", pc)
+	}
+	if pc := must(s.PurgeCandidates(ctx, 5000, 10)); len(pc) != 1 || pc[0].Bitfile.PinnedUntil != 5000 {
+		t.Fatalf("purge candidates once the pin expired: %+v", pc)
+	}
+	if b := must(s.Bitfile(ctx, old.ID)); b.PinnedUntil != 5000 {
+		t.Fatalf("pin not recorded: %+v", b)
+	}
+	if err := s.Pin(ctx, old.ID, 0); err != nil {
+		t.Fatal(err)
 	}
 
 	// Purge: the disk copy becomes garbage, still counted until deleted.
@@ -1034,7 +1051,7 @@ func testTokens(t *testing.T, s catalog.Store) {
 	}
 	a := catalog.Token{ID: "00000000000000a1", User: "alice", UID: 1001, GID: 100, Groups: []uint32{100, 4000000000}, Scopes: []string{"storage.read:/proj", "storage.create:/proj/in"},
 		Hash: "h1", Created: 10, Expires: 1 << 62}
-	b := catalog.Token{ID: "00000000000000b2", User: "bob", UID: 1002, GID: 1002, Hash: "h2", Created: 20}
+	b := catalog.Token{ID: "00000000000000b2", User: "bob", UID: 1002, GID: 1002, Kind: catalog.TokenS3, Secret: "s3cr3t/+=", Created: 20}
 	must(0, s.PutToken(ctx, a))
 	must(0, s.PutToken(ctx, b))
 	wantErr(t, s.PutToken(ctx, b), api.ErrExist)
@@ -1203,8 +1220,24 @@ func testXattrs(t *testing.T, s catalog.Store) {
 	if n := must(s.DropOrphanXattrs(ctx)); n != 0 {
 		t.Fatalf("dropped %d of a live file", n)
 	}
+	// A commit that brings attributes replaces them all, with the data
+	// (an S3 object's metadata); a new file takes them too.
+	g := file(catalog.RootID, "f")
+	g.Xattrs = map[string][]byte{"user.s3.etag": []byte("e1")}
+	must(s.Commit(ctx, g, nil, true))
+	if got := must(s.Xattrs(ctx, f.ID)); !reflect.DeepEqual(got, g.Xattrs) {
+		t.Fatalf("after a commit with attributes: %q", got)
+	}
+	h := file(catalog.RootID, "h")
+	h.Xattrs = map[string][]byte{"user.x": {}}
+	h = must(s.Commit(ctx, h, nil, false))
+	if got := must(s.Xattrs(ctx, h.ID)); len(got) != 1 || h.Xattrs != nil {
+		t.Fatalf("new file's attributes: %q (returned %q)", got, h.Xattrs)
+	}
+	must(s.Remove(ctx, catalog.RootID, "h", false))
+	must(s.DropOrphanXattrs(ctx))
 	must(s.Remove(ctx, catalog.RootID, "f", false))
-	if n := must(s.DropOrphanXattrs(ctx)); n != 2 {
-		t.Fatalf("dropped %d of a removed file, want 2", n)
+	if n := must(s.DropOrphanXattrs(ctx)); n != 1 {
+		t.Fatalf("dropped %d of a removed file, want 1", n)
 	}
 }

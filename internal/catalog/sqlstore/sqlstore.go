@@ -741,64 +741,75 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 	if b != nil {
 		in.Bitfile, in.Size = b.ID, b.Size
 	}
+	attrs := in.Xattrs
+	in.Xattrs = nil // not for the inode cache
 	fn := func(t *Tx) error {
 		if b != nil {
 			if err := t.commitBitfile(b); err != nil {
 				return err
 			}
 		}
-		if !replace {
-			// One statement inserts if the name is free; only a refusal
-			// pays for diagnosis, by reading. The parent is usually a
-			// known directory (dirs): checking it inside the insert made
-			// SQLite stage the row in a temporary table.
-			if err := t.requireDir(in.Parent); err != nil {
-				return err
-			}
-			id, ok, err := t.insert(in, true)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return t.whyTaken(in.Parent, in.Name)
-			}
-			in.ID = id
-			t.set(in)
-			return t.touchDir(in.Parent, in.Ctime)
+		if err := t.commitInode(&in, replace); err != nil {
+			return err
 		}
-		old, ok, err := t.lookup(in.Parent, in.Name)
+		return t.replaceXattrs(in.ID, attrs)
+	}
+	// A new empty file is one insert (the common create); anything else
+	// writes several rows and needs its savepoint.
+	if b == nil && !replace && attrs == nil {
+		return in, s.writeOne(ctx, fn)
+	}
+	return in, s.write(ctx, fn)
+}
+
+// commitInode makes in visible at its name: inserted, or with replace
+// over the file there (whose data dies).
+func (t *Tx) commitInode(in *catalog.Inode, replace bool) error {
+	if !replace {
+		// One statement inserts if the name is free; only a refusal
+		// pays for diagnosis, by reading. The parent is usually a
+		// known directory (dirs): checking it inside the insert made
+		// SQLite stage the row in a temporary table.
+		if err := t.requireDir(in.Parent); err != nil {
+			return err
+		}
+		id, ok, err := t.insert(*in, true)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			if err := t.requireDir(in.Parent); err != nil {
-				return err
-			}
-			if in.ID, _, err = t.insert(in, false); err != nil {
-				return err
-			}
-			t.set(in)
-			return t.touchDir(in.Parent, in.Ctime)
+			return t.whyTaken(in.Parent, in.Name)
 		}
-		if old.Kind == catalog.KindDir {
-			return api.Errorf(api.ErrIsDir, "create %q", in.Name)
-		}
-		if err := t.kill(old.Bitfile); err != nil {
-			return err
-		}
-		in.ID = old.ID
-		// (A symbolic link replaced becomes a file.)
-		_, err = t.Exec("UPDATE inodes SET kind = ?, mode = ?, uid = ?, gid = ?, size = ?, mtime = ?, ctime = ?, atime = ?, cos = ?, bitfile = ?, target = '' WHERE id = ?",
-			in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.ID)
-		t.set(in)
+		in.ID = id
+		t.set(*in)
+		return t.touchDir(in.Parent, in.Ctime)
+	}
+	old, ok, err := t.lookup(in.Parent, in.Name)
+	if err != nil {
 		return err
 	}
-	// A new empty file is one insert (the common create); anything else
-	// writes several rows and needs its savepoint.
-	if b == nil && !replace {
-		return in, s.writeOne(ctx, fn)
+	if !ok {
+		if err := t.requireDir(in.Parent); err != nil {
+			return err
+		}
+		if in.ID, _, err = t.insert(*in, false); err != nil {
+			return err
+		}
+		t.set(*in)
+		return t.touchDir(in.Parent, in.Ctime)
 	}
-	return in, s.write(ctx, fn)
+	if old.Kind == catalog.KindDir {
+		return api.Errorf(api.ErrIsDir, "create %q", in.Name)
+	}
+	if err := t.kill(old.Bitfile); err != nil {
+		return err
+	}
+	in.ID = old.ID
+	// (A symbolic link replaced becomes a file.)
+	_, err = t.Exec("UPDATE inodes SET kind = ?, mode = ?, uid = ?, gid = ?, size = ?, mtime = ?, ctime = ?, atime = ?, cos = ?, bitfile = ?, target = '' WHERE id = ?",
+		in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.ID)
+	t.set(*in)
+	return err
 }
 
 // whyTaken explains an insert the catalog refused under a parent known to
@@ -1057,11 +1068,11 @@ func (t *Tx) whyFull(dev string, n int64) error {
 	return api.Errorf(api.ErrNoSpace, "device %s: %d bytes to reserve, %d free", dev, n, max(capacity-used, 0))
 }
 
-const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease, on_disk, disk_gen"
+const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease, on_disk, disk_gen, pinned_until"
 
 func scanBitfile(r scanner) (catalog.Bitfile, error) {
 	var b catalog.Bitfile
-	err := r.Scan(&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease, &b.OnDisk, &b.DiskGen)
+	err := r.Scan(&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease, &b.OnDisk, &b.DiskGen, &b.PinnedUntil)
 	return b, err
 }
 

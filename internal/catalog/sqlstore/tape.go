@@ -70,7 +70,7 @@ func (s *Store) candidates(ctx context.Context, q string, args ...any) ([]catalo
 		var c catalog.Candidate
 		in, b := &c.Inode, &c.Bitfile
 		if err := rows.Scan(&in.ID, &in.Parent, &in.Name, &in.Kind, &in.Mode, &in.UID, &in.GID, &in.Size, &in.Mtime, &in.Ctime, &in.Atime, &in.COS, &in.Bitfile,
-			&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease, &b.OnDisk, &b.DiskGen); err != nil {
+			&b.ID, &b.State, &b.Size, &b.StripeWidth, &b.StripeUnit, &b.Fixity, &b.Epoch, &b.Lease, &b.OnDisk, &b.DiskGen, &b.PinnedUntil); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -92,7 +92,7 @@ func (s *Store) candidates(ctx context.Context, q string, args ...any) ([]catalo
 }
 
 const candidateCols = "i.id, i.parent, i.name, i.kind, i.mode, i.uid, i.gid, i.size, i.mtime, i.ctime, i.atime, i.cos, i.bitfile, " +
-	"b.id, b.state, b.size, b.stripe_width, b.stripe_unit, b.fixity, b.epoch, b.lease, b.on_disk, b.disk_gen"
+	"b.id, b.state, b.size, b.stripe_width, b.stripe_unit, b.fixity, b.epoch, b.lease, b.on_disk, b.disk_gen, b.pinned_until"
 
 // MigrationCandidates implements catalog.Store.
 func (s *Store) MigrationCandidates(ctx context.Context, cos []string, copies int, before, after int64, limit int) ([]catalog.Candidate, error) {
@@ -117,13 +117,24 @@ func (s *Store) MigrationCandidates(ctx context.Context, cos []string, copies in
 }
 
 // PurgeCandidates implements catalog.Store.
-func (s *Store) PurgeCandidates(ctx context.Context, limit int) ([]catalog.Candidate, error) {
-	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.state = ? AND b.on_disk = 1 AND b.tapes > 0 ORDER BY i.atime, b.id LIMIT ?",
-		catalog.Committed, limit)
+func (s *Store) PurgeCandidates(ctx context.Context, now int64, limit int) ([]catalog.Candidate, error) {
+	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.state = ? AND b.on_disk = 1 AND b.tapes > 0 AND b.pinned_until <= ? ORDER BY i.atime, b.id LIMIT ?",
+		catalog.Committed, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: purge candidates: %w", err)
 	}
 	return out, nil
+}
+
+// Pin implements catalog.Store.
+func (s *Store) Pin(ctx context.Context, bitfile, until int64) error {
+	return s.write(ctx, func(t *Tx) error {
+		n, err := t.Exec("UPDATE bitfiles SET pinned_until = ? WHERE id = ? AND state = ?", until, bitfile, catalog.Committed)
+		if err == nil && n == 0 {
+			return api.Errorf(api.ErrNotFound, "committed bitfile %d", bitfile)
+		}
+		return err
+	})
 }
 
 // DropDiskCopy implements catalog.Store.

@@ -12,7 +12,7 @@ import (
 	"github.com/strata-storage/strata/internal/catalog"
 )
 
-const tokenCols = "id, user_name, uid, gid, groups_list, scopes, hash, created, expires, revoked"
+const tokenCols = "id, user_name, uid, gid, groups_list, scopes, hash, created, expires, revoked, kind, secret"
 
 // PutToken implements catalog.Store.
 func (s *Store) PutToken(ctx context.Context, k catalog.Token) error {
@@ -27,8 +27,8 @@ func (s *Store) PutToken(ctx context.Context, k catalog.Token) error {
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		_, err := t.Exec("INSERT INTO tokens ("+tokenCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			k.ID, k.User, int64(k.UID), int64(k.GID), strings.Join(groups, ","), strings.Join(k.Scopes, " "), k.Hash, k.Created, k.Expires, k.Revoked)
+		_, err := t.Exec("INSERT INTO tokens ("+tokenCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			k.ID, k.User, int64(k.UID), int64(k.GID), strings.Join(groups, ","), strings.Join(k.Scopes, " "), k.Hash, k.Created, k.Expires, k.Revoked, k.Kind, k.Secret)
 		return err
 	})
 }
@@ -37,7 +37,7 @@ func scanToken(sc interface{ Scan(...any) error }) (catalog.Token, error) {
 	var k catalog.Token
 	var uid, gid int64
 	var groups, scopes string
-	if err := sc.Scan(&k.ID, &k.User, &uid, &gid, &groups, &scopes, &k.Hash, &k.Created, &k.Expires, &k.Revoked); err != nil {
+	if err := sc.Scan(&k.ID, &k.User, &uid, &gid, &groups, &scopes, &k.Hash, &k.Created, &k.Expires, &k.Revoked, &k.Kind, &k.Secret); err != nil {
 		return k, err
 	}
 	k.UID, k.GID = uint32(uid), uint32(gid)

@@ -82,3 +82,23 @@ func (s *Store) DropOrphanXattrs(ctx context.Context) (int, error) {
 	})
 	return int(n), err
 }
+
+// replaceXattrs makes attrs the inode's extended attributes; nil leaves
+// them as they are.
+func (t *Tx) replaceXattrs(id int64, attrs map[string][]byte) error {
+	if attrs == nil {
+		return nil
+	}
+	if _, err := t.Exec("DELETE FROM xattrs WHERE inode = ?", id); err != nil {
+		return err
+	}
+	for name, v := range attrs {
+		if v == nil {
+			v = []byte{}
+		}
+		if _, err := t.Exec("INSERT INTO xattrs (inode, name, value) VALUES (?, ?, ?)", id, name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,499 @@
+package s3
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// Multipart uploads: each upload is a directory of the bucket's
+// uploadsDir, named by its upload ID, holding one file per part and the
+// upload's key, class and metadata in its attributes. Complete writes the
+// parts, in order, into a new file of the key, committed (data and
+// metadata together) as one replacement; the directory then goes.
+const (
+	xaUploadKey  = "user.s3.upload.key"
+	xaUploadCOS  = "user.s3.upload.cos"
+	xaUploadTime = "user.s3.upload.initiated"
+	maxParts     = 10000
+	minPartSize  = 5 << 20 // every part but the last
+	maxPartSize  = 5 << 30
+)
+
+func (q *request) uploadDir(id string) string {
+	return q.g.path(q.bucket, uploadsDir+"/"+id)
+}
+
+func partName(n int) string { return fmt.Sprintf("%05d", n) }
+
+// upload returns an upload's attributes, NoSuchUpload unless it exists
+// for this key.
+func (q *request) upload(id string) (map[string][]byte, *Error) {
+	if id == "" || strings.ContainsAny(id, "/.") || len(id) > 64 {
+		return nil, errNoSuchUpload(id)
+	}
+	attrs, err := q.g.c.Xattrs(q.ctx, q.uploadDir(id))
+	if errors.Is(err, api.ErrNotFound) {
+		if e := q.bucketExists(); e != nil {
+			return nil, e
+		}
+		return nil, errNoSuchUpload(id)
+	}
+	if err != nil {
+		return nil, fromStrata(err, q.object)
+	}
+	if string(attrs[xaUploadKey]) != q.object {
+		return nil, errNoSuchUpload(id)
+	}
+	return attrs, nil
+}
+
+// createUpload serves CreateMultipartUpload.
+func (q *request) createUpload() *Error {
+	if strings.HasSuffix(q.object, "/") {
+		return errInvalidArgument("A folder (a key ending in '/') holds no data")
+	}
+	cos, e := q.g.cosOf(q.r.Header.Get("x-amz-storage-class"))
+	if e != nil {
+		return e
+	}
+	attrs, e := metaAttrs(q.r.Header)
+	if e != nil {
+		return e
+	}
+	if e := q.bucketExists(); e != nil {
+		return e
+	}
+	id := strings.ToLower(newRequestID()) + strings.ToLower(newRequestID())
+	dir := q.uploadDir(id)
+	if _, err := q.g.c.Mkdir(q.ctx, dir, true, 0o700); err != nil {
+		return fromStrata(err, q.object)
+	}
+	attrs[xaUploadCOS] = []byte(cos)
+	attrs[xaUploadTime] = []byte(q.g.cfg.Now().UTC().Format(time.RFC3339Nano))
+	attrs[xaUploadKey] = []byte(q.object) // last: an upload without its key is not listed
+	for _, name := range sortedKeys(attrs) {
+		if err := q.g.c.SetXattr(q.ctx, dir, name, attrs[name], ""); err != nil {
+			q.g.c.Remove(q.ctx, dir, true)
+			return fromStrata(err, q.object)
+		}
+	}
+	return q.reply(200, struct {
+		XMLName  xml.Name `xml:"InitiateMultipartUploadResult"`
+		NS       string   `xml:"xmlns,attr"`
+		Bucket   string
+		Key      string
+		UploadID string `xml:"UploadId"`
+	}{NS: s3NS, Bucket: q.bucket, Key: q.object, UploadID: id})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// partNumber reads ?partNumber=, 1 to 10,000.
+func (q *request) partNumber() (int, *Error) {
+	v := q.r.URL.Query().Get("partNumber")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxParts {
+		return 0, errInvalidArgument("Part number must be an integer between 1 and %d, inclusive", maxParts)
+	}
+	return n, nil
+}
+
+// uploadPart serves UploadPart and UploadPartCopy.
+func (q *request) uploadPart() *Error {
+	n, e := q.partNumber()
+	if e != nil {
+		return e
+	}
+	id := q.r.URL.Query().Get("uploadId")
+	if _, e := q.upload(id); e != nil {
+		return e
+	}
+	p := q.uploadDir(id) + "/" + partName(n)
+	if q.r.Header.Get("x-amz-copy-source") != "" {
+		return q.uploadPartCopy(p)
+	}
+	if q.size < 0 {
+		return s3err("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
+	}
+	if q.size > maxPartSize {
+		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
+	}
+	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
+	if e != nil {
+		return e
+	}
+	bc.trailer = q.trl
+	o := client.PutOptions{Overwrite: true}
+	if q.size == 0 {
+		if e := q.readBody(io.Discard, bc, make([]byte, 4096)); e != nil {
+			return e
+		}
+		o.Xattrs = withETag(map[string][]byte{}, bc.etag(), bc.checksums())
+	}
+	u, e := q.create(p, q.size, o)
+	if e != nil {
+		return e
+	}
+	if q.size > 0 {
+		if e := q.readBody(u, bc, make([]byte, copyBuf)); e != nil {
+			u.Abort()
+			return e
+		}
+		u.SetXattrs(withETag(map[string][]byte{}, bc.etag()+" "+u.Fixity(), bc.checksums()))
+	}
+	if _, err := u.Commit(q.ctx); err != nil {
+		return fromStrata(err, q.object)
+	}
+	q.w.Header().Set("ETag", `"`+bc.etag()+`"`)
+	for alg, v := range bc.checksums() {
+		q.w.Header().Set("x-amz-checksum-"+alg, v)
+	}
+	q.w.WriteHeader(200)
+	return nil
+}
+
+// uploadPartCopy makes part p from a range of another object.
+func (q *request) uploadPartCopy(p string) *Error {
+	sb, sk, e := q.copySource()
+	if e != nil {
+		return e
+	}
+	rd, _, _, e := q.openSource(sb, sk)
+	if e != nil {
+		return e
+	}
+	off, n := int64(0), rd.Size()
+	if v := q.r.Header.Get("x-amz-copy-source-range"); v != "" {
+		var ok bool
+		off, n, ok, e = parseRange(v, rd.Size())
+		if e != nil || !ok || !strings.Contains(v, "-") || strings.HasPrefix(v, "bytes=-") {
+			return errInvalidArgument("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+		}
+		if _, b, _ := strings.Cut(strings.TrimPrefix(v, "bytes="), "-"); b != "" {
+			if last, _ := strconv.ParseInt(b, 10, 64); last >= rd.Size() {
+				return s3err("InvalidRange", 416, "The requested range is not satisfiable")
+			}
+		}
+	}
+	if n > maxPartSize {
+		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
+	}
+	fi, etag, e := q.writeCopy(p, rd, off, n, "", map[string][]byte{})
+	if e != nil {
+		return e
+	}
+	return q.reply(200, struct {
+		XMLName      xml.Name `xml:"CopyPartResult"`
+		NS           string   `xml:"xmlns,attr"`
+		LastModified string
+		ETag         string
+	}{NS: s3NS, LastModified: fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), ETag: `"` + etag + `"`})
+}
+
+// part is one stored part of an upload.
+type part struct {
+	n    int
+	fi   client.FileInfo
+	etag string
+}
+
+// parts lists an upload's parts in order, with their ETags.
+func (q *request) parts(id string) ([]part, *Error) {
+	ents, err := q.g.c.List(q.ctx, q.uploadDir(id))
+	if err != nil {
+		return nil, fromStrata(err, q.object)
+	}
+	var objs []object
+	var out []part
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name)
+		if err != nil || e.Type != client.TypeFile || partName(n) != e.Name {
+			continue
+		}
+		objs = append(objs, object{key: e.Name, fi: e})
+		out = append(out, part{n: n, fi: e})
+	}
+	for i, etag := range q.g.etags(q.ctx, objs) {
+		out[i].etag = etag
+	}
+	return out, nil
+}
+
+// listParts serves ListParts.
+func (q *request) listParts() *Error {
+	qs := q.r.URL.Query()
+	id := qs.Get("uploadId")
+	attrs, e := q.upload(id)
+	if e != nil {
+		return e
+	}
+	max := 1000
+	if v := qs.Get("max-parts"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errInvalidArgument("max-parts %q is not a non-negative integer", v)
+		}
+		max = min(n, 1000)
+	}
+	marker := 0
+	if v := qs.Get("part-number-marker"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errInvalidArgument("part-number-marker %q is not a non-negative integer", v)
+		}
+		marker = n
+	}
+	ps, e := q.parts(id)
+	if e != nil {
+		return e
+	}
+	type xpart struct {
+		PartNumber   int
+		LastModified string
+		ETag         string
+		Size         int64
+	}
+	var out []xpart
+	truncated, next := false, 0
+	for _, p := range ps {
+		if p.n <= marker {
+			continue
+		}
+		if len(out) == max {
+			truncated = true
+			break
+		}
+		out = append(out, xpart{p.n, p.fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), `"` + p.etag + `"`, p.fi.Size})
+		next = p.n
+	}
+	me := owner{ID: strconv.FormatUint(uint64(q.key.UID), 10), DisplayName: q.key.User}
+	return q.reply(200, struct {
+		XMLName              xml.Name `xml:"ListPartsResult"`
+		NS                   string   `xml:"xmlns,attr"`
+		Bucket               string
+		Key                  string
+		UploadID             string `xml:"UploadId"`
+		Initiator            owner
+		Owner                owner
+		StorageClass         string
+		PartNumberMarker     int
+		NextPartNumberMarker int
+		MaxParts             int
+		IsTruncated          bool
+		Parts                []xpart `xml:"Part"`
+	}{NS: s3NS, Bucket: q.bucket, Key: q.object, UploadID: id, Initiator: me, Owner: me, StorageClass: q.g.classOf(string(attrs[xaUploadCOS])),
+		PartNumberMarker: marker, NextPartNumberMarker: next, MaxParts: max, IsTruncated: truncated, Parts: out})
+}
+
+// completeUpload serves CompleteMultipartUpload.
+func (q *request) completeUpload() *Error {
+	id := q.r.URL.Query().Get("uploadId")
+	attrs, e := q.upload(id)
+	if e != nil {
+		return e
+	}
+	var req struct {
+		Parts []struct {
+			PartNumber int
+			ETag       string
+		} `xml:"Part"`
+	}
+	if err := xml.NewDecoder(io.LimitReader(q.body, 4<<20)).Decode(&req); err != nil {
+		return errMalformedXML(err)
+	}
+	if len(req.Parts) == 0 {
+		return errMalformedXML(errors.New("no parts"))
+	}
+	stored, e := q.parts(id)
+	if e != nil {
+		return e
+	}
+	byNum := map[int]part{}
+	for _, p := range stored {
+		byNum[p.n] = p
+	}
+	var total int64
+	sums := md5.New()
+	use := make([]part, 0, len(req.Parts))
+	for i, rp := range req.Parts {
+		if i > 0 && rp.PartNumber <= req.Parts[i-1].PartNumber {
+			return s3err("InvalidPartOrder", 400, "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
+		}
+	}
+	for i, rp := range req.Parts {
+		p, ok := byNum[rp.PartNumber]
+		if !ok || strings.Trim(rp.ETag, `"`) != p.etag {
+			return s3err("InvalidPart", 400, "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag (part %d).", rp.PartNumber)
+		}
+		if i < len(req.Parts)-1 && p.fi.Size < minPartSize {
+			return s3err("EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size: part %d has %d bytes, every part but the last needs %d", rp.PartNumber, p.fi.Size, minPartSize)
+		}
+		d, _ := hex.DecodeString(p.etag)
+		sums.Write(d)
+		total += p.fi.Size
+		use = append(use, p)
+	}
+	etag := fmt.Sprintf("%s-%d", hex.EncodeToString(sums.Sum(nil)), len(use))
+	meta := map[string][]byte{}
+	for k, v := range attrs {
+		if strings.HasPrefix(k, xaMeta) || strings.HasPrefix(k, xaHeader) {
+			meta[k] = v
+		}
+	}
+	o := client.PutOptions{COS: string(attrs[xaUploadCOS]), Overwrite: true}
+	if total == 0 {
+		o.Xattrs = withETag(meta, etag, nil)
+	}
+	u, e := q.create(q.g.path(q.bucket, q.object), total, o)
+	if e != nil {
+		return e
+	}
+	for _, p := range use {
+		if p.fi.Size == 0 {
+			continue
+		}
+		rd, err := q.g.c.Open(q.ctx, p.fi.Path, client.GetOptions{})
+		if err == nil {
+			err = copyRange(u, rd, 0, p.fi.Size)
+		}
+		if err != nil {
+			u.Abort()
+			return fromStrata(err, q.object)
+		}
+	}
+	if total > 0 {
+		u.SetXattrs(withETag(meta, etag+" "+u.Fixity(), nil))
+	}
+	if _, err := u.Commit(q.ctx); err != nil {
+		return fromStrata(err, q.object)
+	}
+	if err := q.g.c.Remove(q.ctx, q.uploadDir(id), true); err != nil {
+		q.g.log.Warn("s3: a completed upload's parts were not removed", "dir", q.uploadDir(id), "err", err)
+	}
+	return q.reply(200, struct {
+		XMLName  xml.Name `xml:"CompleteMultipartUploadResult"`
+		NS       string   `xml:"xmlns,attr"`
+		Location string
+		Bucket   string
+		Key      string
+		ETag     string
+	}{NS: s3NS, Location: "/" + q.bucket + "/" + q.object, Bucket: q.bucket, Key: q.object, ETag: `"` + etag + `"`})
+}
+
+// abortUpload serves AbortMultipartUpload.
+func (q *request) abortUpload() *Error {
+	id := q.r.URL.Query().Get("uploadId")
+	if _, e := q.upload(id); e != nil {
+		return e
+	}
+	if err := q.g.c.Remove(q.ctx, q.uploadDir(id), true); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return fromStrata(err, q.object)
+	}
+	q.w.WriteHeader(204)
+	return nil
+}
+
+// listUploads serves ListMultipartUploads.
+func (q *request) listUploads() *Error {
+	if e := q.bucketExists(); e != nil {
+		return e
+	}
+	qs := q.r.URL.Query()
+	prefix, delim, keyMarker, idMarker := qs.Get("prefix"), qs.Get("delimiter"), qs.Get("key-marker"), qs.Get("upload-id-marker")
+	max := 1000
+	if v := qs.Get("max-uploads"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errInvalidArgument("max-uploads %q is not a non-negative integer", v)
+		}
+		max = min(n, 1000)
+	}
+	ents, err := q.g.c.List(q.ctx, q.g.path(q.bucket, uploadsDir))
+	if err != nil && !errors.Is(err, api.ErrNotFound) {
+		return fromStrata(err, q.bucket)
+	}
+	type upload struct {
+		Key          string
+		UploadID     string `xml:"UploadId"`
+		Initiator    owner
+		Owner        owner
+		StorageClass string
+		Initiated    string
+	}
+	var all []upload
+	for _, e := range ents {
+		attrs, err := q.g.c.Xattrs(q.ctx, e.Path)
+		key := string(attrs[xaUploadKey])
+		if err != nil || key == "" || !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		t, _ := time.Parse(time.RFC3339Nano, string(attrs[xaUploadTime]))
+		o := ownerOf(&e)
+		all = append(all, upload{key, e.Name, o, o, q.g.classOf(string(attrs[xaUploadCOS])), t.UTC().Format("2006-01-02T15:04:05.000Z")})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Key != all[j].Key {
+			return all[i].Key < all[j].Key
+		}
+		return all[i].Initiated < all[j].Initiated
+	})
+	type cp struct{ Prefix string }
+	var out []upload
+	var prefixes []cp
+	truncated := false
+	var nextKey, nextID string
+	for _, u := range all {
+		if u.Key < keyMarker || u.Key == keyMarker && (idMarker == "" || u.UploadID <= idMarker) {
+			continue
+		}
+		if len(out)+len(prefixes) == max {
+			truncated = true
+			break
+		}
+		if delim != "" {
+			if i := strings.Index(u.Key[len(prefix):], delim); i >= 0 {
+				p := u.Key[:len(prefix)+i+len(delim)]
+				if len(prefixes) == 0 || prefixes[len(prefixes)-1].Prefix != p {
+					prefixes = append(prefixes, cp{p})
+				}
+				continue
+			}
+		}
+		out = append(out, u)
+		nextKey, nextID = u.Key, u.UploadID
+	}
+	return q.reply(200, struct {
+		XMLName            xml.Name `xml:"ListMultipartUploadsResult"`
+		NS                 string   `xml:"xmlns,attr"`
+		Bucket             string
+		KeyMarker          string
+		UploadIDMarker     string `xml:"UploadIdMarker"`
+		NextKeyMarker      string
+		NextUploadIDMarker string `xml:"NextUploadIdMarker"`
+		Prefix             string
+		Delimiter          string `xml:",omitempty"`
+		MaxUploads         int
+		IsTruncated        bool
+		Uploads            []upload `xml:"Upload"`
+		CommonPrefixes     []cp
+	}{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker, NextKeyMarker: nextKey, NextUploadIDMarker: nextID, Prefix: prefix, Delimiter: delim,
+		MaxUploads: max, IsTruncated: truncated, Uploads: out, CommonPrefixes: prefixes})
+}

@@ -1,0 +1,742 @@
+package s3
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+)
+
+// Limits S3 sets.
+const (
+	maxKey       = 1024
+	maxPutObject = 5 << 30 // a single PUT; larger objects go multipart
+	maxDeletes   = 1000
+)
+
+// validKey checks that a key can be a path: at most 1,024 bytes of UTF-8
+// without NUL, made of names that are neither empty, "." nor "..", and
+// not the bucket's multipart area. A trailing '/' names a folder.
+func validKey(key string) *Error {
+	if len(key) > maxKey {
+		return s3err("KeyTooLongError", 400, "Your key is too long (%d bytes; at most %d)", len(key), maxKey)
+	}
+	if !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
+		return errInvalidArgument("Object key must be UTF-8 without NUL")
+	}
+	for i, name := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
+		switch {
+		case name == "" || name == "." || name == "..":
+			return errInvalidArgument("Object key %q: Strata keeps keys as paths, so a key may not have an empty, \".\" or \"..\" component", key)
+		case len(name) > 255:
+			return s3err("KeyTooLongError", 400, "Your key has a component longer than 255 bytes")
+		case i == 0 && name == uploadsDir:
+			return errInvalidArgument("Object key %q: %s is reserved for multipart uploads", key, uploadsDir)
+		}
+	}
+	return nil
+}
+
+// objectOp serves requests to "/bucket/key".
+func (q *request) objectOp() *Error {
+	if e := validBucket(q.bucket); e != nil {
+		return errNoSuchBucket(q.bucket)
+	}
+	if e := validKey(q.object); e != nil {
+		return e
+	}
+	qs := q.r.URL.Query()
+	for _, sub := range []string{"tagging", "retention", "legal-hold", "torrent", "attributes"} {
+		if qs.Has(sub) {
+			if sub == "tagging" && q.r.Method == http.MethodGet {
+				return q.reply(200, struct {
+					XMLName xml.Name `xml:"Tagging"`
+					NS      string   `xml:"xmlns,attr"`
+					TagSet  struct{}
+				}{NS: s3NS})
+			}
+			return errNotImplemented("object " + sub)
+		}
+	}
+	switch q.r.Method {
+	case http.MethodPut:
+		switch {
+		case qs.Has("acl"):
+			return q.putACL()
+		case qs.Has("uploadId"):
+			return q.uploadPart()
+		case q.r.Header.Get("x-amz-copy-source") != "":
+			return q.copyObject()
+		}
+		return q.putObject()
+	case http.MethodGet:
+		switch {
+		case qs.Has("acl"):
+			return q.getACL(q.object)
+		case qs.Has("uploadId"):
+			return q.listParts()
+		}
+		return q.getObject(true)
+	case http.MethodHead:
+		return q.getObject(false)
+	case http.MethodDelete:
+		if qs.Has("uploadId") {
+			return q.abortUpload()
+		}
+		return q.deleteObject()
+	case http.MethodPost:
+		switch {
+		case qs.Has("uploads"):
+			return q.createUpload()
+		case qs.Has("uploadId"):
+			return q.completeUpload()
+		case qs.Has("restore"):
+			return q.restore()
+		case qs.Has("select"):
+			return errNotImplemented("SelectObjectContent")
+		}
+	}
+	return s3err("MethodNotAllowed", 405, "The specified method is not allowed against this resource.")
+}
+
+// readBody reads a request body of the declared length through check,
+// into dst, then to its end (where an aws-chunked body's last signature
+// and trailer are), and verifies it. Nothing may be committed unless it
+// returns nil.
+func (q *request) readBody(dst io.Writer, bc *bodyCheck, buf []byte) *Error {
+	n, err := io.CopyBuffer(dst, io.LimitReader(bc, q.size), buf)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return e
+		}
+		if n < q.size && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "body")) {
+			return s3err("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header")
+		}
+		return fromStrata(err, q.object)
+	}
+	if n < q.size {
+		return s3err("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header")
+	}
+	extra, err := io.Copy(io.Discard, io.LimitReader(bc, 1<<20))
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return e
+		}
+		return s3err("IncompleteBody", 400, "reading the body: %v", err)
+	}
+	if extra > 0 {
+		return s3err("InvalidRequest", 400, "The body is longer than its declared length")
+	}
+	return bc.verify()
+}
+
+// copyBuf is the buffer a PUT's body is copied through: large writes
+// keep every stripe of the upload busy.
+const copyBuf = 4 << 20
+
+// putObject stores a PUT's body as the key's file, replacing what was
+// there only once the new data and its metadata are committed together.
+func (q *request) putObject() *Error {
+	if q.size < 0 {
+		return s3err("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
+	}
+	if q.size > maxPutObject {
+		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed object size (5 GiB for a single PUT; use a multipart upload)")
+	}
+	cos, e := q.g.cosOf(q.r.Header.Get("x-amz-storage-class"))
+	if e != nil {
+		return e
+	}
+	attrs, e := metaAttrs(q.r.Header)
+	if e != nil {
+		return e
+	}
+	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
+	if e != nil {
+		return e
+	}
+	bc.trailer = q.trl
+	if strings.HasSuffix(q.object, "/") {
+		return q.putFolder(bc)
+	}
+	p := q.g.path(q.bucket, q.object)
+	o := client.PutOptions{COS: cos, Overwrite: true}
+	if q.size == 0 {
+		// An empty file is committed at create: read (and check) the
+		// body first, so its metadata go in with it.
+		if e := q.readBody(io.Discard, bc, make([]byte, 4096)); e != nil {
+			return e
+		}
+		o.Xattrs = withETag(attrs, bc.etag(), bc.checksums())
+	}
+	u, e := q.create(p, q.size, o)
+	if e != nil {
+		return e
+	}
+	if q.size > 0 {
+		if e := q.readBody(u, bc, make([]byte, copyBuf)); e != nil {
+			u.Abort()
+			return e
+		}
+		u.SetXattrs(withETag(attrs, bc.etag()+" "+u.Fixity(), bc.checksums()))
+	}
+	if _, err := u.Commit(q.ctx); err != nil {
+		return fromStrata(err, q.object)
+	}
+	q.w.Header().Set("ETag", `"`+bc.etag()+`"`)
+	for alg, v := range bc.checksums() {
+		q.w.Header().Set("x-amz-checksum-"+alg, v)
+	}
+	q.w.WriteHeader(200)
+	return nil
+}
+
+// create starts writing p, making the directories above it in the
+// bucket as needed (S3 has none; a key's prefix is one here).
+func (q *request) create(p string, size int64, o client.PutOptions) (*client.Upload, *Error) {
+	u, err := q.g.c.Create(q.ctx, p, size, o)
+	if errors.Is(err, api.ErrNotFound) {
+		if e := q.bucketExists(); e != nil {
+			return nil, e
+		}
+		if _, err = q.g.c.Mkdir(q.ctx, path.Dir(p), true, 0); err == nil {
+			u, err = q.g.c.Create(q.ctx, p, size, o)
+		}
+	}
+	if err != nil {
+		return nil, fromStrata(err, q.object)
+	}
+	return u, nil
+}
+
+// putFolder makes the directory a key "name/" names: the empty object
+// consoles create to show a folder.
+func (q *request) putFolder(bc *bodyCheck) *Error {
+	if q.size != 0 {
+		return errInvalidArgument("An object whose key ends in '/' is a folder here and holds no data")
+	}
+	if e := q.readBody(io.Discard, bc, make([]byte, 512)); e != nil {
+		return e
+	}
+	if e := q.bucketExists(); e != nil {
+		return e
+	}
+	p := q.g.path(q.bucket, q.object)
+	if _, err := q.g.c.Mkdir(q.ctx, p, true, 0); err != nil {
+		return fromStrata(err, q.object)
+	}
+	if err := q.g.c.SetXattr(q.ctx, p, xaFolder, nil, ""); err != nil {
+		return fromStrata(err, q.object)
+	}
+	q.w.Header().Set("ETag", `"`+emptyETag+`"`)
+	q.w.WriteHeader(200)
+	return nil
+}
+
+// conditions applies If-Match, If-None-Match, If-Modified-Since and
+// If-Unmodified-Since (with prefix "x-amz-copy-source-" for a copy's
+// source), in RFC 7232's order. It returns 304 or 412 as an Error.
+func conditions(h http.Header, prefix, etag string, mtime time.Time, read bool) *Error {
+	get := func(n string) string { return h.Get(prefix + n) }
+	match := func(list string) bool {
+		for _, t := range strings.Split(list, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || strings.Trim(t, `"`) == etag {
+				return true
+			}
+		}
+		return false
+	}
+	mtime = mtime.Truncate(time.Second)
+	notModified := &Error{Code: "NotModified", Status: 304, Message: "Not Modified"}
+	if prefix != "" {
+		notModified = errPreconditionFailed // a copy answers 412 to both
+	}
+	if v := get("If-Match"); v != "" {
+		if !match(v) {
+			return errPreconditionFailed
+		}
+	} else if v := get("If-Unmodified-Since"); v != "" {
+		if t, ok := httpTime(v); ok && mtime.After(t) {
+			return errPreconditionFailed
+		}
+	}
+	if v := get("If-None-Match"); v != "" {
+		if match(v) {
+			if read {
+				return notModified
+			}
+			return errPreconditionFailed
+		}
+	} else if v := get("If-Modified-Since"); v != "" && read {
+		if t, ok := httpTime(v); ok && !mtime.After(t) {
+			return notModified
+		}
+	}
+	return nil
+}
+
+// parseRange reads a single "bytes=a-b", "bytes=a-" or "bytes=-n" of an
+// object of size bytes. ok is false when there is no usable range (S3
+// then sends the whole object); e is InvalidRange when it lies wholly
+// beyond the end.
+func parseRange(v string, size int64) (off, n int64, ok bool, e *Error) {
+	spec, found := strings.CutPrefix(v, "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return 0, 0, false, nil
+	}
+	a, b, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false, nil
+	}
+	invalid := s3err("InvalidRange", 416, "The requested range is not satisfiable")
+	if a == "" {
+		last, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || last < 0 {
+			return 0, 0, false, nil
+		}
+		if last == 0 {
+			return 0, 0, false, invalid
+		}
+		last = min(last, size)
+		return size - last, last, true, nil
+	}
+	first, err := strconv.ParseInt(a, 10, 64)
+	if err != nil || first < 0 {
+		return 0, 0, false, nil
+	}
+	end := size - 1
+	if b != "" {
+		if end, err = strconv.ParseInt(b, 10, 64); err != nil || end < first {
+			return 0, 0, false, nil
+		}
+		end = min(end, size-1)
+	}
+	if first >= size {
+		return 0, 0, false, invalid
+	}
+	return first, end - first + 1, true, nil
+}
+
+// responseOverrides are the query parameters a (presigned) GET may set
+// response headers with.
+var responseOverrides = map[string]string{
+	"response-content-type": "Content-Type", "response-content-language": "Content-Language", "response-expires": "Expires",
+	"response-cache-control": "Cache-Control", "response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
+}
+
+// getObject serves GET (body) and HEAD (no body) of an object.
+func (q *request) getObject(body bool) *Error {
+	p := q.g.path(q.bucket, q.object)
+	var rd *client.Reader
+	var fi *client.FileInfo
+	var err error
+	if body {
+		if rd, err = q.g.c.Open(q.ctx, p, client.GetOptions{NoRecall: true}); err == nil {
+			fi = rd.Info()
+		}
+	} else {
+		fi, err = q.g.c.Stat(q.ctx, p)
+	}
+	switch {
+	case errors.Is(err, api.ErrIsDir) || err == nil && fi.Type == client.TypeDir:
+		return q.getFolder()
+	case errors.Is(err, api.ErrOffline):
+		return errInvalidObjectState(q.object)
+	case errors.Is(err, api.ErrNotFound), errors.Is(err, api.ErrNotDir), err == nil && fi.Type != client.TypeFile, err == nil && strings.HasSuffix(q.object, "/"):
+		if e := q.bucketExists(); e != nil {
+			return e
+		}
+		return errNoSuchKey(q.object)
+	case err != nil:
+		return fromStrata(err, q.object)
+	}
+	if body && fi.Residency == client.ResidencyStaging {
+		return errInvalidObjectState(q.object)
+	}
+	attrs, err := q.g.c.Xattrs(q.ctx, p)
+	if err != nil {
+		return fromStrata(err, q.object)
+	}
+	etag := etagOf(fi, attrs)
+	if e := conditions(q.r.Header, "", etag, fi.Mtime, true); e != nil {
+		if e.Status == 304 {
+			q.w.Header().Set("ETag", `"`+etag+`"`)
+			q.w.WriteHeader(304)
+			return nil
+		}
+		return e
+	}
+	off, n, ranged, e := parseRange(q.r.Header.Get("Range"), fi.Size)
+	if e != nil {
+		q.w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", fi.Size))
+		return e
+	}
+	// A checksum covers the whole object, so a range gets none.
+	q.g.setObjectHeaders(q.w, fi, attrs, etag, !ranged && strings.EqualFold(q.r.Header.Get("x-amz-checksum-mode"), "ENABLED"))
+	for param, h := range responseOverrides {
+		if v := q.r.URL.Query().Get(param); v != "" {
+			q.w.Header().Set(h, v)
+		}
+	}
+	status := 200
+	if !ranged {
+		off, n = 0, fi.Size
+	} else {
+		status = 206
+		q.w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, fi.Size))
+	}
+	q.w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	q.w.WriteHeader(status)
+	if !body || n == 0 {
+		return nil
+	}
+	if err := copyRange(q.w, rd, off, n); err != nil {
+		// The status is sent: all the client can learn is a short body.
+		q.g.log.Warn("s3: get failed after the headers were sent", "path", p, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// getFolder answers GET or HEAD of a directory as the empty folder
+// object "key/", or NoSuchKey for a key without the slash.
+func (q *request) getFolder() *Error {
+	if !strings.HasSuffix(q.object, "/") {
+		return errNoSuchKey(q.object)
+	}
+	q.w.Header().Set("ETag", `"`+emptyETag+`"`)
+	q.w.Header().Set("Content-Type", "application/x-directory")
+	q.w.Header().Set("Content-Length", "0")
+	q.w.WriteHeader(200)
+	return nil
+}
+
+// copyRange writes n bytes from off of rd to w: each read spans every
+// stripe (so all movers work at once), and the next is fetched while
+// the last is written.
+func copyRange(w io.Writer, rd *client.Reader, off, n int64) error {
+	width, unit := rd.Width()
+	chunk := min(max(int64(width)*unit, 8<<20), 64<<20, n)
+	type part struct {
+		b   []byte
+		err error
+	}
+	parts := make(chan part, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(parts)
+		for pos := off; pos < off+n; pos += chunk {
+			b := make([]byte, min(chunk, off+n-pos))
+			m, err := rd.ReadAt(b, pos)
+			if err == io.EOF && m == len(b) {
+				err = nil
+			}
+			select {
+			case parts <- part{b[:m], err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for p := range parts {
+		if p.err != nil {
+			return p.err
+		}
+		if _, err := w.Write(p.b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteObject removes a key (S3 answers 204 whether or not it was
+// there), then the directories above it that it leaves empty.
+func (q *request) deleteObject() *Error {
+	p := q.g.path(q.bucket, q.object)
+	err := q.g.c.Remove(q.ctx, p, false)
+	if strings.HasSuffix(q.object, "/") && errors.Is(err, api.ErrNotEmpty) {
+		err = nil // the folder object goes; the keys below it stay
+	}
+	if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrIsDir) || errors.Is(err, api.ErrNotDir) || errors.Is(err, api.ErrNotEmpty) {
+		if e := q.bucketExists(); e != nil {
+			return e
+		}
+		err = nil
+	}
+	if err != nil {
+		return fromStrata(err, q.object)
+	}
+	q.g.prune(q, path.Dir(p))
+	q.w.WriteHeader(204)
+	return nil
+}
+
+// prune removes the empty directories from dir up to the bucket, except
+// folders made by a PUT of "key/": they are objects of their own.
+func (g *Gateway) prune(q *request, dir string) {
+	top := g.path(q.bucket, "")
+	for dir != top && strings.HasPrefix(dir, top+"/") {
+		if attrs, err := g.c.Xattrs(q.ctx, dir); err != nil || attrs[xaFolder] != nil {
+			return
+		}
+		if err := g.c.Remove(q.ctx, dir, false); err != nil {
+			return
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+// deleteObjects serves DeleteObjects: up to 1,000 keys in one request.
+func (q *request) deleteObjects() *Error {
+	var req struct {
+		Quiet   bool
+		Objects []struct {
+			Key       string
+			VersionID string `xml:"VersionId"`
+		} `xml:"Object"`
+	}
+	if err := xml.NewDecoder(io.LimitReader(q.body, 2<<20)).Decode(&req); err != nil {
+		return errMalformedXML(err)
+	}
+	if len(req.Objects) == 0 || len(req.Objects) > maxDeletes {
+		return errMalformedXML(fmt.Errorf("%d objects; 1 to %d may be deleted at once", len(req.Objects), maxDeletes))
+	}
+	if e := q.bucketExists(); e != nil {
+		return e
+	}
+	type deleted struct {
+		Key string
+	}
+	type failed struct {
+		Key, Code, Message string
+	}
+	var res struct {
+		XMLName xml.Name `xml:"DeleteResult"`
+		NS      string   `xml:"xmlns,attr"`
+		Deleted []deleted
+		Errors  []failed `xml:"Error"`
+	}
+	res.NS = s3NS
+	for _, o := range req.Objects {
+		e := validKey(o.Key)
+		if e == nil {
+			p := q.g.path(q.bucket, o.Key)
+			err := q.g.c.Remove(q.ctx, p, false)
+			if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrIsDir) || errors.Is(err, api.ErrNotDir) {
+				err = nil
+			}
+			if err != nil {
+				e = fromStrata(err, o.Key)
+			} else {
+				q.g.prune(q, path.Dir(p))
+			}
+		}
+		if e != nil {
+			res.Errors = append(res.Errors, failed{o.Key, e.Code, e.Message})
+		} else if !req.Quiet {
+			res.Deleted = append(res.Deleted, deleted{o.Key})
+		}
+	}
+	return q.reply(200, res)
+}
+
+// copySource reads x-amz-copy-source: "[/]bucket/key[?versionId=…]",
+// URL-encoded.
+func (q *request) copySource() (bucket, key string, e *Error) {
+	src := q.r.Header.Get("x-amz-copy-source")
+	if i := strings.Index(src, "?"); i >= 0 {
+		src = src[:i]
+	}
+	src, err := url.PathUnescape(src)
+	if err != nil {
+		return "", "", errInvalidArgument("Invalid copy source encoding")
+	}
+	bucket, key, _ = strings.Cut(strings.TrimPrefix(src, "/"), "/")
+	if validBucket(bucket) != nil || key == "" {
+		return "", "", errInvalidArgument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+	}
+	if e := validKey(key); e != nil {
+		return "", "", e
+	}
+	return bucket, key, nil
+}
+
+// openSource opens a copy's source after its conditions.
+func (q *request) openSource(bucket, key string) (*client.Reader, map[string][]byte, string, *Error) {
+	p := q.g.path(bucket, key)
+	rd, err := q.g.c.Open(q.ctx, p, client.GetOptions{NoRecall: true})
+	switch {
+	case errors.Is(err, api.ErrOffline):
+		return nil, nil, "", errInvalidObjectState(key)
+	case errors.Is(err, api.ErrNotFound), errors.Is(err, api.ErrIsDir), errors.Is(err, api.ErrNotDir):
+		if _, serr := q.g.c.Stat(q.ctx, q.g.path(bucket, "")); serr != nil {
+			return nil, nil, "", errNoSuchBucket(bucket)
+		}
+		return nil, nil, "", errNoSuchKey(key)
+	case err != nil:
+		return nil, nil, "", fromStrata(err, key)
+	}
+	if rd.Info().Residency == client.ResidencyStaging {
+		return nil, nil, "", errInvalidObjectState(key)
+	}
+	attrs, err := q.g.c.Xattrs(q.ctx, p)
+	if err != nil {
+		return nil, nil, "", fromStrata(err, key)
+	}
+	etag := etagOf(rd.Info(), attrs)
+	if e := conditions(q.r.Header, "x-amz-copy-source-", etag, rd.Info().Mtime, true); e != nil {
+		return nil, nil, "", e
+	}
+	return rd, attrs, etag, nil
+}
+
+// copyObject serves CopyObject: the copy is made on the server side, the
+// data going from the source's movers to the destination's through the
+// gateway, never through the client.
+func (q *request) copyObject() *Error {
+	sb, sk, e := q.copySource()
+	if e != nil {
+		return e
+	}
+	directive := q.r.Header.Get("x-amz-metadata-directive")
+	if directive != "" && directive != "COPY" && directive != "REPLACE" {
+		return errInvalidArgument("Unknown metadata directive %q", directive)
+	}
+	class := q.r.Header.Get("x-amz-storage-class")
+	if sb == q.bucket && sk == q.object && directive != "REPLACE" && class == "" {
+		return s3err("InvalidRequest", 400, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+	}
+	rd, srcAttrs, _, e := q.openSource(sb, sk)
+	if e != nil {
+		return e
+	}
+	cos, e := q.g.cosOf(class)
+	if e != nil {
+		return e
+	}
+	if class == "" {
+		cos = rd.Info().COS // the copy keeps the source's class
+	}
+	attrs := map[string][]byte{}
+	if directive == "REPLACE" {
+		if attrs, e = metaAttrs(q.r.Header); e != nil {
+			return e
+		}
+	} else {
+		for k, v := range srcAttrs {
+			if strings.HasPrefix(k, xaMeta) || strings.HasPrefix(k, xaHeader) || strings.HasPrefix(k, xaChecksum) {
+				attrs[k] = v
+			}
+		}
+	}
+	size := rd.Size()
+	if size > maxPutObject {
+		return errInvalidArgument("The specified copy source is larger than the maximum allowable size for a copy source: %d", int64(maxPutObject))
+	}
+	fi, etag, e := q.writeCopy(q.g.path(q.bucket, q.object), rd, 0, size, cos, attrs)
+	if e != nil {
+		return e
+	}
+	return q.reply(200, struct {
+		XMLName      xml.Name `xml:"CopyObjectResult"`
+		NS           string   `xml:"xmlns,attr"`
+		LastModified string
+		ETag         string
+	}{NS: s3NS, LastModified: fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), ETag: `"` + etag + `"`})
+}
+
+// writeCopy writes n bytes of rd from off as p, with attrs and the MD5 of
+// what was copied as its ETag.
+func (q *request) writeCopy(p string, rd *client.Reader, off, n int64, cos string, attrs map[string][]byte) (*client.FileInfo, string, *Error) {
+	o := client.PutOptions{COS: cos, Overwrite: true}
+	if n == 0 {
+		o.Xattrs = withETag(attrs, emptyETag, nil)
+	}
+	u, e := q.create(p, n, o)
+	if e != nil {
+		return nil, "", e
+	}
+	h := md5.New()
+	if n > 0 {
+		if err := copyRange(io.MultiWriter(u, h), rd, off, n); err != nil {
+			u.Abort()
+			return nil, "", fromStrata(err, q.object)
+		}
+	}
+	etag := hex.EncodeToString(h.Sum(nil))
+	if n > 0 {
+		u.SetXattrs(withETag(attrs, etag+" "+u.Fixity(), nil))
+	}
+	fi, err := u.Commit(q.ctx)
+	if err != nil {
+		return nil, "", fromStrata(err, q.object)
+	}
+	return fi, etag, nil
+}
+
+// restore serves RestoreObject: a recall of an archived object, whose
+// disk copy is then kept (pinned) for the days asked.
+func (q *request) restore() *Error {
+	var req struct {
+		Days int
+		Tier string `xml:"GlacierJobParameters>Tier"`
+		Type string
+	}
+	req.Days = 1
+	if q.size != 0 {
+		if err := xml.NewDecoder(io.LimitReader(q.body, 64<<10)).Decode(&req); err != nil {
+			return errMalformedXML(err)
+		}
+	}
+	if req.Type == "SELECT" {
+		return errNotImplemented("restore with SELECT")
+	}
+	if req.Days < 1 {
+		return errInvalidArgument("Days must be at least 1")
+	}
+	p := q.g.path(q.bucket, q.object)
+	fi, err := q.g.c.Stat(q.ctx, p)
+	switch {
+	case errors.Is(err, api.ErrNotFound), err == nil && fi.Type != client.TypeFile:
+		if e := q.bucketExists(); e != nil {
+			return e
+		}
+		return errNoSuchKey(q.object)
+	case err != nil:
+		return fromStrata(err, q.object)
+	}
+	switch fi.Residency {
+	case client.ResidencyStaging:
+		return s3err("RestoreAlreadyInProgress", 409, "Object restore is already in progress")
+	case client.ResidencyDisk, "":
+		return s3err("InvalidObjectState", 403, "Restore is not allowed for the object's current storage class: it has no archived copy")
+	}
+	if _, err := q.g.c.StagePinned(q.ctx, []string{p}, time.Duration(req.Days)*24*time.Hour); err != nil {
+		return fromStrata(err, q.object)
+	}
+	if fi.Residency == client.ResidencyTape {
+		q.w.WriteHeader(202) // the recall is queued
+	} else {
+		q.w.WriteHeader(200) // restored already: the expiry moves
+	}
+	return nil
+}
