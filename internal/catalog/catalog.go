@@ -351,11 +351,11 @@ type Token struct {
 	Kind string
 	// Hash is a bearer token's secret's hash; Secret is an S3 key's
 	// secret itself, which Signature V4 needs to check an HMAC.
-	Hash     string
-	Secret   string
-	Created  int64
-	Expires  int64
-	Revoked  int64
+	Hash    string
+	Secret  string
+	Created int64
+	Expires int64
+	Revoked int64
 }
 
 // Credential kinds (Token.Kind).
