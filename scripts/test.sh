@@ -6,7 +6,8 @@
 # server binaries, for the PostgreSQL catalog's tests, which start a
 # throwaway cluster of their own), then: gofmt, go vet, the
 # module files, and the whole test suite (unit, conformance, end-to-end with
-# the real binary, crash tests), with the race detector on the packages whose
+# the real binary, crash tests, the S3 gateway driven by boto3 and the aws
+# cli), with the race detector on the packages whose
 # concurrency matters most.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]} for the mount tests"
   install "${missing[@]}"
 fi
+# The S3 gateway's tests drive it with real clients: boto3 and the aws cli
+# (with awscrt, which boto3 needs for CRC32C and CRC64NVME checksums).
+if ! python3 -c "import boto3, awscrt" >/dev/null 2>&1 || ! need aws; then
+  need python3 && python3 -m pip --version >/dev/null 2>&1 || install python3 python3-pip
+  echo "== installing boto3, awscli and awscrt (pip) for the S3 gateway's tests"
+  python3 -m pip install -q boto3 awscli awscrt 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages boto3 awscli awscrt
+fi
 # Users other than root mount too (the mount's permission tests): /dev/fuse
 # is 0666 as Debian's udev rule makes it; containers often leave it 0600.
 if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
@@ -53,7 +62,7 @@ for u in 2101:strata-mount-a 2102:strata-mount-b; do
 done
 # Having installed them, a PostgreSQL or FUSE test that cannot start one
 # fails rather than skips.
-export STRATA_REQUIRE_POSTGRES=1 STRATA_REQUIRE_FUSE=1
+export STRATA_REQUIRE_POSTGRES=1 STRATA_REQUIRE_FUSE=1 STRATA_REQUIRE_S3CLIENTS=1
 
 echo "== gofmt"
 bad=$(gofmt -l $( (git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go') ))
