@@ -15,6 +15,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/taperest"
 )
 
 // maxBody bounds a control request; the largest (a commit of a very wide
@@ -79,6 +80,7 @@ func (c *Core) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/tokens/s3", query(c, c.S3Key))
 	mux.HandleFunc("POST /v1/release", body(c, c.Release))
+	taperest.New(c, c.now).Register(mux)
 	mux.HandleFunc("POST /v1/quota", body(c, c.SetQuota))
 	mux.HandleFunc("GET /v1/quota", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := c.Quota(r.Context(), r.URL.Query().Get("user"))
@@ -94,7 +96,7 @@ func (c *Core) Handler() http.Handler {
 // the version, where the Unix socket is (a client on this host must learn
 // it before it can authenticate by its credentials there), and mover
 // registration (which proves itself with the cluster secret instead).
-var public = map[string]bool{"/healthz": true, "/v1/version": true, "/v1/local": true, "/v1/movers/register": true}
+var public = map[string]bool{"/healthz": true, "/v1/version": true, "/v1/local": true, "/v1/movers/register": true, "/.well-known/wlcg-tape-rest-api": true}
 
 // authenticate puts the caller's identity into every request's context,
 // or answers 401; with an audit log, it writes a line for every request

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# bench/s3.sh — the S3 gateway against the client API it is built on, for
+# docs/PERFORMANCE.md ("S3 gateway").
+#
+#   bench/s3.sh                  # both parts; prints a Markdown report
+#   PARTS=small bench/s3.sh      # only some of: seq small
+#
+# seq:   a SIZE_MB object put and got with the aws cli (multipart, 8
+#        concurrent requests of 64 MiB parts) against `strata put` and
+#        `strata get` of the same file, taking turns; the disk's own pace
+#        (dd) for scale.
+# small: OBJECTS objects of 4 KiB PUT, GET and HEAD by 16 clients through
+#        the gateway (bench/s3bench, SigV4-signed) against the same
+#        operations through the client API (s3bench --server).
+# Runs as root (to drop caches). Needs the aws cli and 4×SIZE_MB free
+# under SCRATCH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT=${OUT:-$REPO/bench/out}
+SCRATCH=${SCRATCH:-$OUT/scratch}
+REPS=${REPS:-3}
+PARTS=${PARTS:-"seq small"}
+SIZE_MB=${SIZE_MB:-4096}
+OBJECTS=${OBJECTS:-4000}
+mkdir -p "$OUT" "$SCRATCH"
+go build -o "$OUT/strata" ./cmd/strata
+go build -o "$OUT/s3bench" ./bench/s3bench
+S=$OUT/strata
+PORT=7460
+. bench/lib.sh
+. bench/server.sh
+trap stop EXIT
+export STRATA_SERVER=127.0.0.1:$PORT
+CFG=$OUT/s3.toml
+{ echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$SCRATCH/data\""; echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'
+  echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""; echo "[library]"; echo "drives = 0"
+  echo "[s3]"; echo "listen = \"127.0.0.1:$((PORT+2))\""; } > "$CFG"
+EP=http://127.0.0.1:$((PORT+2))
+
+echo "# bench/s3.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
+echo "file system under test: $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}')"
+rm -rf "$SCRATCH/data"; start "$CFG"
+K=$("$S" s3 keys create --user root --json)
+export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=$OUT/aws.config
+AWS_ACCESS_KEY_ID=$(echo "$K" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_key_id"])')
+AWS_SECRET_ACCESS_KEY=$(echo "$K" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret_access_key"])')
+printf '[default]\ns3 =\n  max_concurrent_requests = 8\n  multipart_chunksize = 64MB\n  multipart_threshold = 64MB\n' > "$AWS_CONFIG_FILE"
+AWS="aws --endpoint-url $EP"
+$AWS s3 mb s3://bench >/dev/null
+
+if [[ " $PARTS " == *" seq "* ]]; then
+  SRC=$SCRATCH/src.dat
+  if [ ! -f "$SRC" ] || [ "$(stat -c %s "$SRC")" != $((SIZE_MB<<20)) ]; then
+    head -c $((SIZE_MB<<20)) /dev/urandom > "$SRC"; sync
+  fi
+  B=$((SIZE_MB<<20))
+  declare -A T
+  for r in $(seq "$REPS"); do
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M conv=fsync status=none; t1=$(now); T[disk,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M status=none; t1=$(now); T[disk,r]+="$(rate $B "$t0" "$t1") "
+    rm -f "$SCRATCH/dd.dat"
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); "$S" put "$SRC" /api.dat; t1=$(now); T[api,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); "$S" get /api.dat - > /dev/null; t1=$(now); T[api,r]+="$(rate $B "$t0" "$t1") "
+    "$S" rm /api.dat
+    drop; cat "$SRC" > /dev/null
+    t0=$(now); $AWS s3 cp --only-show-errors "$SRC" s3://bench/obj; t1=$(now); T[s3,w]+="$(rate $B "$t0" "$t1") "
+    drop; t0=$(now); $AWS s3 cp --only-show-errors s3://bench/obj - > /dev/null; t1=$(now); T[s3,r]+="$(rate $B "$t0" "$t1") "
+    $AWS s3 rm --only-show-errors s3://bench/obj
+    sleep 2
+  done
+  echo; echo "## ${SIZE_MB} MiB object: aws cli (multipart, 8 requests of 64 MiB at once) against strata put/get (MB/s, median of $REPS, taking turns)"
+  echo; echo "| op | disk alone (dd) | strata put / get | aws s3 cp through the gateway | gateway / API |"; echo "|---|---|---|---|---|"
+  for op in w r; do
+    d=$(median ${T[disk,$op]}); a=$(median ${T[api,$op]}); g=$(median ${T[s3,$op]})
+    name=write; [ $op = r ] && name=read
+    echo "| $name | $d | $a | $g | $(ratio "$g" "$a") |"
+  done
+  echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
+fi
+
+if [[ " $PARTS " == *" small "* ]]; then
+  declare -A M
+  for r in $(seq "$REPS"); do
+    j=$("$OUT/s3bench" --server 127.0.0.1:$PORT --under /small$r --clients 16 --objects "$OBJECTS" --size 4096)
+    for ph in put get head; do M[api,$ph]+="$(echo "$j" | python3 -c "import json,sys;print(json.load(sys.stdin)['${ph}_per_s'])") "; done
+    j=$("$OUT/s3bench" --endpoint "$EP" --key "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --bucket small$r --clients 16 --objects "$OBJECTS" --size 4096)
+    for ph in put get head; do M[s3,$ph]+="$(echo "$j" | python3 -c "import json,sys;print(json.load(sys.stdin)['${ph}_per_s'])") "; done
+    "$S" rm -r /small$r /s3/small$r
+  done
+  echo; echo "## $OBJECTS objects of 4 KiB, 16 clients: the gateway against the client API (ops/s, median of $REPS)"
+  echo; echo "| op | client API (s3bench --server) | S3 through the gateway (s3bench, SigV4) | gateway / API |"; echo "|---|---|---|---|"
+  for ph in put get head; do
+    a=$(median ${M[api,$ph]}); g=$(median ${M[s3,$ph]})
+    name=$(echo $ph | tr a-z A-Z); [ $ph = head ] && name="HEAD (API: stat)"
+    echo "| $name | $a | $g | $(ratio "$g" "$a") |"
+  done
+  echo; echo "raw: $(for k in "${!M[@]}"; do echo -n "$k: ${M[$k]}; "; done)"
+fi
