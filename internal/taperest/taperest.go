@@ -137,12 +137,14 @@ func (a *API) wellKnown(w http.ResponseWriter, r *http.Request) {
 		"endpoints": []map[string]any{{"uri": scheme + "://" + r.Host + "/api/v1/", "version": "v1", "metadata": map[string]any{}}}})
 }
 
-var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$`)
+// isoDuration is the part of ISO 8601 durations lifetimes use; five
+// digits a field keep the sum within a time.Duration.
+var isoDuration = regexp.MustCompile(`^P(?:(\d{1,5})D)?(?:T(?:(\d{1,5})H)?(?:(\d{1,5})M)?(?:(\d{1,5})S)?)?$`)
 
 // parseLifetime reads an ISO 8601 duration such as "P1D" or "PT12H".
 func parseLifetime(s string) (time.Duration, error) {
 	m := isoDuration.FindStringSubmatch(s)
-	if m == nil || s == "P" || s == "PT" {
+	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
 		return 0, fmt.Errorf("diskLifetime %q is not an ISO 8601 duration like P1D or PT12H", s)
 	}
 	var d time.Duration
