@@ -144,7 +144,13 @@ func (e *env) tokenCmd() *cobra.Command {
 		}
 		return w.Flush()
 	})
-	revoke := &cobra.Command{Use: "revoke ID...", Short: "Revoke tokens at once", Args: minArgs(1, "token revoke ID...")}
+	cmd.AddCommand(create, list, e.revokeCmd("Revoke tokens at once", "token revoke ID..."))
+	return cmd
+}
+
+// revokeCmd revokes credentials (bearer tokens, S3 keys) by ID.
+func (e *env) revokeCmd(short, usage string) *cobra.Command {
+	revoke := &cobra.Command{Use: "revoke ID...", Short: short, Args: minArgs(1, usage)}
 	revoke.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		for _, id := range args {
 			if err := c.RevokeToken(ctx, id); err != nil {
@@ -153,8 +159,7 @@ func (e *env) tokenCmd() *cobra.Command {
 		}
 		return nil
 	})
-	cmd.AddCommand(create, list, revoke)
-	return cmd
+	return revoke
 }
 
 func (e *env) loginCmd() *cobra.Command {

@@ -123,15 +123,6 @@ func (e *env) s3KeysCmd() *cobra.Command {
 		}
 		return w.Flush()
 	})
-	revoke := &cobra.Command{Use: "revoke ID...", Short: "Revoke access keys (gateways stop taking them within 30 s)", Args: minArgs(1, "s3 keys revoke ID...")}
-	revoke.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
-		for _, id := range args {
-			if err := c.RevokeToken(ctx, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	cmd.AddCommand(create, list, revoke)
+	cmd.AddCommand(create, list, e.revokeCmd("Revoke access keys (gateways stop taking them within 30 s)", "s3 keys revoke ID..."))
 	return cmd
 }

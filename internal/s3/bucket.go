@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -327,14 +328,11 @@ func (q *request) putACL() *Error {
 func (q *request) listObjects(version int) *Error {
 	qs := q.r.URL.Query()
 	prefix, delim := qs.Get("prefix"), qs.Get("delimiter")
-	max := 1000
-	if v := qs.Get("max-keys"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errInvalidArgument("max-keys %q is not a non-negative integer", v)
-		}
-		max = min(n, 1000)
+	max, e := intParam(qs, "max-keys", 1000)
+	if e != nil {
+		return e
 	}
+	max = min(max, 1000)
 	encode := qs.Get("encoding-type")
 	if encode != "" && encode != "url" {
 		return errInvalidArgument("Invalid Encoding Method specified in Request")
@@ -434,6 +432,19 @@ func (q *request) listObjects(version int) *Error {
 		CommonPrefixes        []cp
 	}{NS: s3NS, Name: q.bucket, Prefix: enc(prefix), StartAfter: enc(qs.Get("start-after")), ContinuationToken: token, NextContinuationToken: next,
 		KeyCount: len(contents) + len(prefixes), MaxKeys: max, Delimiter: enc(delim), EncodingType: encode, IsTruncated: l.truncated, Contents: contents, CommonPrefixes: prefixes})
+}
+
+// intParam reads a non-negative integer query parameter, def if absent.
+func intParam(qs url.Values, name string, def int) (int, *Error) {
+	v := qs.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, errInvalidArgument("%s %q is not a non-negative integer", name, v)
+	}
+	return n, nil
 }
 
 func max2(a, b string) string {

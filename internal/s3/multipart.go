@@ -136,38 +136,7 @@ func (q *request) uploadPart() *Error {
 	if q.size > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
-	if e != nil {
-		return e
-	}
-	bc.trailer = q.trl
-	o := client.PutOptions{Overwrite: true}
-	if q.size == 0 {
-		if e := q.readBody(io.Discard, bc, make([]byte, 4096)); e != nil {
-			return e
-		}
-		o.Xattrs = withETag(map[string][]byte{}, bc.etag(), bc.checksums())
-	}
-	u, e := q.create(p, q.size, o)
-	if e != nil {
-		return e
-	}
-	if q.size > 0 {
-		if e := q.readBody(u, bc, make([]byte, copyBuf)); e != nil {
-			u.Abort()
-			return e
-		}
-		u.SetXattrs(withETag(map[string][]byte{}, bc.etag()+" "+u.Fixity(), bc.checksums()))
-	}
-	if _, err := u.Commit(q.ctx); err != nil {
-		return fromStrata(err, q.object)
-	}
-	q.w.Header().Set("ETag", `"`+bc.etag()+`"`)
-	for alg, v := range bc.checksums() {
-		q.w.Header().Set("x-amz-checksum-"+alg, v)
-	}
-	q.w.WriteHeader(200)
-	return nil
+	return q.store(p, client.PutOptions{Overwrite: true}, map[string][]byte{})
 }
 
 // uploadPartCopy makes part p from a range of another object.
@@ -196,16 +165,7 @@ func (q *request) uploadPartCopy(p string) *Error {
 	if n > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	fi, etag, e := q.writeCopy(p, rd, off, n, "", map[string][]byte{})
-	if e != nil {
-		return e
-	}
-	return q.reply(200, struct {
-		XMLName      xml.Name `xml:"CopyPartResult"`
-		NS           string   `xml:"xmlns,attr"`
-		LastModified string
-		ETag         string
-	}{NS: s3NS, LastModified: fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), ETag: `"` + etag + `"`})
+	return q.copyTo("CopyPartResult", p, rd, off, n, "", map[string][]byte{})
 }
 
 // part is one stored part of an upload.
@@ -245,21 +205,14 @@ func (q *request) listParts() *Error {
 	if e != nil {
 		return e
 	}
-	max := 1000
-	if v := qs.Get("max-parts"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errInvalidArgument("max-parts %q is not a non-negative integer", v)
-		}
-		max = min(n, 1000)
+	max, e := intParam(qs, "max-parts", 1000)
+	if e != nil {
+		return e
 	}
-	marker := 0
-	if v := qs.Get("part-number-marker"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errInvalidArgument("part-number-marker %q is not a non-negative integer", v)
-		}
-		marker = n
+	max = min(max, 1000)
+	marker, e := intParam(qs, "part-number-marker", 0)
+	if e != nil {
+		return e
 	}
 	ps, e := q.parts(id)
 	if e != nil {
@@ -418,14 +371,11 @@ func (q *request) listUploads() *Error {
 	}
 	qs := q.r.URL.Query()
 	prefix, delim, keyMarker, idMarker := qs.Get("prefix"), qs.Get("delimiter"), qs.Get("key-marker"), qs.Get("upload-id-marker")
-	max := 1000
-	if v := qs.Get("max-uploads"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errInvalidArgument("max-uploads %q is not a non-negative integer", v)
-		}
-		max = min(n, 1000)
+	max, e := intParam(qs, "max-uploads", 1000)
+	if e != nil {
+		return e
 	}
+	max = min(max, 1000)
 	ents, err := q.g.c.List(q.ctx, q.g.path(q.bucket, uploadsDir))
 	if err != nil && !errors.Is(err, api.ErrNotFound) {
 		return fromStrata(err, q.bucket)

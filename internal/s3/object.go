@@ -165,16 +165,21 @@ func (q *request) putObject() *Error {
 	if e != nil {
 		return e
 	}
+	if strings.HasSuffix(q.object, "/") {
+		return q.putFolder()
+	}
+	return q.store(q.g.path(q.bucket, q.object), client.PutOptions{COS: cos, Overwrite: true}, attrs)
+}
+
+// store writes the request's body as the file p, and commits it with
+// attrs, its ETag and its checksums once the whole body has been read
+// and verified; on any failure nothing is committed.
+func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte) *Error {
 	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
 	if e != nil {
 		return e
 	}
 	bc.trailer = q.trl
-	if strings.HasSuffix(q.object, "/") {
-		return q.putFolder(bc)
-	}
-	p := q.g.path(q.bucket, q.object)
-	o := client.PutOptions{COS: cos, Overwrite: true}
 	if q.size == 0 {
 		// An empty file is committed at create: read (and check) the
 		// body first, so its metadata go in with it.
@@ -225,10 +230,15 @@ func (q *request) create(p string, size int64, o client.PutOptions) (*client.Upl
 
 // putFolder makes the directory a key "name/" names: the empty object
 // consoles create to show a folder.
-func (q *request) putFolder(bc *bodyCheck) *Error {
+func (q *request) putFolder() *Error {
 	if q.size != 0 {
 		return errInvalidArgument("An object whose key ends in '/' is a folder here and holds no data")
 	}
+	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
+	if e != nil {
+		return e
+	}
+	bc.trailer = q.trl
 	if e := q.readBody(io.Discard, bc, make([]byte, 512)); e != nil {
 		return e
 	}
@@ -652,16 +662,22 @@ func (q *request) copyObject() *Error {
 	if size > maxPutObject {
 		return errInvalidArgument("The specified copy source is larger than the maximum allowable size for a copy source: %d", int64(maxPutObject))
 	}
-	fi, etag, e := q.writeCopy(q.g.path(q.bucket, q.object), rd, 0, size, cos, attrs)
+	return q.copyTo("CopyObjectResult", q.g.path(q.bucket, q.object), rd, 0, size, cos, attrs)
+}
+
+// copyTo writes the copy and answers with its result document (result
+// names it: CopyObjectResult, CopyPartResult).
+func (q *request) copyTo(result, p string, rd *client.Reader, off, n int64, cos string, attrs map[string][]byte) *Error {
+	fi, etag, e := q.writeCopy(p, rd, off, n, cos, attrs)
 	if e != nil {
 		return e
 	}
 	return q.reply(200, struct {
-		XMLName      xml.Name `xml:"CopyObjectResult"`
-		NS           string   `xml:"xmlns,attr"`
+		XMLName      xml.Name
+		NS           string `xml:"xmlns,attr"`
 		LastModified string
 		ETag         string
-	}{NS: s3NS, LastModified: fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), ETag: `"` + etag + `"`})
+	}{XMLName: xml.Name{Local: result}, NS: s3NS, LastModified: fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), ETag: `"` + etag + `"`})
 }
 
 // writeCopy writes n bytes of rd from off as p, with attrs and the MD5 of

@@ -67,7 +67,7 @@ func setupTLS(cfg config.Config, listeners []string, generate bool) (tlsSetup, e
 	var st tlsSetup
 	exposed := ""
 	for _, a := range listeners {
-		if !loopback(a) {
+		if a != "" && !loopback(a) { // "": a listener that is off
 			exposed = a
 		}
 	}
