@@ -13,7 +13,8 @@
 # have (docs/S3.md "Not supported": versioning, lifecycle, object lock,
 # policies, encryption, website, select, tagging, IAM, logging, cloud
 # tiering, appends, Signature V2). KNOWN=FILE: fail unless every failing
-# case is listed in FILE (one test name per line, # comments).
+# case is listed in FILE (one test name per line, # comments); KEEP=FILE:
+# keep pytest's whole output there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUITE=${SUITE:-$PWD/../shared/conformance/s3-tests}
@@ -64,7 +65,8 @@ S3TEST_CONF=$WORK/s3tests.conf python3 -m pytest -q -p no:cacheprovider -rf -o a
   s3tests/functional/test_s3.py -m "not ($UNSUPPORTED)" "$@" > "$WORK/pytest.out" 2>&1
 rc=$?
 set -e
-grep -E '^(FAILED|ERROR) ' "$WORK/pytest.out" | sed -E 's/^(FAILED|ERROR) s3tests\/functional\/test_s3.py::([^ ]+).*/\2/' | sort -u > "$WORK/failed"
+{ grep -E '^(FAILED|ERROR) ' "$WORK/pytest.out" || true; } | sed -E 's/^(FAILED|ERROR) s3tests\/functional\/test_s3.py::([^ ]+).*/\2/' | sort -u > "$WORK/failed"
+[ "${KEEP:-}" ] && cp "$WORK/pytest.out" "$KEEP"
 tail -1 "$WORK/pytest.out"
 if [ -n "${KNOWN:-}" ]; then
   unknown=$(grep -vxFf <(grep -v '^#' "$KNOWN" | awk '{print $1}') "$WORK/failed" || true)
@@ -73,5 +75,4 @@ if [ -n "${KNOWN:-}" ]; then
   exit 0
 fi
 cat "$WORK/failed"
-[ "${KEEP:-}" ] && cp "$WORK/pytest.out" "${KEEP}" || true
 exit $rc

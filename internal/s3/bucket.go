@@ -54,19 +54,39 @@ func (q *request) serviceOp() *Error {
 		CreationDate string
 	}
 	var res struct {
-		XMLName xml.Name `xml:"ListAllMyBucketsResult"`
-		NS      string   `xml:"xmlns,attr"`
-		Owner   owner
-		Buckets []bucket `xml:"Buckets>Bucket"`
+		XMLName           xml.Name `xml:"ListAllMyBucketsResult"`
+		NS                string   `xml:"xmlns,attr"`
+		Owner             owner
+		Buckets           []bucket `xml:"Buckets>Bucket"`
+		ContinuationToken string   `xml:",omitempty"`
+		Prefix            string   `xml:",omitempty"`
 	}
-	res.NS = s3NS
-	res.Owner = owner{ID: strconv.FormatUint(uint64(q.key.UID), 10), DisplayName: q.key.User}
+	qs := q.r.URL.Query()
+	max, e := intParam(qs, "max-buckets", 10000)
+	if e != nil || max < 1 {
+		return errInvalidArgument("max-buckets must be an integer from 1 to 10000")
+	}
+	after := ""
+	if t := qs.Get("continuation-token"); t != "" {
+		b, err := base64.RawURLEncoding.DecodeString(t)
+		if err != nil {
+			return errInvalidArgument("The continuation token provided is incorrect")
+		}
+		after = string(b)
+	}
+	res.NS, res.Prefix = s3NS, qs.Get("prefix")
+	res.Owner = ownerOf(&client.FileInfo{UID: q.key.UID})
 	for _, e := range ents {
 		// Buckets are the caller's own directories, as S3 lists the
-		// buckets a caller owns.
-		if e.Type == client.TypeDir && e.UID == q.key.UID && validBucket(e.Name) == nil {
-			res.Buckets = append(res.Buckets, bucket{Name: e.Name, CreationDate: e.Ctime.UTC().Format(time.RFC3339)})
+		// buckets a caller owns, in name order.
+		if e.Type != client.TypeDir || e.UID != q.key.UID || validBucket(e.Name) != nil || e.Name <= after || !strings.HasPrefix(e.Name, res.Prefix) {
+			continue
 		}
+		if len(res.Buckets) == max {
+			res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.Buckets[max-1].Name))
+			break
+		}
+		res.Buckets = append(res.Buckets, bucket{Name: e.Name, CreationDate: e.Ctime.UTC().Format(time.RFC3339)})
 	}
 	return q.reply(200, res)
 }
@@ -206,7 +226,7 @@ func (q *request) bucketOp() *Error {
 	case qs.Has("uploads"):
 		return q.listUploads()
 	case qs.Has("versions"):
-		return errNotImplemented("versioning")
+		return q.listVersions()
 	case qs.Get("list-type") == "2":
 		return q.listObjects(2)
 	}
@@ -242,6 +262,13 @@ func (q *request) createBucket() *Error {
 	if errors.Is(err, api.ErrExist) {
 		fi, serr := q.g.c.Stat(q.ctx, p)
 		if serr == nil && fi.UID == q.key.UID {
+			if q.g.cfg.Region == "us-east-1" {
+				// us-east-1 answers a re-creation by the owner with 200
+				// (and leaves the bucket as it is); other regions 409.
+				q.w.Header().Set("Location", "/"+q.bucket)
+				q.w.WriteHeader(200)
+				return nil
+			}
 			return s3err("BucketAlreadyOwnedByYou", 409, "Your previous request to create the named bucket succeeded and you already own it.")
 		}
 		return s3err("BucketAlreadyExists", 409, "The requested bucket name is not available. Select a different name and try again.")
@@ -341,9 +368,9 @@ func (q *request) listObjects(version int) *Error {
 	token := qs.Get("continuation-token")
 	if version == 2 {
 		after = qs.Get("start-after")
-		if qs.Has("continuation-token") {
+		if token != "" {
 			b, err := base64.RawURLEncoding.DecodeString(token)
-			if err != nil || token == "" {
+			if err != nil {
 				return errInvalidArgument("The continuation token provided is incorrect")
 			}
 			after = max2(after, string(b))
@@ -408,7 +435,7 @@ func (q *request) listObjects(version int) *Error {
 			IsTruncated    bool
 			Contents       []content
 			CommonPrefixes []cp
-		}{NS: s3NS, Name: q.bucket, Prefix: enc(prefix), Marker: enc(qs.Get("marker")), NextMarker: next, MaxKeys: max, Delimiter: enc(delim), EncodingType: encode,
+		}{NS: s3NS, Name: q.bucket, Prefix: prefix, Marker: enc(qs.Get("marker")), NextMarker: next, MaxKeys: max, Delimiter: enc(delim), EncodingType: encode,
 			IsTruncated: l.truncated, Contents: contents, CommonPrefixes: prefixes})
 	}
 	var next string
@@ -452,4 +479,63 @@ func max2(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// listVersions serves ListObjectVersions for an unversioned bucket, as S3
+// does: every object is its only version, "null", the latest.
+func (q *request) listVersions() *Error {
+	qs := q.r.URL.Query()
+	prefix, delim, after := qs.Get("prefix"), qs.Get("delimiter"), qs.Get("key-marker")
+	max, e := intParam(qs, "max-keys", 1000)
+	if e != nil {
+		return e
+	}
+	max = min(max, 1000)
+	if e := q.bucketExists(); e != nil {
+		return e
+	}
+	l, err := q.g.list(q.ctx, q.bucket, prefix, delim, after, max)
+	if err != nil {
+		return fromStrata(err, q.bucket)
+	}
+	type version struct {
+		Key          string
+		VersionID    string `xml:"VersionId"`
+		IsLatest     bool
+		LastModified string
+		ETag         string
+		Size         int64
+		StorageClass string
+		Owner        owner
+	}
+	type cp struct{ Prefix string }
+	etags := q.g.etags(q.ctx, l.objects)
+	var vs []version
+	for i, o := range l.objects {
+		vs = append(vs, version{o.key, "null", true, o.fi.Mtime.UTC().Format("2006-01-02T15:04:05.000Z"), `"` + etags[i] + `"`, o.fi.Size, q.g.classOf(o.fi.COS), ownerOf(&o.fi)})
+	}
+	var prefixes []cp
+	for _, p := range l.prefixes {
+		prefixes = append(prefixes, cp{p})
+	}
+	var next, nextVersion string
+	if l.truncated {
+		next, nextVersion = l.last, "null"
+	}
+	return q.reply(200, struct {
+		XMLName             xml.Name `xml:"ListVersionsResult"`
+		NS                  string   `xml:"xmlns,attr"`
+		Name                string
+		Prefix              string
+		KeyMarker           string
+		VersionIDMarker     string `xml:"VersionIdMarker"`
+		NextKeyMarker       string `xml:",omitempty"`
+		NextVersionIDMarker string `xml:"NextVersionIdMarker,omitempty"`
+		MaxKeys             int
+		Delimiter           string `xml:",omitempty"`
+		IsTruncated         bool
+		Versions            []version `xml:"Version"`
+		CommonPrefixes      []cp
+	}{NS: s3NS, Name: q.bucket, Prefix: prefix, KeyMarker: after, VersionIDMarker: qs.Get("version-id-marker"), NextKeyMarker: next, NextVersionIDMarker: nextVersion,
+		MaxKeys: max, Delimiter: delim, IsTruncated: l.truncated, Versions: vs, CommonPrefixes: prefixes})
 }

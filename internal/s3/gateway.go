@@ -227,6 +227,13 @@ func (q *request) authenticate() *Error {
 		return e
 	}
 	if !ok {
+		// As S3: a bucket that does not exist is NoSuchBucket to anyone.
+		b, _, _ := strings.Cut(strings.TrimPrefix(q.r.URL.Path, "/"), "/")
+		if b != "" && validBucket(b) == nil {
+			if _, err := q.g.c.Stat(q.ctx, q.g.path(b, "")); errors.Is(err, api.ErrNotFound) {
+				return errNoSuchBucket(b)
+			}
+		}
 		return errAccessDenied("Anonymous access is not allowed: sign requests with an access key (strata s3 keys create)")
 	}
 	k, e := q.g.key(q.ctx, sig.accessKey)

@@ -45,7 +45,11 @@ func metaAttrs(h http.Header) (map[string][]byte, *Error) {
 		return nil, s3err("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size (%d bytes)", maxMetaSize)
 	}
 	for _, name := range storedHeaders {
-		if v := h.Get(name); v != "" {
+		v := h.Get(name)
+		if name == "Content-Encoding" {
+			v = withoutAWSChunked(v)
+		}
+		if v != "" {
 			attrs[xaHeader+strings.ToLower(name)] = []byte(v)
 		}
 	}
@@ -113,4 +117,16 @@ func (g *Gateway) setObjectHeaders(w http.ResponseWriter, fi *client.FileInfo, a
 func httpTime(v string) (time.Time, bool) {
 	t, err := http.ParseTime(v)
 	return t, err == nil
+}
+
+// withoutAWSChunked drops "aws-chunked" from a Content-Encoding: it
+// describes the request's body, not the object.
+func withoutAWSChunked(v string) string {
+	var keep []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "aws-chunked") {
+			keep = append(keep, e)
+		}
+	}
+	return strings.Join(keep, ",")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,14 @@ const (
 	xaUploadKey  = "user.s3.upload.key"
 	xaUploadCOS  = "user.s3.upload.cos"
 	xaUploadTime = "user.s3.upload.initiated"
+	// xaUploadDone marks an upload completed, with the object's ETag: a
+	// Complete sent again (a client retrying) gets the same answer.
+	xaUploadDone = "user.s3.upload.done"
+	// xaParts are a multipart object's part sizes, comma-separated, for
+	// GET and HEAD ?partNumber=.
+	xaParts = "user.s3.parts"
+	// doneKept is how long a completed upload's record stays.
+	doneKept = 15 * time.Minute
 	maxParts     = 10000
 	minPartSize  = 5 << 20 // every part but the last
 	maxPartSize  = 5 << 30
@@ -52,10 +61,26 @@ func (q *request) upload(id string) (map[string][]byte, *Error) {
 	if err != nil {
 		return nil, fromStrata(err, q.object)
 	}
-	if string(attrs[xaUploadKey]) != q.object {
-		return nil, errNoSuchUpload(id)
+	if string(attrs[xaUploadKey]) != q.object || attrs[xaUploadDone] != nil && q.r.Method != http.MethodPost {
+		return nil, errNoSuchUpload(id) // a completed upload: only Complete, again, finds it
 	}
 	return attrs, nil
+}
+
+// sweepDone removes the records of uploads completed more than doneKept
+// ago.
+func (q *request) sweepDone() {
+	ents, err := q.g.c.List(q.ctx, q.g.path(q.bucket, uploadsDir))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Type == client.TypeDir && q.g.cfg.Now().Sub(e.Mtime) > doneKept {
+			if attrs, err := q.g.c.Xattrs(q.ctx, e.Path); err == nil && attrs[xaUploadDone] != nil {
+				q.g.c.Remove(q.ctx, e.Path, true)
+			}
+		}
+	}
 }
 
 // createUpload serves CreateMultipartUpload.
@@ -74,6 +99,7 @@ func (q *request) createUpload() *Error {
 	if e := q.bucketExists(); e != nil {
 		return e
 	}
+	q.sweepDone()
 	id := strings.ToLower(newRequestID()) + strings.ToLower(newRequestID())
 	dir := q.uploadDir(id)
 	if _, err := q.g.c.Mkdir(q.ctx, dir, true, 0o700); err != nil {
@@ -272,6 +298,9 @@ func (q *request) completeUpload() *Error {
 	if err := xml.NewDecoder(io.LimitReader(q.body, 4<<20)).Decode(&req); err != nil {
 		return errMalformedXML(err)
 	}
+	if etag := attrs[xaUploadDone]; etag != nil {
+		return q.completed(string(etag))
+	}
 	if len(req.Parts) == 0 {
 		return errMalformedXML(errors.New("no parts"))
 	}
@@ -306,12 +335,20 @@ func (q *request) completeUpload() *Error {
 	}
 	etag := fmt.Sprintf("%s-%d", hex.EncodeToString(sums.Sum(nil)), len(use))
 	meta := map[string][]byte{}
+	sizes := make([]string, len(use))
+	for i, p := range use {
+		sizes[i] = strconv.FormatInt(p.fi.Size, 10)
+	}
+	meta[xaParts] = []byte(strings.Join(sizes, ","))
 	for k, v := range attrs {
 		if strings.HasPrefix(k, xaMeta) || strings.HasPrefix(k, xaHeader) {
 			meta[k] = v
 		}
 	}
 	o := client.PutOptions{COS: string(attrs[xaUploadCOS]), Overwrite: true}
+	if e := q.writeConditions(q.g.path(q.bucket, q.object), &o); e != nil {
+		return e
+	}
 	if total == 0 {
 		o.Xattrs = withETag(meta, etag, nil)
 	}
@@ -336,11 +373,21 @@ func (q *request) completeUpload() *Error {
 		u.SetXattrs(withETag(meta, etag+" "+u.Fixity(), nil))
 	}
 	if _, err := u.Commit(q.ctx); err != nil {
-		return fromStrata(err, q.object)
+		return q.writeError(err, o)
 	}
-	if err := q.g.c.Remove(q.ctx, q.uploadDir(id), true); err != nil {
-		q.g.log.Warn("s3: a completed upload's parts were not removed", "dir", q.uploadDir(id), "err", err)
+	// The parts go; the upload's directory stays a while as the record
+	// that answers a repeated Complete.
+	for _, p := range stored {
+		q.g.c.Remove(q.ctx, p.fi.Path, false)
 	}
+	if err := q.g.c.SetXattr(q.ctx, q.uploadDir(id), xaUploadDone, []byte(etag), ""); err != nil {
+		q.g.log.Warn("s3: a completed upload was not marked done", "dir", q.uploadDir(id), "err", err)
+	}
+	return q.completed(etag)
+}
+
+// completed answers a CompleteMultipartUpload that has succeeded.
+func (q *request) completed(etag string) *Error {
 	return q.reply(200, struct {
 		XMLName  xml.Name `xml:"CompleteMultipartUploadResult"`
 		NS       string   `xml:"xmlns,attr"`
@@ -392,7 +439,7 @@ func (q *request) listUploads() *Error {
 	for _, e := range ents {
 		attrs, err := q.g.c.Xattrs(q.ctx, e.Path)
 		key := string(attrs[xaUploadKey])
-		if err != nil || key == "" || !strings.HasPrefix(key, prefix) {
+		if err != nil || key == "" || attrs[xaUploadDone] != nil || !strings.HasPrefix(key, prefix) {
 			continue
 		}
 		t, _ := time.Parse(time.RFC3339Nano, string(attrs[xaUploadTime]))

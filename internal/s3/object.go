@@ -168,7 +168,12 @@ func (q *request) putObject() *Error {
 	if strings.HasSuffix(q.object, "/") {
 		return q.putFolder()
 	}
-	return q.store(q.g.path(q.bucket, q.object), client.PutOptions{COS: cos, Overwrite: true}, attrs)
+	p := q.g.path(q.bucket, q.object)
+	o := client.PutOptions{COS: cos, Overwrite: true}
+	if e := q.writeConditions(p, &o); e != nil {
+		return e
+	}
+	return q.store(p, o, attrs)
 }
 
 // store writes the request's body as the file p, and commits it with
@@ -200,7 +205,7 @@ func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte) 
 		u.SetXattrs(withETag(attrs, bc.etag()+" "+u.Fixity(), bc.checksums()))
 	}
 	if _, err := u.Commit(q.ctx); err != nil {
-		return fromStrata(err, q.object)
+		return q.writeError(err, o)
 	}
 	q.w.Header().Set("ETag", `"`+bc.etag()+`"`)
 	for alg, v := range bc.checksums() {
@@ -223,9 +228,48 @@ func (q *request) create(p string, size int64, o client.PutOptions) (*client.Upl
 		}
 	}
 	if err != nil {
-		return nil, fromStrata(err, q.object)
+		return nil, q.writeError(err, o)
 	}
 	return u, nil
+}
+
+// writeError maps a failed create or commit: a name taken where the
+// write asked for none (If-None-Match: *) is S3's 412.
+func (q *request) writeError(err error, o client.PutOptions) *Error {
+	if !o.Overwrite && errors.Is(err, api.ErrExist) {
+		return errPreconditionFailed
+	}
+	return fromStrata(err, q.object)
+}
+
+// writeConditions applies a write's If-None-Match and If-Match (S3's
+// conditional writes) to o. "If-None-Match: *" is a create that must
+// not replace, which the catalog decides atomically at commit;
+// If-Match compares the current ETag before the write (a writer in
+// between may still win).
+func (q *request) writeConditions(p string, o *client.PutOptions) *Error {
+	if v := q.r.Header.Get("If-None-Match"); v != "" {
+		if v != "*" {
+			return errNotImplemented("If-None-Match other than * on a write")
+		}
+		o.Overwrite = false
+	}
+	v := q.r.Header.Get("If-Match")
+	if v == "" {
+		return nil
+	}
+	fi, err := q.g.c.Stat(q.ctx, p)
+	switch {
+	case errors.Is(err, api.ErrNotFound) || err == nil && fi.Type != client.TypeFile:
+		return errNoSuchKey(q.object)
+	case err != nil:
+		return fromStrata(err, q.object)
+	}
+	attrs, err := q.g.c.Xattrs(q.ctx, p)
+	if err != nil {
+		return fromStrata(err, q.object)
+	}
+	return conditions(http.Header{"If-Match": {v}}, "", etagOf(fi, attrs), fi.Mtime, false)
 }
 
 // putFolder makes the directory a key "name/" names: the empty object
@@ -392,6 +436,9 @@ func (q *request) getObject(body bool) *Error {
 		return e
 	}
 	off, n, ranged, e := parseRange(q.r.Header.Get("Range"), fi.Size)
+	if v := q.r.URL.Query().Get("partNumber"); v != "" && e == nil {
+		off, n, ranged, e = q.partRange(v, fi.Size, attrs)
+	}
 	if e != nil {
 		q.w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", fi.Size))
 		return e
@@ -421,6 +468,38 @@ func (q *request) getObject(body bool) *Error {
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// partRange is the byte range of part v of an object (?partNumber=): of
+// a multipart upload's object, the part as uploaded; of any other, the
+// whole object as its only part.
+func (q *request) partRange(v string, size int64, attrs map[string][]byte) (off, n int64, ranged bool, e *Error) {
+	pn, err := strconv.Atoi(v)
+	if err != nil || pn < 1 || pn > maxParts {
+		return 0, 0, false, errInvalidArgument("Part number must be an integer between 1 and %d, inclusive", maxParts)
+	}
+	bad := s3err("InvalidPartNumber", 416, "The requested partnumber is not satisfiable")
+	if attrs[xaParts] == nil {
+		if pn != 1 {
+			return 0, 0, false, bad
+		}
+		return 0, size, false, nil
+	}
+	sizes := strings.Split(string(attrs[xaParts]), ",")
+	if pn > len(sizes) {
+		return 0, 0, false, bad
+	}
+	for i := 0; i < pn; i++ {
+		n, err = strconv.ParseInt(sizes[i], 10, 64)
+		if err != nil {
+			return 0, 0, false, s3err("InternalError", 500, "part sizes %q", attrs[xaParts])
+		}
+		if i < pn-1 {
+			off += n
+		}
+	}
+	q.w.Header().Set("x-amz-mp-parts-count", strconv.Itoa(len(sizes)))
+	return off, n, true, nil
 }
 
 // getFolder answers GET or HEAD of a directory as the empty folder

@@ -49,7 +49,9 @@ def md5(b):
 @check
 def buckets():
     s3.create_bucket(Bucket="bkt-main")
-    assert error_code(s3.create_bucket, Bucket="bkt-main") == ("BucketAlreadyOwnedByYou", 409)
+    s3.create_bucket(Bucket="bkt-main")  # again, by its owner: 200 in us-east-1, as AWS
+    other = client(os.environ["S3_OTHER_KEY"], os.environ["S3_OTHER_SECRET"])
+    assert error_code(other.create_bucket, Bucket="bkt-main") == ("BucketAlreadyExists", 409)
     assert error_code(s3.create_bucket, Bucket="No_Such") [0] == "InvalidBucketName"
     names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
     assert "bkt-main" in names, names
@@ -107,6 +109,17 @@ def ranges_and_conditions():
     assert error_code(s3.get_object, Bucket="bkt-main", Key="r", IfModifiedSince=future)[1] == 304
     s3.get_object(Bucket="bkt-main", Key="r", IfModifiedSince=past)
     assert error_code(s3.get_object, Bucket="bkt-main", Key="r", IfUnmodifiedSince=past) == ("PreconditionFailed", 412)
+
+
+@check
+def conditional_writes():
+    s3.put_object(Bucket="bkt-main", Key="cw", Body=b"one", IfNoneMatch="*")
+    assert error_code(s3.put_object, Bucket="bkt-main", Key="cw", Body=b"two", IfNoneMatch="*") == ("PreconditionFailed", 412)
+    etag = s3.head_object(Bucket="bkt-main", Key="cw")["ETag"]
+    assert error_code(s3.put_object, Bucket="bkt-main", Key="cw", Body=b"two", IfMatch='"00"') == ("PreconditionFailed", 412)
+    s3.put_object(Bucket="bkt-main", Key="cw", Body=b"two", IfMatch=etag)
+    assert s3.get_object(Bucket="bkt-main", Key="cw")["Body"].read() == b"two"
+    assert error_code(s3.put_object, Bucket="bkt-main", Key="cw-none", Body=b"x", IfMatch=etag) == ("NoSuchKey", 404)
 
 
 @check
@@ -204,6 +217,13 @@ def multipart():
     assert s3.get_object(Bucket="bkt-main", Key="mp/big")["Body"].read() == data
     assert s3.head_object(Bucket="bkt-main", Key="mp/big")["Metadata"] == {"m": "1"}
     assert not s3.list_multipart_uploads(Bucket="bkt-main").get("Uploads")
+    # A Complete sent again gets the same answer; parts can be read back.
+    r2 = s3.complete_multipart_upload(Bucket="bkt-main", Key="mp/big", UploadId=up, MultipartUpload={"Parts": parts})
+    assert r2["ETag"] == r["ETag"]
+    g = s3.get_object(Bucket="bkt-main", Key="mp/big", PartNumber=9)
+    assert g["PartsCount"] == 9 and g["Body"].read() == chunks[8] and g["ETag"] == r["ETag"]
+    assert s3.head_object(Bucket="bkt-main", Key="mp/big", PartNumber=2)["ContentLength"] == part
+    assert error_code(s3.get_object, Bucket="bkt-main", Key="mp/big", PartNumber=10)[1] == 416
     # Parts too small, part numbers out of range, abort.
     up = s3.create_multipart_upload(Bucket="bkt-main", Key="mp/small")["UploadId"]
     e1 = s3.upload_part(Bucket="bkt-main", Key="mp/small", UploadId=up, PartNumber=1, Body=b"a")["ETag"]
