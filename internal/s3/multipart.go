@@ -33,10 +33,10 @@ const (
 	// GET and HEAD ?partNumber=.
 	xaParts = "user.s3.parts"
 	// doneKept is how long a completed upload's record stays.
-	doneKept = 15 * time.Minute
-	maxParts     = 10000
-	minPartSize  = 5 << 20 // every part but the last
-	maxPartSize  = 5 << 30
+	doneKept    = 15 * time.Minute
+	maxParts    = 10000
+	minPartSize = 5 << 20 // every part but the last
+	maxPartSize = 5 << 30
 )
 
 func (q *request) uploadDir(id string) string {
