@@ -376,6 +376,10 @@ func (q *request) listObjects(version int) *Error {
 			after = max2(after, string(b))
 		}
 	}
+	var tokenEcho *string // echoed when given, even empty
+	if qs.Has("continuation-token") {
+		tokenEcho = &token
+	}
 	if err := q.bucketExists(); err != nil {
 		return err
 	}
@@ -447,9 +451,9 @@ func (q *request) listObjects(version int) *Error {
 		NS                    string   `xml:"xmlns,attr"`
 		Name                  string
 		Prefix                string
-		StartAfter            string `xml:",omitempty"`
-		ContinuationToken     string `xml:",omitempty"`
-		NextContinuationToken string `xml:",omitempty"`
+		StartAfter            string  `xml:",omitempty"`
+		ContinuationToken     *string `xml:",omitempty"`
+		NextContinuationToken string  `xml:",omitempty"`
 		KeyCount              int
 		MaxKeys               int
 		Delimiter             string `xml:",omitempty"`
@@ -457,7 +461,7 @@ func (q *request) listObjects(version int) *Error {
 		IsTruncated           bool
 		Contents              []content
 		CommonPrefixes        []cp
-	}{NS: s3NS, Name: q.bucket, Prefix: enc(prefix), StartAfter: enc(qs.Get("start-after")), ContinuationToken: token, NextContinuationToken: next,
+	}{NS: s3NS, Name: q.bucket, Prefix: enc(prefix), StartAfter: enc(qs.Get("start-after")), ContinuationToken: tokenEcho, NextContinuationToken: next,
 		KeyCount: len(contents) + len(prefixes), MaxKeys: max, Delimiter: enc(delim), EncodingType: encode, IsTruncated: l.truncated, Contents: contents, CommonPrefixes: prefixes})
 }
 

@@ -146,6 +146,12 @@ func (g *Gateway) list(ctx context.Context, bucket, prefix, delim, after string,
 	}
 	// Start at the deepest directory the prefix names.
 	base := prefix[:strings.LastIndex(prefix, "/")+1]
+	if base != "" && validKey(base) != nil {
+		// No key can lie below a prefix like "/", "a//" or "../": keys
+		// are paths.
+		_, err := g.c.Stat(ctx, g.path(bucket, ""))
+		return l, err
+	}
 	dir := g.path(bucket, "")
 	if base != "" {
 		dir = g.path(bucket, base)
@@ -165,14 +171,14 @@ func (g *Gateway) list(ctx context.Context, bucket, prefix, delim, after string,
 	return l, err
 }
 
-// etags fetches the ETags of a page's objects, a few at a time.
-func (g *Gateway) etags(ctx context.Context, objs []object) []string {
-	out := make([]string, len(objs))
+// objAttrs fetches the attributes of a page's objects, a few at a time
+// (nil for folders and for an object that went meanwhile).
+func (g *Gateway) objAttrs(ctx context.Context, objs []object) []map[string][]byte {
+	out := make([]map[string][]byte, len(objs))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i := range objs {
 		if objs[i].dir {
-			out[i] = emptyETag
 			continue
 		}
 		wg.Add(1)
@@ -180,10 +186,21 @@ func (g *Gateway) etags(ctx context.Context, objs []object) []string {
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			attrs, _ := g.c.Xattrs(ctx, objs[i].fi.Path)
-			out[i] = etagOf(&objs[i].fi, attrs)
+			out[i], _ = g.c.Xattrs(ctx, objs[i].fi.Path)
 		}(i)
 	}
 	wg.Wait()
+	return out
+}
+
+// etags are the ETags of a page's objects.
+func (g *Gateway) etags(ctx context.Context, objs []object) []string {
+	out := make([]string, len(objs))
+	for i, attrs := range g.objAttrs(ctx, objs) {
+		out[i] = emptyETag
+		if !objs[i].dir {
+			out[i] = etagOf(&objs[i].fi, attrs)
+		}
+	}
 	return out
 }

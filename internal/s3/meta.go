@@ -18,6 +18,9 @@ const (
 	xaMeta     = "user.s3.meta."     // + name: x-amz-meta-NAME
 	xaChecksum = "user.s3.checksum." // + algorithm: base64 of x-amz-checksum-ALG
 	xaFolder   = "user.s3.folder"    // a directory made by PUT of "key/"
+	// xaChecksumType is COMPOSITE for a multipart object whose checksum
+	// is of its parts' (the others' are of the whole object).
+	xaChecksumType = "user.s3.checksum-type"
 )
 
 // emptyETag is the MD5 of nothing.
@@ -100,6 +103,7 @@ func (g *Gateway) setObjectHeaders(w http.ResponseWriter, fi *client.FileInfo, a
 			h["x-amz-meta-"+strings.TrimPrefix(name, xaMeta)] = []string{string(v)}
 		case checksums && strings.HasPrefix(name, xaChecksum):
 			h.Set("x-amz-checksum-"+strings.TrimPrefix(name, xaChecksum), string(v))
+			h.Set("x-amz-checksum-type", checksumType(attrs))
 		}
 	}
 	if c := g.classOf(fi.COS); c != "STANDARD" {
@@ -128,5 +132,14 @@ func withoutAWSChunked(v string) string {
 			keep = append(keep, e)
 		}
 	}
-	return strings.Join(keep, ",")
+	return strings.Join(keep, ", ")
+}
+
+// checksumType is the type of an object's checksum: COMPOSITE for a
+// multipart object's checksum of its parts' checksums, else FULL_OBJECT.
+func checksumType(attrs map[string][]byte) string {
+	if t := attrs[xaChecksumType]; len(t) > 0 {
+		return string(t)
+	}
+	return "FULL_OBJECT"
 }

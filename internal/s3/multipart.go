@@ -2,10 +2,12 @@ package s3
 
 import (
 	"crypto/md5"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"sort"
@@ -26,6 +28,8 @@ const (
 	xaUploadKey  = "user.s3.upload.key"
 	xaUploadCOS  = "user.s3.upload.cos"
 	xaUploadTime = "user.s3.upload.initiated"
+	// xaUploadSum is the upload's checksum: "ALG TYPE" (crc32 COMPOSITE).
+	xaUploadSum = "user.s3.upload.checksum"
 	// xaUploadDone marks an upload completed, with the object's ETag: a
 	// Complete sent again (a client retrying) gets the same answer.
 	xaUploadDone = "user.s3.upload.done"
@@ -96,6 +100,15 @@ func (q *request) createUpload() *Error {
 	if e != nil {
 		return e
 	}
+	alg, typ, e := uploadChecksum(q.r.Header)
+	if e != nil {
+		return e
+	}
+	if alg != "" {
+		attrs[xaUploadSum] = []byte(alg + " " + typ)
+		q.w.Header().Set("x-amz-checksum-algorithm", strings.ToUpper(alg))
+		q.w.Header().Set("x-amz-checksum-type", typ)
+	}
 	if e := q.bucketExists(); e != nil {
 		return e
 	}
@@ -121,6 +134,36 @@ func (q *request) createUpload() *Error {
 		Key      string
 		UploadID string `xml:"UploadId"`
 	}{NS: s3NS, Bucket: q.bucket, Key: q.object, UploadID: id})
+}
+
+// uploadChecksum reads the checksum a multipart upload is to carry: its
+// algorithm and type. FULL_OBJECT is a checksum of the whole object
+// (only for the CRCs, which S3 can combine); COMPOSITE a checksum of the
+// parts' checksums, "-N" (S3's default for CRC32, CRC32C, SHA-1 and
+// SHA-256; CRC64NVME is always FULL_OBJECT).
+func uploadChecksum(h http.Header) (alg, typ string, e *Error) {
+	alg = strings.ToLower(h.Get("x-amz-checksum-algorithm"))
+	typ = strings.ToUpper(h.Get("x-amz-checksum-type"))
+	if alg == "" {
+		if typ != "" {
+			return "", "", errInvalidArgument("x-amz-checksum-type needs x-amz-checksum-algorithm")
+		}
+		return "", "", nil
+	}
+	if checksumAlgs[alg] == nil {
+		return "", "", errInvalidArgument("Unsupported checksum algorithm %q", alg)
+	}
+	switch {
+	case typ == "" && alg == "crc64nvme":
+		typ = "FULL_OBJECT"
+	case typ == "":
+		typ = "COMPOSITE"
+	case typ != "FULL_OBJECT" && typ != "COMPOSITE",
+		typ == "FULL_OBJECT" && strings.HasPrefix(alg, "sha"),
+		typ == "COMPOSITE" && alg == "crc64nvme":
+		return "", "", errInvalidArgument("The checksum type %s is not valid for %s", typ, strings.ToUpper(alg))
+	}
+	return alg, typ, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -196,9 +239,10 @@ func (q *request) uploadPartCopy(p string) *Error {
 
 // part is one stored part of an upload.
 type part struct {
-	n    int
-	fi   client.FileInfo
-	etag string
+	n     int
+	fi    client.FileInfo
+	etag  string
+	attrs map[string][]byte
 }
 
 // parts lists an upload's parts in order, with their ETags.
@@ -217,8 +261,8 @@ func (q *request) parts(id string) ([]part, *Error) {
 		objs = append(objs, object{key: e.Name, fi: e})
 		out = append(out, part{n: n, fi: e})
 	}
-	for i, etag := range q.g.etags(q.ctx, objs) {
-		out[i].etag = etag
+	for i, attrs := range q.g.objAttrs(q.ctx, objs) {
+		out[i].etag, out[i].attrs = etagOf(&out[i].fi, attrs), attrs
 	}
 	return out, nil
 }
@@ -291,15 +335,20 @@ func (q *request) completeUpload() *Error {
 	}
 	var req struct {
 		Parts []struct {
-			PartNumber int
-			ETag       string
+			PartNumber        int
+			ETag              string
+			ChecksumCRC32     string
+			ChecksumCRC32C    string
+			ChecksumCRC64NVME string
+			ChecksumSHA1      string
+			ChecksumSHA256    string
 		} `xml:"Part"`
 	}
 	if err := xml.NewDecoder(io.LimitReader(q.body, 4<<20)).Decode(&req); err != nil {
 		return errMalformedXML(err)
 	}
 	if etag := attrs[xaUploadDone]; etag != nil {
-		return q.completed(string(etag))
+		return q.completed(string(etag), nil)
 	}
 	if len(req.Parts) == 0 {
 		return errMalformedXML(errors.New("no parts"))
@@ -328,10 +377,20 @@ func (q *request) completeUpload() *Error {
 		if i < len(req.Parts)-1 && p.fi.Size < minPartSize {
 			return s3err("EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size: part %d has %d bytes, every part but the last needs %d", rp.PartNumber, p.fi.Size, minPartSize)
 		}
+		for alg, got := range map[string]string{"crc32": rp.ChecksumCRC32, "crc32c": rp.ChecksumCRC32C, "crc64nvme": rp.ChecksumCRC64NVME, "sha1": rp.ChecksumSHA1, "sha256": rp.ChecksumSHA256} {
+			if got != "" && got != string(p.attrs[xaChecksum+alg]) {
+				return s3err("InvalidPart", 400, "The %s checksum of part %d is not the one it was uploaded with", strings.ToUpper(alg), rp.PartNumber)
+			}
+		}
 		d, _ := hex.DecodeString(p.etag)
 		sums.Write(d)
 		total += p.fi.Size
 		use = append(use, p)
+	}
+	alg, typ, _ := strings.Cut(string(attrs[xaUploadSum]), " ")
+	var whole hash.Hash // a FULL_OBJECT checksum, computed as the parts are joined
+	if typ == "FULL_OBJECT" {
+		whole = checksumAlgs[alg]()
 	}
 	etag := fmt.Sprintf("%s-%d", hex.EncodeToString(sums.Sum(nil)), len(use))
 	meta := map[string][]byte{}
@@ -356,18 +415,31 @@ func (q *request) completeUpload() *Error {
 	if e != nil {
 		return e
 	}
+	var dst io.Writer = u
+	if whole != nil {
+		dst = io.MultiWriter(u, whole)
+	}
 	for _, p := range use {
 		if p.fi.Size == 0 {
 			continue
 		}
 		rd, err := q.g.c.Open(q.ctx, p.fi.Path, client.GetOptions{})
 		if err == nil {
-			err = copyRange(u, rd, 0, p.fi.Size)
+			err = copyRange(dst, rd, 0, p.fi.Size)
 		}
 		if err != nil {
 			u.Abort()
 			return fromStrata(err, q.object)
 		}
+	}
+	if alg != "" {
+		sum, e := q.uploadSum(alg, typ, use, whole)
+		if e != nil {
+			u.Abort()
+			return e
+		}
+		meta[xaChecksum+alg] = []byte(sum)
+		meta[xaChecksumType] = []byte(typ)
 	}
 	if total > 0 {
 		u.SetXattrs(withETag(meta, etag+" "+u.Fixity(), nil))
@@ -383,19 +455,29 @@ func (q *request) completeUpload() *Error {
 	if err := q.g.c.SetXattr(q.ctx, q.uploadDir(id), xaUploadDone, []byte(etag), ""); err != nil {
 		q.g.log.Warn("s3: a completed upload was not marked done", "dir", q.uploadDir(id), "err", err)
 	}
-	return q.completed(etag)
+	return q.completed(etag, meta)
 }
 
-// completed answers a CompleteMultipartUpload that has succeeded.
-func (q *request) completed(etag string) *Error {
-	return q.reply(200, struct {
-		XMLName  xml.Name `xml:"CompleteMultipartUploadResult"`
-		NS       string   `xml:"xmlns,attr"`
-		Location string
-		Bucket   string
-		Key      string
-		ETag     string
-	}{NS: s3NS, Location: "/" + q.bucket + "/" + q.object, Bucket: q.bucket, Key: q.object, ETag: `"` + etag + `"`})
+// completed answers a CompleteMultipartUpload that has succeeded, with
+// the object's checksum if it has one.
+func (q *request) completed(etag string, meta map[string][]byte) *Error {
+	res := struct {
+		XMLName           xml.Name `xml:"CompleteMultipartUploadResult"`
+		NS                string   `xml:"xmlns,attr"`
+		Location          string
+		Bucket            string
+		Key               string
+		ETag              string
+		ChecksumCRC32     string `xml:",omitempty"`
+		ChecksumCRC32C    string `xml:",omitempty"`
+		ChecksumCRC64NVME string `xml:",omitempty"`
+		ChecksumSHA1      string `xml:",omitempty"`
+		ChecksumSHA256    string `xml:",omitempty"`
+		ChecksumType      string `xml:",omitempty"`
+	}{NS: s3NS, Location: "/" + q.bucket + "/" + q.object, Bucket: q.bucket, Key: q.object, ETag: `"` + etag + `"`}
+	res.ChecksumCRC32, res.ChecksumCRC32C, res.ChecksumCRC64NVME = string(meta[xaChecksum+"crc32"]), string(meta[xaChecksum+"crc32c"]), string(meta[xaChecksum+"crc64nvme"])
+	res.ChecksumSHA1, res.ChecksumSHA256, res.ChecksumType = string(meta[xaChecksum+"sha1"]), string(meta[xaChecksum+"sha256"]), string(meta[xaChecksumType])
+	return q.reply(200, res)
 }
 
 // abortUpload serves AbortMultipartUpload.
@@ -493,4 +575,29 @@ func (q *request) listUploads() *Error {
 		CommonPrefixes     []cp
 	}{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker, NextKeyMarker: nextKey, NextUploadIDMarker: nextID, Prefix: prefix, Delimiter: delim,
 		MaxUploads: max, IsTruncated: truncated, Uploads: out, CommonPrefixes: prefixes})
+}
+
+// uploadSum is a completed upload's checksum: of the whole object
+// (FULL_OBJECT, whole having hashed the joined parts), or of the parts'
+// checksums with "-N" (COMPOSITE). A checksum the Complete request
+// declares (x-amz-checksum-ALG) must be it.
+func (q *request) uploadSum(alg, typ string, use []part, whole hash.Hash) (string, *Error) {
+	var sum string
+	if whole != nil {
+		sum = base64.StdEncoding.EncodeToString(whole.Sum(nil))
+	} else {
+		h := checksumAlgs[alg]()
+		for _, p := range use {
+			d, err := base64.StdEncoding.DecodeString(string(p.attrs[xaChecksum+alg]))
+			if err != nil || len(d) == 0 {
+				return "", s3err("InvalidRequest", 400, "part %d was uploaded without its %s checksum", p.n, strings.ToUpper(alg))
+			}
+			h.Write(d)
+		}
+		sum = fmt.Sprintf("%s-%d", base64.StdEncoding.EncodeToString(h.Sum(nil)), len(use))
+	}
+	if want := q.r.Header.Get("x-amz-checksum-" + alg); want != "" && want != sum {
+		return "", s3err("BadDigest", 400, "The %s you specified did not match the calculated checksum.", strings.ToUpper(alg))
+	}
+	return sum, nil
 }

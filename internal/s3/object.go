@@ -58,6 +58,9 @@ func (q *request) objectOp() *Error {
 		return e
 	}
 	qs := q.r.URL.Query()
+	if qs.Has("attributes") && q.r.Method == http.MethodGet {
+		return q.objectAttributes()
+	}
 	for _, sub := range []string{"tagging", "retention", "legal-hold", "torrent", "attributes"} {
 		if qs.Has(sub) {
 			if sub == "tagging" && q.r.Method == http.MethodGet {
@@ -248,20 +251,21 @@ func (q *request) writeError(err error, o client.PutOptions) *Error {
 // If-Match compares the current ETag before the write (a writer in
 // between may still win).
 func (q *request) writeConditions(p string, o *client.PutOptions) *Error {
-	if v := q.r.Header.Get("If-None-Match"); v != "" {
-		if v != "*" {
-			return errNotImplemented("If-None-Match other than * on a write")
-		}
+	im, inm := q.r.Header.Get("If-Match"), q.r.Header.Get("If-None-Match")
+	if inm == "*" {
 		o.Overwrite = false
+		inm = ""
 	}
-	v := q.r.Header.Get("If-Match")
-	if v == "" {
+	if im == "" && inm == "" {
 		return nil
 	}
 	fi, err := q.g.c.Stat(q.ctx, p)
 	switch {
 	case errors.Is(err, api.ErrNotFound) || err == nil && fi.Type != client.TypeFile:
-		return errNoSuchKey(q.object)
+		if im != "" {
+			return errNoSuchKey(q.object)
+		}
+		return nil // If-None-Match: ETAG holds for a key with no object
 	case err != nil:
 		return fromStrata(err, q.object)
 	}
@@ -269,7 +273,14 @@ func (q *request) writeConditions(p string, o *client.PutOptions) *Error {
 	if err != nil {
 		return fromStrata(err, q.object)
 	}
-	return conditions(http.Header{"If-Match": {v}}, "", etagOf(fi, attrs), fi.Mtime, false)
+	h := http.Header{}
+	if im != "" {
+		h.Set("If-Match", im)
+	}
+	if inm != "" {
+		h.Set("If-None-Match", inm)
+	}
+	return conditions(h, "", etagOf(fi, attrs), fi.Mtime, false)
 }
 
 // putFolder makes the directory a key "name/" names: the empty object
@@ -478,7 +489,7 @@ func (q *request) partRange(v string, size int64, attrs map[string][]byte) (off,
 	if err != nil || pn < 1 || pn > maxParts {
 		return 0, 0, false, errInvalidArgument("Part number must be an integer between 1 and %d, inclusive", maxParts)
 	}
-	bad := s3err("InvalidPartNumber", 416, "The requested partnumber is not satisfiable")
+	bad := s3err("InvalidPart", 400, "The requested part number is not satisfiable: the object has fewer parts")
 	if attrs[xaParts] == nil {
 		if pn != 1 {
 			return 0, 0, false, bad
@@ -731,8 +742,10 @@ func (q *request) copyObject() *Error {
 			return e
 		}
 	} else {
+		// A composite checksum is of parts the copy does not have.
+		whole := checksumType(srcAttrs) == "FULL_OBJECT"
 		for k, v := range srcAttrs {
-			if strings.HasPrefix(k, xaMeta) || strings.HasPrefix(k, xaHeader) || strings.HasPrefix(k, xaChecksum) {
+			if strings.HasPrefix(k, xaMeta) || strings.HasPrefix(k, xaHeader) || whole && strings.HasPrefix(k, xaChecksum) {
 				attrs[k] = v
 			}
 		}
@@ -834,4 +847,104 @@ func (q *request) restore() *Error {
 		q.w.WriteHeader(200) // restored already: the expiry moves
 	}
 	return nil
+}
+
+// objectAttributes serves GetObjectAttributes: the attributes named in
+// x-amz-object-attributes (ETag, Checksum, ObjectParts, StorageClass,
+// ObjectSize) without the data.
+func (q *request) objectAttributes() *Error {
+	p := q.g.path(q.bucket, q.object)
+	fi, err := q.g.c.Stat(q.ctx, p)
+	switch {
+	case errors.Is(err, api.ErrNotFound), err == nil && fi.Type != client.TypeFile:
+		if e := q.bucketExists(); e != nil {
+			return e
+		}
+		return errNoSuchKey(q.object)
+	case err != nil:
+		return fromStrata(err, q.object)
+	}
+	attrs, err := q.g.c.Xattrs(q.ctx, p)
+	if err != nil {
+		return fromStrata(err, q.object)
+	}
+	want := map[string]bool{}
+	for _, v := range q.r.Header.Values("x-amz-object-attributes") {
+		for _, a := range strings.Split(v, ",") {
+			want[strings.TrimSpace(a)] = true
+		}
+	}
+	type checksum struct {
+		ChecksumCRC32     string `xml:",omitempty"`
+		ChecksumCRC32C    string `xml:",omitempty"`
+		ChecksumCRC64NVME string `xml:",omitempty"`
+		ChecksumSHA1      string `xml:",omitempty"`
+		ChecksumSHA256    string `xml:",omitempty"`
+		ChecksumType      string `xml:",omitempty"`
+	}
+	type xpart struct {
+		PartNumber int
+		Size       int64
+	}
+	type parts struct {
+		TotalPartsCount      int `xml:"PartsCount"`
+		PartNumberMarker     int
+		NextPartNumberMarker int
+		MaxParts             int
+		IsTruncated          bool
+		Parts                []xpart `xml:"Part"`
+	}
+	res := struct {
+		XMLName      xml.Name `xml:"GetObjectAttributesResponse"`
+		NS           string   `xml:"xmlns,attr"`
+		ETag         string   `xml:",omitempty"`
+		Checksum     *checksum
+		ObjectParts  *parts
+		StorageClass string `xml:",omitempty"`
+		ObjectSize   *int64
+	}{NS: s3NS}
+	if want["ETag"] {
+		res.ETag = etagOf(fi, attrs) // unquoted, as S3 returns it here
+	}
+	if want["StorageClass"] {
+		res.StorageClass = q.g.classOf(fi.COS)
+	}
+	if want["ObjectSize"] {
+		res.ObjectSize = &fi.Size
+	}
+	if want["Checksum"] {
+		c := &checksum{ChecksumCRC32: string(attrs[xaChecksum+"crc32"]), ChecksumCRC32C: string(attrs[xaChecksum+"crc32c"]), ChecksumCRC64NVME: string(attrs[xaChecksum+"crc64nvme"]),
+			ChecksumSHA1: string(attrs[xaChecksum+"sha1"]), ChecksumSHA256: string(attrs[xaChecksum+"sha256"])}
+		if *c != (checksum{}) {
+			c.ChecksumType = checksumType(attrs)
+			res.Checksum = c
+		}
+	}
+	if want["ObjectParts"] && attrs[xaParts] != nil {
+		max, e := intParam(q.r.URL.Query(), "max-parts", 1000)
+		if e != nil {
+			return e
+		}
+		if v := q.r.Header.Get("x-amz-max-parts"); v != "" {
+			max, _ = strconv.Atoi(v)
+		}
+		marker, _ := strconv.Atoi(q.r.Header.Get("x-amz-part-number-marker"))
+		sizes := strings.Split(string(attrs[xaParts]), ",")
+		op := &parts{TotalPartsCount: len(sizes), PartNumberMarker: marker, MaxParts: max}
+		for i, s := range sizes {
+			if i+1 <= marker {
+				continue
+			}
+			if len(op.Parts) == max {
+				op.IsTruncated = true
+				break
+			}
+			n, _ := strconv.ParseInt(s, 10, 64)
+			op.Parts = append(op.Parts, xpart{i + 1, n})
+			op.NextPartNumberMarker = i + 1
+		}
+		res.ObjectParts = op
+	}
+	q.w.Header().Set("Last-Modified", fi.Mtime.UTC().Format(http.TimeFormat))
+	return q.reply(200, res)
 }
