@@ -36,6 +36,9 @@ const (
 	// xaParts are a multipart object's part sizes, comma-separated, for
 	// GET and HEAD ?partNumber=.
 	xaParts = "user.s3.parts"
+	// xaPartSums are the parts' checksums (of the upload's algorithm),
+	// comma-separated, for GET ?partNumber=.
+	xaPartSums = "user.s3.part-checksums"
 	// doneKept is how long a completed upload's record stays.
 	doneKept    = 15 * time.Minute
 	maxParts    = 10000
@@ -348,7 +351,9 @@ func (q *request) completeUpload() *Error {
 		return errMalformedXML(err)
 	}
 	if etag := attrs[xaUploadDone]; etag != nil {
-		return q.completed(string(etag), nil)
+		// Completed before: the same answer, checksum included.
+		meta, _ := q.g.c.Xattrs(q.ctx, q.g.path(q.bucket, q.object))
+		return q.completed(string(etag), meta)
 	}
 	if len(req.Parts) == 0 {
 		return errMalformedXML(errors.New("no parts"))
@@ -440,6 +445,11 @@ func (q *request) completeUpload() *Error {
 		}
 		meta[xaChecksum+alg] = []byte(sum)
 		meta[xaChecksumType] = []byte(typ)
+		ps := make([]string, len(use))
+		for i, p := range use {
+			ps[i] = string(p.attrs[xaChecksum+alg])
+		}
+		meta[xaPartSums] = []byte(strings.Join(ps, ","))
 	}
 	if total > 0 {
 		u.SetXattrs(withETag(meta, etag+" "+u.Fixity(), nil))

@@ -510,6 +510,15 @@ func (q *request) partRange(v string, size int64, attrs map[string][]byte) (off,
 		}
 	}
 	q.w.Header().Set("x-amz-mp-parts-count", strconv.Itoa(len(sizes)))
+	// A part has its own checksum, as uploaded.
+	if sums := strings.Split(string(attrs[xaPartSums]), ","); len(sums) == len(sizes) && sums[pn-1] != "" && strings.EqualFold(q.r.Header.Get("x-amz-checksum-mode"), "ENABLED") {
+		for name := range attrs {
+			if alg, ok := strings.CutPrefix(name, xaChecksum); ok {
+				q.w.Header().Set("x-amz-checksum-"+alg, sums[pn-1])
+				q.w.Header().Set("x-amz-checksum-type", checksumType(attrs))
+			}
+		}
+	}
 	return off, n, true, nil
 }
 
@@ -885,6 +894,7 @@ func (q *request) objectAttributes() *Error {
 	type xpart struct {
 		PartNumber int
 		Size       int64
+		checksum
 	}
 	type parts struct {
 		TotalPartsCount      int `xml:"PartsCount"`
@@ -930,6 +940,7 @@ func (q *request) objectAttributes() *Error {
 		}
 		marker, _ := strconv.Atoi(q.r.Header.Get("x-amz-part-number-marker"))
 		sizes := strings.Split(string(attrs[xaParts]), ",")
+		sums := strings.Split(string(attrs[xaPartSums]), ",")
 		op := &parts{TotalPartsCount: len(sizes), PartNumberMarker: marker, MaxParts: max}
 		for i, s := range sizes {
 			if i+1 <= marker {
@@ -940,7 +951,22 @@ func (q *request) objectAttributes() *Error {
 				break
 			}
 			n, _ := strconv.ParseInt(s, 10, 64)
-			op.Parts = append(op.Parts, xpart{i + 1, n})
+			xp := xpart{PartNumber: i + 1, Size: n}
+			if len(sums) == len(sizes) {
+				switch {
+				case attrs[xaChecksum+"crc32"] != nil:
+					xp.ChecksumCRC32 = sums[i]
+				case attrs[xaChecksum+"crc32c"] != nil:
+					xp.ChecksumCRC32C = sums[i]
+				case attrs[xaChecksum+"crc64nvme"] != nil:
+					xp.ChecksumCRC64NVME = sums[i]
+				case attrs[xaChecksum+"sha1"] != nil:
+					xp.ChecksumSHA1 = sums[i]
+				case attrs[xaChecksum+"sha256"] != nil:
+					xp.ChecksumSHA256 = sums[i]
+				}
+			}
+			op.Parts = append(op.Parts, xp)
 			op.NextPartNumberMarker = i + 1
 		}
 		res.ObjectParts = op
