@@ -7,8 +7,10 @@
 #
 # seq:   a SIZE_MB object put and got with the aws cli (multipart, 8
 #        concurrent requests of 64 MiB parts) against `strata put` and
-#        `strata get` of the same file, taking turns; the disk's own pace
-#        (dd) for scale.
+#        `strata get` of the same file, taking turns; the same object moved
+#        the same way by bench/s3bench --big (Go, SigV4 with an unsigned
+#        payload): the gateway without the aws cli's own cost; the disk's
+#        own pace (dd) for scale.
 # small: OBJECTS objects of 4 KiB PUT, GET and HEAD by 16 clients through
 #        the gateway (bench/s3bench, SigV4-signed) against the same
 #        operations through the client API (s3bench --server).
@@ -69,14 +71,19 @@ if [[ " $PARTS " == *" seq "* ]]; then
     t0=$(now); $AWS s3 cp --only-show-errors "$SRC" s3://bench/obj; t1=$(now); T[s3,w]+="$(rate $B "$t0" "$t1") "
     drop; t0=$(now); $AWS s3 cp --only-show-errors s3://bench/obj - > /dev/null; t1=$(now); T[s3,r]+="$(rate $B "$t0" "$t1") "
     $AWS s3 rm --only-show-errors s3://bench/obj
+    drop; cat "$SRC" > /dev/null
+    j=$("$OUT/s3bench" --endpoint "$EP" --key "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --bucket bench --big "$SRC" --part 64 --clients 8)
+    T[s3go,w]+="$(echo "$j" | python3 -c "import json,sys;print(round(json.load(sys.stdin)['put_mb_s']))") "
+    T[s3go,r]+="$(echo "$j" | python3 -c "import json,sys;print(round(json.load(sys.stdin)['get_mb_s']))") "
+    $AWS s3 rm --only-show-errors s3://bench/big
     sleep 2
   done
   echo; echo "## ${SIZE_MB} MiB object: aws cli (multipart, 8 requests of 64 MiB at once) against strata put/get (MB/s, median of $REPS, taking turns)"
-  echo; echo "| op | disk alone (dd) | strata put / get | aws s3 cp through the gateway | gateway / API |"; echo "|---|---|---|---|---|"
+  echo; echo "| op | disk alone (dd) | strata put / get | aws s3 cp through the gateway | s3bench --big through the gateway | aws cli / API | s3bench / API |"; echo "|---|---|---|---|---|---|---|"
   for op in w r; do
-    d=$(median ${T[disk,$op]}); a=$(median ${T[api,$op]}); g=$(median ${T[s3,$op]})
+    d=$(median ${T[disk,$op]}); a=$(median ${T[api,$op]}); g=$(median ${T[s3,$op]}); b=$(median ${T[s3go,$op]})
     name=write; [ $op = r ] && name=read
-    echo "| $name | $d | $a | $g | $(ratio "$g" "$a") |"
+    echo "| $name | $d | $a | $g | $b | $(ratio "$g" "$a") | $(ratio "$b" "$a") |"
   done
   echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
 fi
