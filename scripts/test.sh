@@ -93,7 +93,16 @@ echo "== go test -fuzz (each target ${FUZZTIME:-3s})"
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
   pkg="./$(dirname "${f#./}")"
   for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //'); do
-    go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-3s}" "$pkg" >/tmp/strata-fuzz.$$ 2>&1 || { cat /tmp/strata-fuzz.$$; rm -f /tmp/strata-fuzz.$$; echo "fuzz $pkg $fn failed"; exit 1; }
+    # Go 1.26's fuzz coordinator can report "context deadline exceeded" as
+    # the fuzz time ends, with no failing input (go.dev/issue/75804, fixed
+    # in Go 1.27): only a failing input written fails the run.
+    if ! go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-3s}" "$pkg" >/tmp/strata-fuzz.$$ 2>&1; then
+      if grep -q "context deadline exceeded" /tmp/strata-fuzz.$$ && ! grep -q "Failing input written" /tmp/strata-fuzz.$$; then
+        echo "ok  fuzz $pkg $fn (the coordinator's deadline race, go.dev/issue/75804; no failing input)"
+        continue
+      fi
+      cat /tmp/strata-fuzz.$$; rm -f /tmp/strata-fuzz.$$; echo "fuzz $pkg $fn failed"; exit 1
+    fi
     echo "ok  fuzz $pkg $fn"
   done
 done
