@@ -14,6 +14,9 @@
 # small: OBJECTS objects of 4 KiB PUT, GET and HEAD by 16 clients through
 #        the gateway (bench/s3bench, SigV4-signed) against the same
 #        operations through the client API (s3bench --server).
+# VERSITYGW=PATH adds versitygw's posix backend on a directory of the same
+# disk (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0), the
+# same aws cli commands against it.
 # Runs as root (to drop caches). Needs the aws cli and 4×SIZE_MB free
 # under SCRATCH.
 set -euo pipefail
@@ -32,7 +35,8 @@ S=$OUT/strata
 PORT=7460
 . bench/lib.sh
 . bench/server.sh
-trap stop EXIT
+VGW_PID=
+trap 'stop; [ -n "$VGW_PID" ] && kill $VGW_PID 2>/dev/null || true' EXIT
 export STRATA_SERVER=127.0.0.1:$PORT
 CFG=$OUT/s3.toml
 { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$SCRATCH/data\""; echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'
@@ -50,6 +54,14 @@ AWS_SECRET_ACCESS_KEY=$(echo "$K" | python3 -c 'import json,sys; print(json.load
 printf '[default]\ns3 =\n  max_concurrent_requests = 8\n  multipart_chunksize = 64MB\n  multipart_threshold = 64MB\n' > "$AWS_CONFIG_FILE"
 AWS="aws --endpoint-url $EP"
 $AWS s3 mb s3://bench >/dev/null
+if [ -n "${VERSITYGW:-}" ]; then
+  rm -rf "$SCRATCH/vgw"; mkdir -p "$SCRATCH/vgw"
+  ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY "$VERSITYGW" --port 127.0.0.1:$((PORT+3)) posix "$SCRATCH/vgw" > "$OUT/versitygw.log" 2>&1 &
+  VGW_PID=$!
+  sleep 2
+  VGW="aws --endpoint-url http://127.0.0.1:$((PORT+3))"
+  $VGW s3 mb s3://bench >/dev/null
+fi
 
 if [[ " $PARTS " == *" seq "* ]]; then
   SRC=$SCRATCH/src.dat
@@ -71,6 +83,12 @@ if [[ " $PARTS " == *" seq "* ]]; then
     t0=$(now); $AWS s3 cp --only-show-errors "$SRC" s3://bench/obj; t1=$(now); T[s3,w]+="$(rate $B "$t0" "$t1") "
     drop; t0=$(now); $AWS s3 cp --only-show-errors s3://bench/obj - > /dev/null; t1=$(now); T[s3,r]+="$(rate $B "$t0" "$t1") "
     $AWS s3 rm --only-show-errors s3://bench/obj
+    if [ -n "${VERSITYGW:-}" ]; then
+      drop; cat "$SRC" > /dev/null
+      t0=$(now); $VGW s3 cp --only-show-errors "$SRC" s3://bench/obj; sync; t1=$(now); T[vgw,w]+="$(rate $B "$t0" "$t1") "
+      drop; t0=$(now); $VGW s3 cp --only-show-errors s3://bench/obj - > /dev/null; t1=$(now); T[vgw,r]+="$(rate $B "$t0" "$t1") "
+      $VGW s3 rm --only-show-errors s3://bench/obj
+    fi
     drop; cat "$SRC" > /dev/null
     j=$("$OUT/s3bench" --endpoint "$EP" --key "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --bucket bench --big "$SRC" --part 64 --clients 8)
     T[s3go,w]+="$(echo "$j" | python3 -c "import json,sys;print(round(json.load(sys.stdin)['put_mb_s']))") "
@@ -85,6 +103,9 @@ if [[ " $PARTS " == *" seq "* ]]; then
     name=write; [ $op = r ] && name=read
     echo "| $name | $d | $a | $g | $b | $(ratio "$g" "$a") | $(ratio "$b" "$a") |"
   done
+  if [ -n "${VERSITYGW:-}" ]; then
+    echo; echo "versitygw (posix backend, same disk), the same aws cli commands (MB/s, median): write $(median ${T[vgw,w]}) (Strata's gateway / versitygw $(ratio "$(median ${T[s3,w]})" "$(median ${T[vgw,w]})")), read $(median ${T[vgw,r]}) ($(ratio "$(median ${T[s3,r]})" "$(median ${T[vgw,r]})"))"
+  fi
   echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
 fi
 

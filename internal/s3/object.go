@@ -374,7 +374,7 @@ func parseRange(v string, size int64) (off, n int64, ok bool, e *Error) {
 		if err != nil || last < 0 {
 			return 0, 0, false, nil
 		}
-		if last == 0 {
+		if last == 0 || size == 0 { // RFC 9110: no byte of an empty object can satisfy it
 			return 0, 0, false, invalid
 		}
 		last = min(last, size)

@@ -24,6 +24,8 @@ func TestParseRange(t *testing.T) {
 		{"items=0-1", 100, 0, 0, false, false},
 		{"bytes=x-1", 100, 0, 0, false, false},
 		{"", 100, 0, 0, false, false},
+		{"bytes=-1", 0, 0, 0, false, true},
+		{"bytes=0-", 0, 0, 0, false, true},
 	} {
 		off, n, ok, e := parseRange(c.v, c.size)
 		if off != c.off || n != c.n || ok != c.ok || (e != nil) != c.inval {
