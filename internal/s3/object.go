@@ -831,15 +831,9 @@ func (q *request) restore() *Error {
 		return errInvalidArgument("Days must be at least 1")
 	}
 	p := q.g.path(q.bucket, q.object)
-	fi, err := q.g.c.Stat(q.ctx, p)
-	switch {
-	case errors.Is(err, api.ErrNotFound), err == nil && fi.Type != client.TypeFile:
-		if e := q.bucketExists(); e != nil {
-			return e
-		}
-		return errNoSuchKey(q.object)
-	case err != nil:
-		return fromStrata(err, q.object)
+	fi, e := q.statObject(p)
+	if e != nil {
+		return e
 	}
 	switch fi.Residency {
 	case client.ResidencyStaging:
@@ -858,20 +852,30 @@ func (q *request) restore() *Error {
 	return nil
 }
 
+// statObject describes the object at p: NoSuchKey (or NoSuchBucket) if
+// no file is there.
+func (q *request) statObject(p string) (*client.FileInfo, *Error) {
+	fi, err := q.g.c.Stat(q.ctx, p)
+	switch {
+	case errors.Is(err, api.ErrNotFound), err == nil && fi.Type != client.TypeFile:
+		if e := q.bucketExists(); e != nil {
+			return nil, e
+		}
+		return nil, errNoSuchKey(q.object)
+	case err != nil:
+		return nil, fromStrata(err, q.object)
+	}
+	return fi, nil
+}
+
 // objectAttributes serves GetObjectAttributes: the attributes named in
 // x-amz-object-attributes (ETag, Checksum, ObjectParts, StorageClass,
 // ObjectSize) without the data.
 func (q *request) objectAttributes() *Error {
 	p := q.g.path(q.bucket, q.object)
-	fi, err := q.g.c.Stat(q.ctx, p)
-	switch {
-	case errors.Is(err, api.ErrNotFound), err == nil && fi.Type != client.TypeFile:
-		if e := q.bucketExists(); e != nil {
-			return e
-		}
-		return errNoSuchKey(q.object)
-	case err != nil:
-		return fromStrata(err, q.object)
+	fi, e := q.statObject(p)
+	if e != nil {
+		return e
 	}
 	attrs, err := q.g.c.Xattrs(q.ctx, p)
 	if err != nil {
