@@ -1,11 +1,19 @@
 package main_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/strata-storage/strata/internal/s3"
 )
 
 // s3Clients are the real S3 clients the gateway's tests drive; the
@@ -70,5 +78,96 @@ func TestS3Clients(t *testing.T) {
 	}
 	if tl := s.ok("token", "list"); strings.Contains(tl, key) {
 		t.Fatalf("token list shows S3 keys:\n%s", tl)
+	}
+}
+
+// TestS3BadBodies sends what no SDK would: bodies cut short (plain, and
+// aws-chunked), a chunk longer than its size, a body longer than its
+// declared length, an aws-chunked body whose trailer checksum is wrong.
+// Each gets an error or a closed connection, the gateway keeps serving,
+// and no object appears.
+func TestS3BadBodies(t *testing.T) {
+	s3addr := freePort(t)
+	s := newServer(t, "[s3]\nlisten = \""+s3addr+"\"\n")
+	key, secret := s.s3Key("alice", "2101")
+	do := func(method, path string, body io.Reader, hdr map[string]string) int {
+		r, _ := http.NewRequest(method, "http://"+s3addr+path, body)
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		s3.Sign(r, key, secret, "us-east-1", time.Now())
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := do("PUT", "/bad", nil, nil); st != 200 {
+		t.Fatalf("create bucket: %d", st)
+	}
+	// raw writes a signed request's head and then body as given, and
+	// returns the status line (or "" if the gateway hung up).
+	raw := func(path string, hdr map[string]string, body string) string {
+		r, _ := http.NewRequest("PUT", "http://"+s3addr+path, nil)
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		s3.Sign(r, key, secret, "us-east-1", time.Now())
+		c, err := net.Dial("tcp", s3addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var b strings.Builder
+		fmt.Fprintf(&b, "PUT %s HTTP/1.1\r\nHost: %s\r\n", path, s3addr)
+		for k, vs := range r.Header {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, vs[0])
+		}
+		b.WriteString("\r\n" + body)
+		c.Write([]byte(b.String()))
+		c.(*net.TCPConn).CloseWrite()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
+	}
+	chunked := map[string]string{"X-Amz-Content-Sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "Content-Encoding": "aws-chunked", "X-Amz-Trailer": "x-amz-checksum-crc32"}
+	withLen := func(h map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range h {
+			out[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		hdr  map[string]string
+		body string
+		want string // the status line's code, "" for a hang-up
+	}{
+		{"plain body cut short", map[string]string{"Content-Length": "100"}, "only ten b", ""},
+		{"aws-chunked cut inside a chunk", withLen(chunked, "Content-Length", "200", "X-Amz-Decoded-Content-Length", "10"), "a\r\nonly", "400"},
+		{"aws-chunked chunk longer than its size", withLen(chunked, "Content-Length", "60", "X-Amz-Decoded-Content-Length", "5"), "5\r\nhello world\r\n0\r\n\r\n", "400"},
+		{"aws-chunked more data than declared", withLen(chunked, "Content-Length", "60", "X-Amz-Decoded-Content-Length", "3"), "5\r\nhello\r\n0\r\nx-amz-checksum-crc32:NhCmhg==\r\n\r\n", "400"},
+		{"aws-chunked wrong trailer checksum", withLen(chunked, "Content-Length", "60", "X-Amz-Decoded-Content-Length", "5"), "5\r\nhello\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n", "400"},
+		{"aws-chunked without its decoded length", withLen(chunked, "Content-Length", "40"), "5\r\nhello\r\n0\r\n\r\n", "411"},
+	} {
+		got := raw("/bad/obj", c.hdr, c.body)
+		if c.want == "" && got != "" && !strings.Contains(got, " 400 ") || c.want != "" && !strings.Contains(got, " "+c.want+" ") {
+			t.Errorf("%s: %q, want %s", c.name, got, c.want)
+		}
+		if st := do("HEAD", "/bad/obj", nil, nil); st != 404 {
+			t.Fatalf("%s: the object is visible (HEAD %d)", c.name, st)
+		}
+	}
+	// The gateway still serves, and a good aws-chunked body is stored.
+	if st := do("PUT", "/bad/obj", strings.NewReader("5\r\nhello\r\n0\r\nx-amz-checksum-crc32:NhCmhg==\r\n\r\n"), withLen(chunked, "X-Amz-Decoded-Content-Length", "5")); st != 200 {
+		t.Fatalf("good aws-chunked PUT: %d", st)
+	}
+	if st := do("HEAD", "/bad/obj", nil, nil); st != 200 {
+		t.Fatalf("HEAD after a good PUT: %d", st)
 	}
 }

@@ -305,11 +305,16 @@ func awsEscape(s string, slash bool) string {
 }
 
 // Sign signs r as an S3 client does, in its Authorization header, with
-// an unsigned payload: what Strata's own tools (bench/s3bench) and tests
-// need to speak to a gateway without an AWS SDK.
+// the payload hash r's X-Amz-Content-Sha256 names (UNSIGNED-PAYLOAD if
+// none): what Strata's own tools (bench/s3bench) and tests need to speak
+// to a gateway without an AWS SDK.
 func Sign(r *http.Request, accessKey, secret, region string, now time.Time) {
 	now = now.UTC()
-	s := &sigRequest{accessKey: accessKey, date: now.Format("20060102"), region: region, amzDate: now.Format(amzDateForm), payload: unsignedPayload,
+	payload := r.Header.Get("X-Amz-Content-Sha256")
+	if payload == "" {
+		payload = unsignedPayload
+	}
+	s := &sigRequest{accessKey: accessKey, date: now.Format("20060102"), region: region, amzDate: now.Format(amzDateForm), payload: payload,
 		signedHeaders: []string{"host", "x-amz-content-sha256", "x-amz-date"}}
 	r.Header.Set("X-Amz-Date", s.amzDate)
 	r.Header.Set("X-Amz-Content-Sha256", s.payload)
