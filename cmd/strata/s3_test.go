@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,13 +41,14 @@ func needS3Clients(t *testing.T) {
 	t.Skipf("S3 clients missing: %s (scripts/test.sh installs them)", strings.Join(missing, ", "))
 }
 
-// s3Key creates an access key for uid and returns its id and secret.
-func (s *server) s3Key(user, uid string) (string, string) {
+// s3Key creates an access key for uid and returns its id and secret
+// (global flags before the command: where the server is).
+func (s *server) s3Key(user, uid string, flags ...string) (string, string) {
 	var k struct {
 		ID     string `json:"access_key_id"`
 		Secret string `json:"secret_access_key"`
 	}
-	if err := json.Unmarshal([]byte(s.ok("s3", "keys", "create", "--user", user, "--uid", uid, "--json")), &k); err != nil || k.ID == "" || k.Secret == "" {
+	if err := json.Unmarshal([]byte(s.ok(append(flags, "s3", "keys", "create", "--user", user, "--uid", uid, "--json")...)), &k); err != nil || k.ID == "" || k.Secret == "" {
 		s.t.Fatalf("s3 keys create: %v", err)
 	}
 	return k.ID, k.Secret
@@ -169,5 +173,35 @@ func TestS3BadBodies(t *testing.T) {
 	}
 	if st := do("HEAD", "/bad/obj", nil, nil); st != 200 {
 		t.Fatalf("HEAD after a good PUT: %d", st)
+	}
+}
+
+// TestS3OverTLS: with TLS on, the S3 listener speaks it as the control
+// port does, with the server's certificate, and plain HTTP gets nothing.
+func TestS3OverTLS(t *testing.T) {
+	s3addr := freePort(t)
+	s := newServer(t, "[tls]\nenabled = \"on\"\n[s3]\nlisten = \""+s3addr+"\"\n")
+	key, secret := s.s3Key("alice", "2101", "--server", "unix:"+filepath.Join(s.dir, "data", "strata.sock"))
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(s.dir, "data", "tls", "ca.pem"))
+	if err != nil || !pool.AppendCertsFromPEM(ca) {
+		t.Fatalf("the server's CA: %v", err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	r, _ := http.NewRequest("PUT", "https://"+s3addr+"/tls-bucket", nil)
+	s3.Sign(r, key, secret, "us-east-1", time.Now())
+	resp, err := hc.Do(r)
+	if err != nil {
+		t.Fatalf("S3 over TLS, verified with the server's CA: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("create bucket over TLS: %s", resp.Status)
+	}
+	if resp, err := http.Get("http://" + s3addr + "/"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("plain HTTP answered %s", resp.Status)
+		}
 	}
 }
