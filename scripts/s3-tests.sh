@@ -18,6 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUITE=${SUITE:-$PWD/../shared/conformance/s3-tests}
+KNOWN=${KNOWN:+$(realpath "$KNOWN")}   # the run changes directory
 WORK=$(mktemp -d /tmp/strata-s3tests.XXXXXX)
 PORT=${PORT:-7490}
 SERVER_PID=
