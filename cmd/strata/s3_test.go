@@ -205,3 +205,34 @@ func TestS3OverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestS3Standalone runs the gateway as its own process (strata s3) in
+// front of a core: it serves a signed request, and it refuses plain
+// HTTP off loopback.
+func TestS3Standalone(t *testing.T) {
+	s := newServer(t, "")
+	key, secret := s.s3Key("alice", "2101")
+	if _, errs, code := s.run("s3", "--listen", "0.0.0.0:0"); code == 0 || !strings.Contains(errs, "refusing to serve S3 in plain HTTP") {
+		t.Fatalf("plain HTTP off loopback: exit %d %q", code, errs)
+	}
+	addr := freePort(t)
+	gw := s.background("s3", "--listen", addr)
+	defer func() { gw.Process.Signal(os.Interrupt); gw.Wait() }()
+	var resp *http.Response
+	for i := 0; i < 100; i++ {
+		r, _ := http.NewRequest("PUT", "http://"+addr+"/standalone", nil)
+		s3.Sign(r, key, secret, "us-east-1", time.Now())
+		var err error
+		if resp, err = http.DefaultClient.Do(r); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp == nil || resp.StatusCode != 200 {
+		t.Fatalf("create bucket through strata s3: %v", resp)
+	}
+	if ls := s.ok("ls", "-l", "/s3"); !strings.Contains(ls, "standalone") || !strings.Contains(ls, "2101") {
+		t.Fatalf("the bucket is not alice's directory:\n%s", ls)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/s3"
+	"github.com/strata-storage/strata/internal/server"
 )
 
 func (e *env) s3Cmd() *cobra.Command {
@@ -34,11 +35,16 @@ or with an admin token. strata serve runs the same gateway itself when
 its configuration has [s3] listen. See docs/S3.md.`,
 		Args: exactArgs(0, "s3 [--listen ADDR]"),
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7480", "address to serve S3 on (plain HTTP: put a TLS proxy in front off this host)")
+	var insecure bool
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7480", "address to serve S3 on (plain HTTP: off this host, put a TLS proxy in front, or use [s3] listen in strata serve)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "serve plain HTTP on an address other than loopback")
 	cmd.Flags().StringVar(&cfg.Root, "root", "/s3", "directory whose subdirectories are the buckets")
 	cmd.Flags().StringVar(&cfg.Region, "region", "us-east-1", "region reported to clients")
 	cmd.Flags().StringSliceVar(&classes, "storage-class", nil, "map a storage class to a class of service, CLASS=COS (repeatable; default STANDARD=, GLACIER=archive, DEEP_ARCHIVE=archive)")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, _ []string) error {
+		if !server.Loopback(listen) && !insecure {
+			return fmt.Errorf("refusing to serve S3 in plain HTTP on %s, which is not a loopback address: data would cross the network in the clear (serve it from strata serve with [s3] listen and TLS, put a TLS proxy in front, or pass --insecure)", listen)
+		}
 		if len(classes) > 0 {
 			cfg.Classes = map[string]string{}
 			for _, kv := range classes {

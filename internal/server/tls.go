@@ -23,9 +23,9 @@ type tlsSetup struct {
 	trust  *tls.Config
 }
 
-// loopback reports whether a listen address is on a loopback interface
+// Loopback reports whether a listen address is on a loopback interface
 // only (an empty host or 0.0.0.0 is every interface).
-func loopback(addr string) bool {
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
@@ -67,7 +67,7 @@ func setupTLS(cfg config.Config, listeners []string, generate bool) (tlsSetup, e
 	var st tlsSetup
 	exposed := ""
 	for _, a := range listeners {
-		if a != "" && !loopback(a) { // "": a listener that is off
+		if a != "" && !Loopback(a) { // "": a listener that is off
 			exposed = a
 		}
 	}
