@@ -332,18 +332,34 @@ def bad_input():
 
 @check
 def aws_cli():
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=os.environ["S3_KEY"], AWS_SECRET_ACCESS_KEY=os.environ["S3_SECRET"], AWS_DEFAULT_REGION="us-east-1")
+    """A 1 GiB file through the aws cli: a multipart upload of 64 MiB parts,
+    8 at a time, and back with 8 ranged GETs at a time."""
     tmp = os.environ.get("TMPDIR", "/tmp")
+    cfg = os.path.join(tmp, "aws-config")
+    with open(cfg, "w") as f:
+        f.write("[default]\ns3 =\n  max_concurrent_requests = 8\n  multipart_chunksize = 64MB\n  multipart_threshold = 64MB\n")
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=os.environ["S3_KEY"], AWS_SECRET_ACCESS_KEY=os.environ["S3_SECRET"], AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=cfg)
     src = os.path.join(tmp, "s3-cli-src")
-    data = os.urandom(20 << 20)
+    h = hashlib.sha256()
     with open(src, "wb") as f:
-        f.write(data)
+        for _ in range(64):
+            b = os.urandom(16 << 20)
+            h.update(b)
+            f.write(b)
     aws = ["aws", "--endpoint-url", EP]
     subprocess.run(aws + ["s3", "cp", "--only-show-errors", src, "s3://bkt-main/cli/file"], env=env, check=True)
+    os.remove(src)
+    head = s3.head_object(Bucket="bkt-main", Key="cli/file")
+    assert head["ContentLength"] == 1 << 30 and head["ETag"].endswith('-16"'), head
     subprocess.run(aws + ["s3", "cp", "--only-show-errors", "s3://bkt-main/cli/file", src + ".back"], env=env, check=True)
-    assert open(src + ".back", "rb").read() == data
+    back = hashlib.sha256()
+    with open(src + ".back", "rb") as f:
+        for b in iter(lambda: f.read(16 << 20), b""):
+            back.update(b)
+    assert back.digest() == h.digest(), "the 1 GiB object read back differs"
+    os.remove(src + ".back")
     out = subprocess.run(aws + ["s3", "ls", "s3://bkt-main/cli/"], env=env, check=True, capture_output=True).stdout.decode()
-    assert "file" in out and str(len(data)) in out, out
+    assert "file" in out and str(1 << 30) in out, out
     subprocess.run(aws + ["s3", "rm", "--only-show-errors", "s3://bkt-main/cli/file"], env=env, check=True)
 
 
