@@ -63,20 +63,11 @@ rm -rf "$SCRATCH/data"; start "$CFG"; mount_; nfs_
 
 if [[ " $PARTS " == *" seq "* ]]; then
   SRC=$SCRATCH/src.dat
-  if [ ! -f "$SRC" ] || [ "$(stat -c %s "$SRC")" != $((SIZE_MB<<20)) ]; then
-    head -c $((SIZE_MB<<20)) /dev/urandom > "$SRC"; sync
-  fi
+  source_file "$SRC" $((SIZE_MB<<20))
   B=$((SIZE_MB<<20))
   declare -A T
   for r in $(seq "$REPS"); do
-    drop; cat "$SRC" > /dev/null
-    t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M conv=fsync status=none; t1=$(now); T[disk,w]+="$(rate $B "$t0" "$t1") "
-    drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M status=none; t1=$(now); T[disk,r]+="$(rate $B "$t0" "$t1") "
-    rm -f "$SCRATCH/dd.dat"
-    drop; cat "$SRC" > /dev/null
-    t0=$(now); "$S" put "$SRC" /api.dat; t1=$(now); T[api,w]+="$(rate $B "$t0" "$t1") "
-    drop; t0=$(now); "$S" get /api.dat - > /dev/null; t1=$(now); T[api,r]+="$(rate $B "$t0" "$t1") "
-    "$S" rm /api.dat
+    seq_baselines "$SRC" "$B"
     drop; cat "$SRC" > /dev/null
     t0=$(now); "$S" --no-handover put "$SRC" /api.dat; t1=$(now); T[nho,w]+="$(rate $B "$t0" "$t1") "
     drop; t0=$(now); "$S" --no-handover get /api.dat - > /dev/null; t1=$(now); T[nho,r]+="$(rate $B "$t0" "$t1") "

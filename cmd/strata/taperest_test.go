@@ -19,9 +19,7 @@ import (
 // the recall mounted each cartridge it read at most once, and that
 // archiveinfo agrees with strata ls -l.
 func TestTapeREST(t *testing.T) {
-	if exec.Command("python3", "-c", "import json, urllib.request").Run() != nil {
-		t.Skip("python3 missing")
-	}
+	needS3Clients(t) // python3, which scripts/test.sh installs with them
 	s := newServer(t, "[library]\ntime_scale = \"instant\"\ndrives = 2\ncartridges = 12\ncapacity = \"12MiB\"\n[hsm]\naggregate = \"1MiB\"\nrecall_min_files = 1000\nrecall_max_age = \"2s\"\nmigrate_drives = 1\n")
 	local := filepath.Join(s.dir, "small")
 	if err := os.Mkdir(local, 0o755); err != nil {
