@@ -111,7 +111,7 @@ func (c *Core) authenticate(next http.Handler) http.Handler {
 		}
 		if c.audit == nil {
 			if err != nil {
-				c.unauthenticated(w, err)
+				c.unauthenticated(w, r, err)
 				return
 			}
 			if id != nil && auth.From(r.Context()) != id {
@@ -129,7 +129,7 @@ func (c *Core) authenticate(next http.Handler) http.Handler {
 		}
 		sw := &auditWriter{ResponseWriter: w, status: http.StatusOK}
 		if err != nil {
-			c.unauthenticated(sw, err)
+			c.unauthenticated(sw, r, err)
 		} else {
 			if id != nil && auth.From(r.Context()) != id {
 				r = r.WithContext(auth.With(r.Context(), id))
@@ -142,9 +142,13 @@ func (c *Core) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-func (c *Core) unauthenticated(w http.ResponseWriter, err error) {
+func (c *Core) unauthenticated(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, api.ErrUnauthenticated) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+	}
+	if taperest.Owns(r.URL.Path) {
+		taperest.Fail(w, err) // the Tape REST API answers in its own error format
+		return
 	}
 	c.reply(w, nil, err)
 }

@@ -106,10 +106,15 @@ func problem(w http.ResponseWriter, status int, format string, args ...any) {
 	json.NewEncoder(w).Encode(map[string]any{"title": http.StatusText(status), "status": status, "detail": fmt.Sprintf(format, args...)})
 }
 
-func fail(w http.ResponseWriter, err error) {
+// Fail answers err as an RFC 7807 problem with the status the API gives
+// its code: what the core sends for a refused Tape REST request.
+func Fail(w http.ResponseWriter, err error) {
 	_, status := api.CodeOf(err)
 	problem(w, status, "%v", err)
 }
+
+// Owns reports whether a request path is the API's.
+func Owns(path string) bool { return strings.HasPrefix(path, "/api/v1/") }
 
 func reply(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -378,7 +383,7 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(rel) > 0 {
 		if _, err := a.b.Release(r.Context(), api.ReleaseRequest{Paths: rel}); err != nil && !errors.Is(err, api.ErrNotFound) {
-			fail(w, err)
+			Fail(w, err)
 			return
 		}
 	}
@@ -416,7 +421,7 @@ func (a *API) release(w http.ResponseWriter, r *http.Request) {
 		ps = append(ps, f.path)
 	}
 	if _, err := a.b.Release(r.Context(), api.ReleaseRequest{Paths: ps}); err != nil {
-		fail(w, err)
+		Fail(w, err)
 		return
 	}
 	reply(w, 200, nil)

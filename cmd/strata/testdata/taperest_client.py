@@ -31,8 +31,8 @@ st, wk, _ = call("GET", "/.well-known/wlcg-tape-rest-api", auth=False)
 assert st == 200 and wk["endpoints"][0]["version"] == "v1", wk
 api = "/" + wk["endpoints"][0]["uri"].split("/", 3)[3].rstrip("/")  # "/api/v1"
 
-st, body, _ = call("POST", api + "/stage", {"files": [{"path": "/x"}]}, auth=False)
-assert st == 401, (st, body)
+st, body, hdr = call("POST", api + "/stage", {"files": [{"path": "/x"}]}, auth=False)
+assert st == 401 and body["status"] == 401 and hdr["Content-Type"] == "application/problem+json", (st, body)
 
 paths = [l.strip() for l in open(os.environ["FILES"]) if l.strip()]
 st, body, hdr = call("POST", api + "/stage", {"files": [{"path": p, "diskLifetime": "P1D"} for p in paths] + [{"path": "/no/such/file"}]})
