@@ -72,6 +72,9 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 }
 
 func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size int64, cr api.CreateResponse, o PutOptions) (*FileInfo, error) {
+	if len(cr.Stripes) == 1 && size < handOverMin { // less than a frame, and too small to hand over
+		return c.writeSmall(ctx, path, src, size, cr, o)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := len(cr.Stripes)
@@ -113,6 +116,10 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 			return nil, fmt.Errorf("put %s: %w: stripe %d was stored with crc32c %08x, the file now reads %08x; nothing was committed", path, ErrSourceChanged, k, receipts[k].CRC32C, crc)
 		}
 	}
+	return c.commit(ctx, path, size, cr, receipts, fixity, o)
+}
+
+func (c *Client) commit(ctx context.Context, path string, size int64, cr api.CreateResponse, receipts []api.SegmentReceipt, fixity string, o PutOptions) (*FileInfo, error) {
 	var fi FileInfo
 	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
 		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}, &fi)
@@ -120,6 +127,45 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 		return nil, err
 	}
 	return &fi, nil
+}
+
+// writeSmall stores a file of one stripe and at most one frame: read once
+// into memory, hashed from there and sent in one flush, all in the
+// caller's goroutine. A put of many small files is bounded by per-file
+// overheads, not bytes; the stream machinery of large files (read-ahead
+// goroutines, a second reading for the fixity) costs a small file more
+// than its data does.
+func (c *Client) writeSmall(ctx context.Context, path string, src io.ReaderAt, size int64, cr api.CreateResponse, o PutOptions) (*FileInfo, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	p := (*bp)[:size]
+	if n, err := src.ReadAt(p, 0); int64(n) < size {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("put %s: read source: %d of %d bytes: %w", path, n, size, err)
+	}
+	var fixity string
+	if !o.NoFixity {
+		h, alg, err := newHash(o.Fixity)
+		if err != nil {
+			return nil, fmt.Errorf("put %s: %w", path, err)
+		}
+		h.Write(p)
+		fixity = fixityString(alg, h)
+	}
+	t := cr.Stripes[0]
+	receipt, err := c.sendStripe(ctx, t, o.Progress, func(conn *mover.Conn, req wire.Request, report func(int)) (wire.Status, error) {
+		st, err := conn.WriteBytes(ctx, req, p)
+		if err == nil {
+			report(len(p))
+		}
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("put %s: stripe 0 (device %s): %w", path, t.Device, err)
+	}
+	return c.commit(ctx, path, size, cr, []api.SegmentReceipt{receipt}, fixity, o)
 }
 
 // fixityOf hashes the source in file order. It re-reads the source rather
@@ -209,6 +255,19 @@ func handOverFile(src io.ReaderAt, n int64) *os.File {
 func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int64, w, k int, t api.StripeTarget, progress func(int64)) (api.SegmentReceipt, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
+	part := wire.Source{Size: size, Unit: unit, Width: w, Stripe: k}
+	return c.sendStripe(ctx, t, progress, func(conn *mover.Conn, req wire.Request, report func(int)) (wire.Status, error) {
+		if f := handOverFile(src, t.Length); f != nil && conn.HandsOver() {
+			req.Source = &part
+			return conn.WriteFile(ctx, req, f, report)
+		}
+		return conn.Write(ctx, req, mover.NewStripeReader(src, part), *bp, report)
+	})
+}
+
+// sendStripe stores stripe target t with send, on a pooled connection to
+// its mover, retrying what may succeed on another attempt.
+func (c *Client) sendStripe(ctx context.Context, t api.StripeTarget, progress func(int64), send func(*mover.Conn, wire.Request, func(int)) (wire.Status, error)) (api.SegmentReceipt, error) {
 	req := wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}
 	var attempts []error // every attempt's failure, so a retried failure explains itself
 	for attempt := 0; attempt <= c.Retries; attempt++ {
@@ -227,18 +286,11 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 		conn, err := c.pool.Get(ctx, endpoint(t))
 		if err == nil {
 			var st wire.Status
-			part := wire.Source{Size: size, Unit: unit, Width: w, Stripe: k}
-			if f := handOverFile(src, t.Length); f != nil && conn.HandsOver() {
-				req.Source = &part
-				st, err = conn.WriteFile(ctx, req, f, report)
-				req.Source = nil
-			} else {
-				st, err = conn.Write(ctx, req, mover.NewStripeReader(src, part), *bp, report)
-			}
+			st, err = send(conn, req, report)
 			c.pool.Put(conn)
 			if err == nil {
 				if st.Length != t.Length {
-					return api.SegmentReceipt{}, api.Errorf(api.ErrInvalid, "stripe %d: wrote %d bytes, layout wants %d (did the source change size?)", k, st.Length, t.Length)
+					return api.SegmentReceipt{}, api.Errorf(api.ErrInvalid, "stripe %d: wrote %d bytes, layout wants %d (did the source change size?)", t.Stripe, st.Length, t.Length)
 				}
 				return api.SegmentReceipt{Stripe: t.Stripe, Length: st.Length, CRC32C: st.CRC32C, Receipt: st.Receipt}, nil
 			}

@@ -5,6 +5,8 @@
 //	corebench md --server ADDR --clients N --files F   creates, stats, removes via Strata
 //	                                                   (--tcp: not through the core's Unix socket)
 //	corebench md --posix DIR --clients N --files F     the same on a local file system
+//	corebench copy SRC DST                             a plain durable copy of SRC's files
+//	                                                   into DST, one at a time (write, fsync)
 //
 // A create is the creation and commit of an empty file (one API call: an
 // empty file has no data to stream). With --server-pid, each phase also
@@ -155,6 +157,51 @@ func hashRate(alg, file string) (float64, error) {
 	return float64(n) / 1e6 / time.Since(t0).Seconds(), nil
 }
 
+// copyRate copies every file of directory src into dst (which it
+// creates), one at a time, as a plain durable loop does: read the file,
+// create its copy, write it, fsync it; dst itself is fsynced at the end
+// so the names are durable too. It returns files per second: the baseline
+// of a small-file ingest.
+func copyRate(src, dst string) (float64, error) {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return 0, err
+		}
+		f, err := os.OpenFile(filepath.Join(dst, e.Name()), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return 0, err
+		}
+		_, err = f.Write(b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	d, err := os.Open(dst)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return 0, err
+	}
+	return float64(len(ents)) / time.Since(t0).Seconds(), nil
+}
+
 func main() {
 	if len(os.Args) == 4 && os.Args[1] == "hash" {
 		r, err := hashRate(os.Args[2], os.Args[3])
@@ -164,8 +211,16 @@ func main() {
 		fmt.Println(int(r))
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == "copy" {
+		r, err := copyRate(os.Args[2], os.Args[3])
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(int(r))
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "md" {
-		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)")
+		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)\n       corebench copy SRC DST              (files/s of a durable copy, one file at a time)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("md", flag.ExitOnError)

@@ -300,6 +300,40 @@ func TestTour(t *testing.T) {
 	}
 }
 
+// A put of many files keeps many in flight (small files as one frame each,
+// made durable by the catalog's group commit and the movers' group sync):
+// every file arrives whole, small and large. Put again, the first file
+// found taken stops it, in one line that says how many were stored.
+func TestPutMany(t *testing.T) {
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "src")
+	os.Mkdir(src, 0o755)
+	want := map[string][]byte{}
+	var locals []string
+	for i := range 300 {
+		n := 1 + i*211 // 1 byte … 62 KiB
+		if i%100 == 7 {
+			n = 3<<20 + i // a few large files, striped and handed over
+		}
+		name := fmt.Sprintf("f%03d", i)
+		want[name] = writeRandom(t, filepath.Join(src, name), n)
+		locals = append(locals, filepath.Join(src, name))
+	}
+	s.ok("mkdir", "/in")
+	s.ok(append(append([]string{"put"}, locals...), "/in/")...)
+	for name, data := range want {
+		out := filepath.Join(s.dir, "out-"+name)
+		s.ok("get", "/in/"+name, out)
+		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: %d bytes back of %d, %v", name, len(got), len(data), err)
+		}
+	}
+	_, errs, code := s.run(append(append([]string{"put", "--parallel", "4"}, locals...), "/in/")...)
+	if code == 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "file exists") || !strings.Contains(errs, "of 300 files stored") {
+		t.Fatalf("put over existing files: exit %d, stderr %q", code, errs)
+	}
+}
+
 func TestErrorsAreOneLine(t *testing.T) {
 	s := newServer(t, "")
 	local := filepath.Join(s.dir, "f")
@@ -325,6 +359,8 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{[]string{"put", "--stripes", "-1", local, "/g"}, "positive"},
 		{[]string{"put", "--cos", "nope", local, "/g"}, "class of service"},
 		{[]string{"put", "--fixity", "md5", local, "/g"}, "unknown fixity algorithm"},
+		{[]string{"put", local, filepath.Join(s.dir, "missing"), "/d/"}, "no such file"},
+		{[]string{"put", "--parallel", "0", local, "/d/"}, "positive"},
 		{[]string{"mkdir"}, "usage"},
 		{[]string{"chmod", "999", "/f"}, "bad mode"},
 		{[]string{"--server", "127.0.0.1:1", "ls", "/"}, "cannot reach"},

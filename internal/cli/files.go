@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/strata-storage/strata/client"
 )
@@ -86,9 +88,20 @@ func parseMode(s string) (uint32, error) {
 	return uint32(v), nil
 }
 
+// defaultParallel is how many files a put of several has in flight: enough
+// for the catalog's group commit and the movers' group sync to share their
+// fsyncs among many (see putMany).
+const defaultParallel = 64
+
+// putBudget bounds the bytes of the files a put has in flight, so that
+// large files, each striped over the devices already, go a few at a time
+// rather than as many streams as small files would.
+const putBudget = 256 << 20
+
 func (e *env) putCmd() *cobra.Command {
 	var o client.PutOptions
 	var mode string
+	var parallel int
 	cmd := &cobra.Command{
 		Use:   "put [-f] LOCAL... REMOTE",
 		Short: "Store local files (striped, parallel, checksummed)",
@@ -103,6 +116,7 @@ file is replaced (atomically) only with -f.`,
 	cmd.Flags().StringVar(&o.Fixity, "fixity", client.DefaultFixity, "whole-file hash to record: blake3 or sha256")
 	cmd.Flags().BoolVar(&o.NoFixity, "no-fixity", false, "record no whole-file hash (CRC32C still protects the data)")
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "permission bits in octal (default 0644)")
+	cmd.Flags().IntVarP(&parallel, "parallel", "P", defaultParallel, "files in flight when putting several")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		var err error
 		if o.Mode, err = parseMode(mode); err != nil {
@@ -110,6 +124,9 @@ file is replaced (atomically) only with -f.`,
 		}
 		if o.Stripes < 0 {
 			return fmt.Errorf("--stripes must be positive")
+		}
+		if parallel < 1 {
+			return fmt.Errorf("--parallel must be positive")
 		}
 		locals, dst := args[:len(args)-1], args[len(args)-1]
 		if dst, err = remote(dst); err != nil {
@@ -121,21 +138,17 @@ file is replaced (atomically) only with -f.`,
 				intoDir = true
 			}
 		}
-		for _, l := range locals {
-			target := dst
-			if intoDir {
-				target = path.Join(dst, filepath.Base(l))
-			}
-			if err := e.putOne(ctx, c, l, target, o); err != nil {
-				return err
-			}
+		if !intoDir {
+			return e.putFile(ctx, c, locals[0], dst, o, true)
 		}
-		return nil
+		return e.putMany(ctx, c, locals, dst, parallel, o)
 	})
 	return cmd
 }
 
-func (e *env) putOne(ctx context.Context, c *client.Client, local, target string, o client.PutOptions) error {
+// putFile stores one local file at target; with a bar, it shows the
+// file's progress.
+func (e *env) putFile(ctx context.Context, c *client.Client, local, target string, o client.PutOptions, withBar bool) error {
 	f, err := os.Open(local)
 	if err != nil {
 		return err
@@ -148,9 +161,87 @@ func (e *env) putOne(ctx context.Context, c *client.Client, local, target string
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file", local)
 	}
-	bar := e.progress("put "+filepath.Base(local), st.Size())
-	o.Progress = bar.add
+	bar := &bar{}
+	if withBar {
+		bar = e.progress("put "+filepath.Base(local), st.Size())
+		o.Progress = bar.add
+	}
 	_, err = c.Put(ctx, target, f, st.Size(), o)
+	bar.done(err)
+	return err
+}
+
+// putMany stores locals into directory dir with up to parallel files in
+// flight. A put of one small file is a few round trips and three durable
+// writes (the pending bitfile, the object, the commit), each waiting on an
+// fsync; many in flight let the catalog's group commit and the movers'
+// group sync share those among them, which one-at-a-time puts never do.
+// The first failure stops it, as a put of one file after another did: the
+// files in flight are abandoned (nothing of them is visible), those stored
+// stay, and the error says how many they are.
+func (e *env) putMany(ctx context.Context, c *client.Client, locals []string, dir string, parallel int, o client.PutOptions) error {
+	var total int64
+	for _, l := range locals {
+		if st, err := os.Stat(l); err == nil {
+			total += st.Size()
+		}
+	}
+	bar := e.progress(fmt.Sprintf("put %d files", len(locals)), total)
+	o.Progress = bar.add
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		first  error
+		stored int
+		wg     sync.WaitGroup
+	)
+	// Large files are striped over every device already: a byte budget
+	// keeps a put of many of them to a few at a time.
+	budget := semaphore.NewWeighted(putBudget)
+	next := make(chan string)
+	for range max(1, min(parallel, len(locals))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range next {
+				var weight int64 = 1
+				if st, err := os.Stat(l); err == nil {
+					weight = min(max(st.Size(), 1), putBudget)
+				}
+				if budget.Acquire(ctx, weight) != nil {
+					continue // cancelled: the error is first's or ctx's
+				}
+				err := e.putFile(ctx, c, l, path.Join(dir, filepath.Base(l)), o, false)
+				budget.Release(weight)
+				mu.Lock()
+				if err == nil {
+					stored++
+				} else if first == nil {
+					first = fmt.Errorf("put %s: %w", l, err)
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, l := range locals {
+		select {
+		case next <- l:
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	close(next)
+	wg.Wait()
+	err := first
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		err = fmt.Errorf("%w (%d of %d files stored)", err, stored, len(locals))
+	}
 	bar.done(err)
 	return err
 }

@@ -121,6 +121,8 @@ type Core struct {
 	// free bytes twice.
 	held     map[string]int64
 	inflight map[int64]inflight // pending bitfiles of this epoch
+	devs     []catalog.Device   // the device table as place last read it
+	devsAt   time.Time          // when
 	load     map[string]int     // device → writes in flight
 	rr       int                // rotates ties in placement
 	local    api.Local          // the control API's Unix socket, if any
@@ -136,9 +138,10 @@ type Core struct {
 // inflight is a write in progress: where it is placed, and who started it
 // (only they may commit or abort it).
 type inflight struct {
-	devs  []string
-	uid   uint32
-	quota int64 // its quota reservation
+	devs    []string
+	uid     uint32
+	quota   int64           // its quota reservation
+	bitfile catalog.Bitfile // as create recorded it (pending)
 }
 
 type moverState struct {
@@ -285,6 +288,9 @@ func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool
 			return fmt.Errorf("core: register device %s: %w", d.ID, err)
 		}
 	}
+	if len(fresh) > 0 {
+		c.forgetDevices()
+	}
 	if !known {
 		c.log.Info("core: mover registered", "mover", id, "addr", r.Addr, "socket", r.Socket, "devices", len(devs))
 	}
@@ -349,7 +355,7 @@ type candidate struct {
 //
 // With hold, need bytes stay set aside on each picked device until release.
 func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold bool) ([]candidate, error) {
-	devs, err := c.store.Devices(ctx)
+	devs, err := c.placeDevices(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -431,6 +437,41 @@ func (c *Core) settle(bitfile int64) {
 		}
 	}
 	delete(c.inflight, bitfile)
+}
+
+// devicesFor is how long place works from one reading of the device table.
+// Reading it for every create cost a fifth of a small file's time in the
+// core. A reading up to this old may count too little used space (the
+// commits since); the catalog checks every reservation against its own
+// figures and refuses one that does not fit, and the create is placed
+// again from a fresh reading (see reserve).
+const devicesFor = time.Second
+
+// placeDevices returns the device table as place uses it: a reading at
+// most devicesFor old.
+func (c *Core) placeDevices(ctx context.Context) ([]catalog.Device, error) {
+	c.mu.Lock()
+	devs, at := c.devs, c.devsAt
+	c.mu.Unlock()
+	now := c.now()
+	if devs != nil && now.Sub(at) < devicesFor && !now.Before(at) {
+		return devs, nil
+	}
+	devs, err := c.store.Devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.devs, c.devsAt = devs, now
+	c.mu.Unlock()
+	return devs, nil
+}
+
+// forgetDevices makes the next placement read the device table afresh.
+func (c *Core) forgetDevices() {
+	c.mu.Lock()
+	c.devs = nil
+	c.mu.Unlock()
 }
 
 // splitParent splits a path into its parent's components and its name.

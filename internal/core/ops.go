@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -459,12 +460,12 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	if err != nil {
 		return api.CreateResponse{}, fmt.Errorf("create %s: %w", r.Path, err)
 	}
-	// Fail before any data moves if the name is taken. An empty file
-	// moves none: the catalog's commit refuses a taken name itself, and
-	// the lookup (a catalog read, most of an empty create's cost) is
-	// needed only to check a replacement against the sticky bit or a
-	// token's scopes.
-	if old == nil && (r.Size > 0 || r.Overwrite && mustCheckReplace(who, dir)) {
+	// Fail before any data moves if the name is taken. A small file
+	// moves too little to be worth it: the catalog's commit refuses a
+	// taken name itself, and the lookup (a catalog read, a good part of a
+	// small create's cost) is needed only to check a replacement against
+	// the sticky bit or a token's scopes.
+	if old == nil && (r.Size > checkTakenAbove || r.Overwrite && mustCheckReplace(who, dir)) {
 		old, err := c.store.Lookup(ctx, parent, name)
 		switch {
 		case errors.Is(err, api.ErrNotFound):
@@ -526,7 +527,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 		devs[i] = p.dev.ID
 	}
 	c.mu.Lock()
-	c.inflight[b.ID] = inflight{devs: devs, uid: who.UID, quota: rid}
+	c.inflight[b.ID] = inflight{devs: devs, uid: who.UID, quota: rid, bitfile: b}
 	c.mu.Unlock()
 	resp := api.CreateResponse{Bitfile: b.ID, StripeUnit: b.StripeUnit}
 	for i, s := range b.Segments {
@@ -535,6 +536,10 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	}
 	return resp, nil
 }
+
+// checkTakenAbove is the size above which a create checks that its name is
+// free before the data is sent (see Create): a mover frame.
+const checkTakenAbove = 1 << 20
 
 // placeAttempts bounds how often a create is placed again after the
 // catalog refused its reservation.
@@ -574,6 +579,7 @@ func (c *Core) reserve(ctx context.Context, k COS, w int, size int64) (catalog.B
 		if err == nil || !errors.Is(err, api.ErrNoSpace) || attempt == placeAttempts {
 			return b, picked, err
 		}
+		c.forgetDevices() // placed from a stale reading, perhaps
 	}
 }
 
@@ -614,13 +620,12 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	if err != nil {
 		return api.FileInfo{}, err
 	}
-	b, err := c.store.Bitfile(ctx, r.Bitfile)
-	if err != nil {
-		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
-	}
-	if b.State != catalog.Pending {
-		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "commit %s: write %d is no longer pending (expired or aborted)", r.Path, b.ID)
-	}
+	// The layout as create placed it, kept since (not read back from the
+	// catalog: a durable create is two catalog round trips, not three).
+	// Whether it is still pending is the catalog's to say, in the commit's
+	// own transaction.
+	b := w.bitfile
+	b.Segments = slices.Clone(b.Segments)
 	// The size at create reserved space and fixed the layout; a writer
 	// that streamed less (a stonewalled benchmark, a stream that ended
 	// early) commits what it wrote, laid out the same way.

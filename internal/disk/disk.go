@@ -68,6 +68,7 @@ type Device struct {
 
 	dirSync  []sync.Mutex // serialises directory fsyncs per fan-out dir
 	dirs     [fanout]*os.File
+	syncer   *fsSyncer // group syncs of small objects (groupsync.go)
 	writes   atomic.Int64
 	direct   atomic.Bool // the file system takes O_DIRECT (until it refuses)
 	directOK atomic.Bool // a direct write has succeeded: they may run concurrently
@@ -100,6 +101,11 @@ func Open(id, dir string, o Options) (*Device, error) {
 		}
 		d.dirs[i] = f
 	}
+	var err error
+	if d.syncer, err = syncerFor(dir); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("disk %s: %w", id, err)
+	}
 	if d.capacity == 0 {
 		total, _, err := fsSpace(dir)
 		if err != nil {
@@ -120,12 +126,17 @@ func Open(id, dir string, o Options) (*Device, error) {
 	return d, nil
 }
 
-// Close releases the device's directory handles.
+// Close releases the device's directory handles and its share of the
+// file system's syncer.
 func (d *Device) Close() error {
 	for _, f := range d.dirs {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if d.syncer != nil {
+		d.syncer.release()
+		d.syncer = nil
 	}
 	return nil
 }
@@ -225,7 +236,11 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 	}
 	d.reserved += need
 	d.mu.Unlock()
-	direct := d.direct.Load()
+	// A small object is written through the page cache and made durable
+	// with its neighbours (groupsync.go); O_DIRECT would only add a device
+	// write of its own.
+	small := maxLen <= smallObject
+	direct := d.direct.Load() && !small
 	f, err := openNew(p, direct)
 	if err != nil && direct && errors.Is(err, syscall.EINVAL) {
 		d.direct.Store(false) // a file system without O_DIRECT (tmpfs, some FUSE)
@@ -240,7 +255,7 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 		return nil, mapErr(fmt.Errorf("disk %s: create %s: %w", d.id, object, err))
 	}
 	d.writes.Add(1)
-	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx, direct: direct}, nil
+	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx, direct: direct, small: small}, nil
 }
 
 func openNew(p string, direct bool) (*os.File, error) {
@@ -302,6 +317,7 @@ type Writer struct {
 	table    []uint32      // CRCs of completed chunks
 	done     bool
 	direct   bool // the file is open with O_DIRECT
+	small    bool // made durable by a group sync (groupsync.go)
 
 	ios        chan ioJob     // to the direct-write goroutines
 	inflight   sync.WaitGroup // direct writes not yet finished
@@ -633,7 +649,7 @@ func (w *Writer) Close() error {
 	}
 	w.stopRetire()
 	if err == nil {
-		err = w.f.Sync()
+		err = w.sync()
 	}
 	if err == nil {
 		// Clean now: dropping the pages is cheap and frees the memory.
@@ -641,9 +657,6 @@ func (w *Writer) Close() error {
 	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = w.d.syncDir(w.object)
 	}
 	if err != nil {
 		os.Remove(w.path)
@@ -656,6 +669,18 @@ func (w *Writer) Close() error {
 	w.d.used += size
 	w.d.mu.Unlock()
 	return nil
+}
+
+// sync makes the object and its directory entry durable: a small one in
+// its file system's next group sync, a large one by itself.
+func (w *Writer) sync() error {
+	if w.small {
+		return w.d.syncer.wait()
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	return w.d.syncDir(w.object)
 }
 
 // syncDir makes the new directory entry durable. Concurrent closes in one

@@ -30,7 +30,7 @@ type Pool struct {
 	mu      sync.Mutex
 	idle    map[string][]*Conn
 	closed  bool
-	MaxIdle int // per address; default 16
+	MaxIdle int // per address; default 64
 	Dialer  net.Dialer
 	tcpOnly bool
 	stream  bool // no handles: read through the socket even on the mover's host
@@ -97,7 +97,7 @@ func (p *Pool) localLocked(ep Endpoint) bool {
 
 // NewPool returns an empty pool.
 func NewPool() *Pool {
-	return &Pool{idle: map[string][]*Conn{}, MaxIdle: 16, Dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
+	return &Pool{idle: map[string][]*Conn{}, MaxIdle: 64, Dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
 }
 
 // Conn is one data-plane connection.
@@ -306,23 +306,59 @@ func (c *Conn) Write(ctx context.Context, req wire.Request, src io.Reader, buf [
 	} else {
 		r = <-replies
 	}
-	if r.err != nil {
-		// On a refusal the mover skips frames up to End and then waits for
-		// the next request, so the connection stays usable.
-		var se *wire.StatusError
-		if errors.As(r.err, &se) && sendErr == nil {
-			return wire.Status{}, peerError(r.err)
-		}
-		return wire.Status{}, c.fail(ctx, fmt.Errorf("mover %s: %w", c.addr, r.err))
+	return c.writeResult(ctx, r.st, r.err, sendErr, crc)
+}
+
+// WriteBytes stores p, one frame at most (FrameSize), as the object of req,
+// like Write but in the caller's goroutine: a small object's request, data
+// and end go out in one flush and the reply is read right after. A mover
+// that refuses early still reads up to End, so the send cannot block on
+// it.
+func (c *Conn) WriteBytes(ctx context.Context, req wire.Request, p []byte) (wire.Status, error) {
+	if len(p) > FrameSize {
+		return wire.Status{}, fmt.Errorf("mover %s: WriteBytes of %d bytes, more than a frame", c.addr, len(p))
+	}
+	defer c.watch(ctx)()
+	sendErr := c.fw.Msg(req)
+	var crc uint32
+	if sendErr == nil && len(p) > 0 {
+		crc, sendErr = c.fw.Data(p)
+	}
+	if sendErr == nil {
+		sendErr = c.fw.End(crc)
+	}
+	if sendErr == nil {
+		sendErr = c.bw.Flush()
 	}
 	if sendErr != nil {
 		return wire.Status{}, c.fail(ctx, fmt.Errorf("mover %s: send: %w", c.addr, sendErr))
 	}
-	if r.st.CRC32C != crc {
-		c.broken = true
-		return r.st, api.Errorf(api.ErrCorrupt, "mover %s: stored crc32c %08x, sent %08x", c.addr, r.st.CRC32C, crc)
+	var st wire.Status
+	err := c.fr.ReadMsg(&st)
+	return c.writeResult(ctx, st, err, nil, crc)
+}
+
+// writeResult turns the mover's reply to a write (st, or the error reading
+// it) into the write's outcome, given how sending went and the CRC32C of
+// what was sent.
+func (c *Conn) writeResult(ctx context.Context, st wire.Status, rerr, sendErr error, crc uint32) (wire.Status, error) {
+	if rerr != nil {
+		// On a refusal the mover skips frames up to End and then waits for
+		// the next request, so the connection stays usable.
+		var se *wire.StatusError
+		if errors.As(rerr, &se) && sendErr == nil {
+			return wire.Status{}, peerError(rerr)
+		}
+		return wire.Status{}, c.fail(ctx, fmt.Errorf("mover %s: %w", c.addr, rerr))
 	}
-	return r.st, nil
+	if sendErr != nil {
+		return wire.Status{}, c.fail(ctx, fmt.Errorf("mover %s: send: %w", c.addr, sendErr))
+	}
+	if st.CRC32C != crc {
+		c.broken = true
+		return st, api.Errorf(api.ErrCorrupt, "mover %s: stored crc32c %08x, sent %08x", c.addr, st.CRC32C, crc)
+	}
+	return st, nil
 }
 
 // Chunk is a piece of a source read ahead: P holds it (until Release),

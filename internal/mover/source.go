@@ -120,7 +120,7 @@ func (m *Mover) writeFrom(req wire.Request, c net.Conn, br *bufio.Reader, fw *wi
 // checksums a chunk while the storer writes the one before. check is
 // called after each chunk with the bytes read so far.
 func (m *Mover) copyFrom(f *os.File, src wire.Source, w *disk.Writer, check func(int64) error) error {
-	st := newStorer(w)
+	st := newStorer(w, src.Len())
 	r := NewStripeReader(f, src)
 	var read int64
 	for {

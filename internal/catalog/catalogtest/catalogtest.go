@@ -600,6 +600,16 @@ func testReclaim(t *testing.T, s catalog.Store) {
 		t.Fatal(err)
 	}
 	wantErr(t, s.Abort(ctx, aborted.ID), api.ErrNotFound)
+	// A write aborted (or expired) cannot be committed: nothing appears
+	// and the devices' use is as it was.
+	before := used(t, s)
+	_, err := s.Commit(ctx, file(catalog.RootID, "late"), finish(aborted, 50), false)
+	wantErr(t, err, api.ErrInvalid)
+	_, err = s.Lookup(ctx, catalog.RootID, "late")
+	wantErr(t, err, api.ErrNotFound)
+	if u := used(t, s); u["d0"] != before["d0"] || u["d1"] != before["d1"] {
+		t.Fatalf("use after a refused commit: %v, before %v", u, before)
+	}
 	// Epoch 2 starts at time 50: old epoch and expired lease die; cur lives.
 	n := must(s.ExpirePending(ctx, 2, 50))
 	if n != 2 {
@@ -631,12 +641,12 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	if u := used(t, s); u["d0"] != 0 || u["d1"] != 7 {
 		t.Fatalf("use after purge: %v", u)
 	}
-	_, err := s.Bitfile(ctx, old.ID)
+	_, err = s.Bitfile(ctx, old.ID)
 	wantErr(t, err, api.ErrNotFound)
 
 	// A committed file removed, replaced or renamed over dies when that
 	// happens: reclaim can spare its readers for a while.
-	before := time.Now().UnixNano()
+	start := time.Now().UnixNano()
 	commit := func(name string) catalog.Bitfile {
 		b := pending(t, s, 10, "d0")
 		must(s.Commit(ctx, file(catalog.RootID, name), finish(b, 10), true))
@@ -647,7 +657,7 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	commit("src")
 	must(s.Remove(ctx, catalog.RootID, "r", false))
 	must(s.Rename(ctx, catalog.RootID, "src", catalog.RootID, "o", true, 9))
-	if l := must(s.DeadBitfiles(ctx, before, 10)); len(l) != 0 {
+	if l := must(s.DeadBitfiles(ctx, start, 10)); len(l) != 0 {
 		t.Fatalf("bitfiles dead before they died: %+v", l)
 	}
 	ids = map[int64]bool{}
