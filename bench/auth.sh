@@ -18,21 +18,14 @@
 # Runs as root (to drop caches, and to run the client as another user).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-OUT=${OUT:-$REPO/bench/out}
-SCRATCH=${SCRATCH:-$OUT/scratch}
+. bench/lib.sh
+bench_setup corebench tlsbench
 REPS=${REPS:-3}
 PARTS=${PARTS:-"md tls"}
 SIZE_MB=${SIZE_MB:-4096}
 BEFORE=${BEFORE:-a6da868}
-mkdir -p "$OUT" "$SCRATCH"
 chmod 755 "$OUT" "$SCRATCH"
-go build -o "$OUT/strata" ./cmd/strata
-go build -o "$OUT/corebench" ./bench/corebench
-go build -o "$OUT/tlsbench" ./bench/tlsbench
-S=$OUT/strata
 PORT=7450
-. bench/lib.sh
 . bench/server.sh
 trap stop EXIT
 export STRATA_SERVER=127.0.0.1:$PORT

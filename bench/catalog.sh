@@ -16,15 +16,10 @@
 # machine's total includes PostgreSQL's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-OUT=${OUT:-$REPO/bench/out}
-SCRATCH=${SCRATCH:-$OUT/scratch}
+. bench/lib.sh
+bench_setup corebench
 REPS=${REPS:-3}
 FILES=${FILES:-6000}
-mkdir -p "$OUT" "$SCRATCH"
-go build -o "$OUT/strata" ./cmd/strata
-go build -o "$OUT/corebench" ./bench/corebench
-S=$OUT/strata
 PORT=7450
 
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)

@@ -13,20 +13,14 @@
 # under SCRATCH (default bench/out/scratch, on the repository's file system).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-OUT=${OUT:-$REPO/bench/out}
-SCRATCH=${SCRATCH:-$OUT/scratch}
+. bench/lib.sh
+bench_setup corebench
 REPS=${REPS:-3}
 PARTS=${PARTS:-"single stripe md"}
 SIZE_MB=${SIZE_MB:-4096}
-mkdir -p "$OUT" "$SCRATCH"
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
-go build -o "$OUT/strata" ./cmd/strata
-go build -o "$OUT/corebench" ./bench/corebench
-S=$OUT/strata
 PORT=7450
 
-. bench/lib.sh
 # warm: the state before every timed write, for the baseline and strata
 # alike: nothing cached but the source. (Writes into a page cache full of
 # earlier writes pay for reclaim: 400 MB/s instead of 2.8 GB/s here.)

@@ -1,5 +1,20 @@
-# bench/lib.sh — sourced by the bench scripts: timing and the arithmetic
-# of their reports.
+# bench/lib.sh — sourced by the bench scripts: their common start, timing
+# and the arithmetic of their reports.
+
+# bench_setup [TOOL...]: what every script starts with, from the
+# repository's root: REPO, OUT and SCRATCH (bench/out and bench/out/scratch
+# unless set), the strata binary built as $S, and the named tools of bench/
+# built into $OUT.
+bench_setup() {
+  REPO=$PWD
+  OUT=${OUT:-$REPO/bench/out}
+  SCRATCH=${SCRATCH:-$OUT/scratch}
+  mkdir -p "$OUT" "$SCRATCH"
+  go build -o "$OUT/strata" ./cmd/strata
+  S=$OUT/strata
+  local t
+  for t in "$@"; do go build -o "$OUT/$t" "./bench/$t"; done
+}
 now() { date +%s.%N; }
 rate() { python3 -c "print(round($1/1e6/($3-$2)))"; }          # bytes t0 t1 -> MB/s
 ops() { python3 -c "print(round($1/($3-$2)))"; }               # count t0 t1 -> per second
@@ -29,4 +44,23 @@ seq_baselines() {
   t0=$(now); "$S" put "$src" /api.dat; t1=$(now); T[api,w]+="$(rate "$b" "$t0" "$t1") "
   drop; t0=$(now); "$S" get /api.dat - > /dev/null; t1=$(now); T[api,r]+="$(rate "$b" "$t0" "$t1") "
   "$S" rm /api.dat
+}
+
+# save_results NAME [KEY=VALUE...]: the runs a script collected, one JSON
+# object per line on stdin, kept as bench/results/NAME.json with the
+# script, date, commit (+ when the tree differs from it), machine and the
+# given extra fields (VALUEs are JSON).
+save_results() {
+  local name=$1; shift
+  mkdir -p "$REPO/bench/results"
+  python3 -c "
+import json, sys
+doc = {'script': sys.argv[1], 'date': sys.argv[2], 'commit': sys.argv[3], 'machine': sys.argv[4]}
+for kv in sys.argv[5:]:
+    k, v = kv.split('=', 1)
+    doc[k] = json.loads(v)
+doc['runs'] = [json.loads(l) for l in sys.stdin if l.strip()]
+print(json.dumps(doc, indent=1))" "bench/$name.sh" "$(date -u +%Y-%m-%dT%H:%MZ)" \
+    "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +)" \
+    "$(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}'), $(uname -r)" "$@" > "$REPO/bench/results/$name.json"
 }

@@ -24,20 +24,13 @@
 # SCRATCH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-OUT=${OUT:-$REPO/bench/out}
-SCRATCH=${SCRATCH:-$OUT/scratch}
+. bench/lib.sh
+bench_setup corebench nfsbench
 REPS=${REPS:-3}
 PARTS=${PARTS:-"seq md"}
 SIZE_MB=${SIZE_MB:-4096}
 FILES=${FILES:-10000}
-mkdir -p "$OUT" "$SCRATCH"
-go build -o "$OUT/strata" ./cmd/strata
-go build -o "$OUT/corebench" ./bench/corebench
-go build -o "$OUT/nfsbench" ./bench/nfsbench
-S=$OUT/strata
 PORT=7450
-. bench/lib.sh
 . bench/server.sh
 MNT=$SCRATCH/mnt
 MOUNT_PID=

@@ -21,19 +21,13 @@
 # under SCRATCH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-OUT=${OUT:-$REPO/bench/out}
-SCRATCH=${SCRATCH:-$OUT/scratch}
+. bench/lib.sh
+bench_setup s3bench
 REPS=${REPS:-3}
 PARTS=${PARTS:-"seq small"}
 SIZE_MB=${SIZE_MB:-4096}
 OBJECTS=${OBJECTS:-4000}
-mkdir -p "$OUT" "$SCRATCH"
-go build -o "$OUT/strata" ./cmd/strata
-go build -o "$OUT/s3bench" ./bench/s3bench
-S=$OUT/strata
 PORT=7460
-. bench/lib.sh
 . bench/server.sh
 VGW_PID=
 trap 'stop; [ -n "$VGW_PID" ] && kill $VGW_PID 2>/dev/null || true' EXIT

@@ -22,19 +22,12 @@
 # kept in bench/results/small.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
-OUT=${OUT:-$REPO/bench/out}
-SCRATCH=${SCRATCH:-$OUT/scratch}
+. bench/lib.sh
+bench_setup corebench
 REPS=${REPS:-3}
 SETS=${SETS:-"2000x64 10000x4"}
-mkdir -p "$OUT" "$SCRATCH"
-go build -o "$OUT/strata" ./cmd/strata
-go build -o "$OUT/corebench" ./bench/corebench
-S=$OUT/strata
 PORT=7470
 DEFAULT_PARALLEL=$("$S" put --help | sed -n 's/.*--parallel int.*(default \([0-9]*\)).*/\1/p')
-RESULTS=$REPO/bench/results/small.json
-. bench/lib.sh
 . bench/server.sh
 trap 'stop; rm -rf "$SCRATCH"/small-run-*' EXIT
 export STRATA_SERVER=127.0.0.1:$PORT
@@ -96,7 +89,4 @@ for i in range($count):
     'server_cpu_us_per_file': [int(x) for x in sys.argv[5].split()], 'client_cpu_us_per_file': [int(x) for x in sys.argv[6].split()]}))" \
     "$set" "${cp[*]}" "${sp[*]}" "${s1[*]}" "${scpu[*]}" "${ccpu[*]}")")
 done
-mkdir -p "$(dirname "$RESULTS")"
-printf '%s\n' "${J[@]}" | python3 -c "import json,sys; print(json.dumps({'script': 'bench/small.sh', 'date': sys.argv[1], 'commit': sys.argv[2], 'machine': sys.argv[3],
-  'parallel': $DEFAULT_PARALLEL, 'sets': [json.loads(l) for l in sys.stdin]}, indent=1))" \
-  "$(date -u +%Y-%m-%dT%H:%MZ)" "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +)" "$(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(df -T "$SCRATCH" | awk 'NR==2{print $2}')" > "$RESULTS"
+printf '%s\n' "${J[@]}" | save_results small parallel=$DEFAULT_PARALLEL

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/strata-storage/strata/client"
@@ -610,4 +612,57 @@ func TestDirectoryClassOfServiceInherited(t *testing.T) {
 	check("/x/b/c", "dual") // from /
 	setCOS("/", "")
 	check("/x/b/c", "default")
+}
+
+// The purge policy follows the fuller of the pool's configured use and its
+// file system's: a pool well within its capacity on a file system that
+// something else has filled past the high-water mark still purges. The
+// device lives on a 64 MiB tmpfs the test mounts (as root, as the test
+// suite runs), which a foreign file then fills.
+func TestPurgeFollowsFullFileSystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	s := testutil.Start(t, func(cfg *config.Config) {
+		cfg.Devices = []config.Device{{ID: "small0", Path: filepath.Join(mnt, "dev")}}
+	})
+	c := testutil.Client(t, s)
+	for i := range 4 {
+		roundTrip(t, c, fmt.Sprintf("/f%d", i), randBytes(uint64(70+i), 1<<20), client.PutOptions{})
+	}
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pool := func() client.PoolInfo {
+		df, err := c.DF(ctx)
+		if err != nil || len(df.Pools) != 1 {
+			t.Fatalf("df: %+v, %v", df, err)
+		}
+		return df.Pools[0]
+	}
+	if p := pool(); p.FileSystems != 1 || p.FSSize != 64<<20 {
+		t.Fatalf("the pool's file system: %+v", p)
+	}
+	// Within the watermarks: nothing to purge.
+	if res, err := c.Purge(ctx); err != nil || res.Files != 0 {
+		t.Fatalf("purge with room to spare: %+v, %v", res, err)
+	}
+	foreign := make([]byte, 56<<20)
+	if err := os.WriteFile(filepath.Join(mnt, "foreign"), foreign, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The mover reports its file systems every few seconds.
+	waitFor(t, func() bool { p := pool(); return p.FSFree < p.FSSize/10 }, "the full file system reported")
+	if p := pool(); p.Used*10 > p.Capacity*9 {
+		t.Fatalf("configured use is above the high-water mark already: %+v", p)
+	}
+	res, err := c.Purge(ctx)
+	if err != nil || res.Files == 0 {
+		t.Fatalf("purge of a pool on a full file system: %+v, %v", res, err)
+	}
 }

@@ -300,6 +300,51 @@ func TestTour(t *testing.T) {
 	}
 }
 
+// migrate, purge and stage act on a tree with -r (and refuse a directory
+// without it, with a hint); purge -r leaves what has no tape copy.
+func TestTreeHSM(t *testing.T) {
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "src")
+	os.Mkdir(src, 0o755)
+	var locals []string
+	for i := range 5 {
+		locals = append(locals, filepath.Join(src, fmt.Sprintf("f%d", i)))
+		writeRandom(t, locals[i], 1000+i)
+	}
+	s.ok("mkdir", "-p", "/t/a", "/t/b/c")
+	s.ok(append(append([]string{"put"}, locals[:3]...), "/t/a/")...)
+	s.ok(append(append([]string{"put"}, locals[3:]...), "/t/b/c/")...)
+	for _, cmd := range []string{"migrate", "purge", "stage"} {
+		if _, errs, code := s.run(cmd, "/t"); code == 0 || !strings.Contains(errs, "is a directory (-r") {
+			t.Fatalf("%s of a directory: exit %d, %q", cmd, code, errs)
+		}
+	}
+	if out := s.ok("migrate", "-r", "/t"); !strings.HasPrefix(out, "migrated 5 files") {
+		t.Fatalf("migrate -r: %q", out)
+	}
+	s.ok("put", locals[0], "/t/b/late") // no tape copy: purge -r leaves it
+	if out := s.ok("purge", "-r", "/t"); !strings.HasPrefix(out, "purged 5 files") {
+		t.Fatalf("purge -r: %q", out)
+	}
+	if ls := s.ok("ls", "-l", "/t/b"); !strings.Contains(ls, " disk late") {
+		t.Fatalf("ls -l /t/b after purge -r:\n%s", ls)
+	}
+	var sts []struct{ Path, State string }
+	if err := json.Unmarshal([]byte(s.ok("stage", "-r", "--json", "/t")), &sts); err != nil || len(sts) != 6 {
+		t.Fatalf("stage -r --json: %d files, %v", len(sts), err)
+	}
+	for _, st := range sts {
+		if want := "/t/b/late"; (st.Path == want) != (st.State == "resident") {
+			t.Fatalf("stage -r: %s is %s", st.Path, st.State)
+		}
+	}
+	out := filepath.Join(s.dir, "back")
+	s.ok("get", "/t/b/c/f4", out)
+	if got, _ := os.ReadFile(out); len(got) != 1004 {
+		t.Fatalf("get after stage -r: %d bytes", len(got))
+	}
+}
+
 // A put of many files keeps many in flight (small files as one frame each,
 // made durable by the catalog's group commit and the movers' group sync):
 // every file arrives whole, small and large. Put again, the first file

@@ -476,6 +476,12 @@ type DeviceInfo struct {
 	Used      int64  `json:"used"`
 	Free      int64  `json:"free"`
 	Bandwidth int64  `json:"bandwidth,omitempty"` // bytes/s cap, 0 = none
+	// FS is the file system the device lives on (its mount point on the
+	// mover's host); devices with the same mover and FS share its space.
+	// FSSize and FSFree are that file system's, as statfs reports them.
+	FS     string `json:"fs,omitempty"`
+	FSSize int64  `json:"fs_size,omitempty"`
+	FSFree int64  `json:"fs_free,omitempty"`
 }
 
 // PoolInfo sums the devices of one pool.
@@ -485,6 +491,11 @@ type PoolInfo struct {
 	Capacity int64  `json:"capacity"`
 	Used     int64  `json:"used"`
 	Free     int64  `json:"free"`
+	// The file systems under the pool's devices, each counted once: how
+	// many, their size and what they have free (whoever filled them).
+	FileSystems int   `json:"file_systems,omitempty"`
+	FSSize      int64 `json:"fs_size,omitempty"`
+	FSFree      int64 `json:"fs_free,omitempty"`
 }
 
 // DFResponse is capacity and use per device and pool, and the caller's

@@ -652,7 +652,7 @@ func (e *env) dfCmd() *cobra.Command {
 			return fmt.Sprintf("%d%%", (u*100+c-1)/c)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "DEVICE\tPOOL\tSIZE\tUSED\tFREE\tUSE%\tBANDWIDTH\tSTATE\tMOVER\t")
+		fmt.Fprintln(tw, "DEVICE\tPOOL\tSIZE\tUSED\tFREE\tUSE%\tBANDWIDTH\tSTATE\tMOVER\tFILE SYSTEM\t")
 		for _, d := range df.Devices {
 			bw, state := "-", "online"
 			if d.Bandwidth > 0 {
@@ -661,12 +661,16 @@ func (e *env) dfCmd() *cobra.Command {
 			if !d.Online {
 				state = "offline"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.ID, d.Pool, human(d.Capacity), human(d.Used), human(d.Free), pct(d.Used, d.Capacity), bw, state, d.Mover)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d.ID, d.Pool, human(d.Capacity), human(d.Used), human(d.Free), pct(d.Used, d.Capacity), bw, state, d.Mover, dash(d.FS))
 		}
-		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t")
-		fmt.Fprintln(tw, "POOL\tDEVICES\tSIZE\tUSED\tFREE\tUSE%\t\t\t\t")
+		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t")
+		// A pool's file systems are counted once however many of its
+		// devices share them; FS USE% is theirs, whoever filled them, and
+		// the fuller of USE% and FS USE% drives the purge watermarks.
+		fmt.Fprintln(tw, "POOL\tDEVICES\tSIZE\tUSED\tFREE\tUSE%\tFILE SYSTEMS\tFS SIZE\tFS FREE\tFS USE%\t")
 		for _, p := range df.Pools {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\t\t\t\n", p.Name, p.Devices, human(p.Capacity), human(p.Used), human(p.Free), pct(p.Used, p.Capacity))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", p.Name, p.Devices, human(p.Capacity), human(p.Used), human(p.Free), pct(p.Used, p.Capacity),
+				p.FileSystems, human(p.FSSize), human(p.FSFree), pct(p.FSSize-p.FSFree, p.FSSize))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -48,64 +48,139 @@ func stageLine(st client.StageStatus) string {
 
 func (e *env) stageCmd() *cobra.Command {
 	var prio int
-	var asJSON bool
+	var asJSON, recursive bool
 	cmd := &cobra.Command{
-		Use:   "stage PATH...",
+		Use:   "stage [-r] PATH...",
 		Short: "Queue recalls of files that are on tape (bulk prestage)",
 		Long: `Queue recalls of files that are on tape only, and report each file's state:
 resident (on disk already), queued (with the requests ahead of it and an
 estimated time), or staging. Recalls are batched per cartridge and read in
-tape order; a higher --priority is served first and mounts at once.`,
-		Args: minArgs(1, "stage PATH..."),
+tape order; a higher --priority is served first and mounts at once. With -r,
+every file under the named directories.`,
+		Args: minArgs(1, "stage [-r] PATH..."),
 	}
 	cmd.Flags().IntVar(&prio, "priority", 0, "priority (higher first; > 0 mounts at once)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
-	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
-		paths := make([]string, len(args))
-		for i, a := range args {
-			p, err := remote(a)
-			if err != nil {
-				return err
-			}
-			paths[i] = p
-		}
-		sts, err := c.Stage(ctx, paths, prio)
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return writeJSON(e.stdout, sts)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "PATH\tSTATE\tVOLUME\tAHEAD\tETA")
-		for _, st := range sts {
-			eta := "-"
-			if st.State == api.StageQueued {
-				eta = fmt.Sprintf("%.0fs", st.ETA)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Path, st.State, dash(st.Volume), st.Position, eta)
-		}
-		return tw.Flush()
-	})
-	return cmd
-}
-
-func (e *env) migrateCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "migrate [PATH...]",
-		Short: "Copy files to tape now (all files of tape classes when none are named)",
-		Long: `Copy files to tape now and wait until the copies are written, verified and
-flushed. Named files get the tape copies their class of service asks for
-(at least one); with no names, every file of a class of service with tape
-copies is migrated, however recently it was written. The policy does the
-same on its own for files older than [hsm] migrate_after.`,
-	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "every file under the named directories")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		paths, err := remotes(args)
 		if err != nil {
 			return err
 		}
-		res, err := c.Migrate(ctx, paths...)
+		var all []client.StageStatus
+		var tw *tabwriter.Writer
+		if !asJSON {
+			tw = tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PATH\tSTATE\tVOLUME\tAHEAD\tETA")
+		}
+		err = treeBatches(ctx, c, "stage", paths, recursive, func(batch []string) error {
+			sts, err := c.Stage(ctx, batch, prio)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				all = append(all, sts...)
+				return nil
+			}
+			for _, st := range sts {
+				eta := "-"
+				if st.State == api.StageQueued {
+					eta = fmt.Sprintf("%.0fs", st.ETA)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Path, st.State, dash(st.Volume), st.Position, eta)
+			}
+			return tw.Flush()
+		})
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			if all == nil {
+				all = []client.StageStatus{}
+			}
+			return writeJSON(e.stdout, all)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// Batches of a recursive migrate, purge or stage: one request each, small
+// enough to answer in reasonable time, large enough that a migration still
+// fills tape files of the configured aggregate.
+const (
+	treeBatchFiles = 10000
+	treeBatchBytes = 64 << 30
+)
+
+// treeBatches calls fn with the paths to act on: those given, as given;
+// with recursive, every file under them (client.Walk), in batches of at
+// most treeBatchFiles files or treeBatchBytes bytes, so that neither the
+// tree nor the request has to fit in memory whole. Without recursive, a
+// directory is refused here with a hint, as the server would refuse it.
+func treeBatches(ctx context.Context, c *client.Client, what string, paths []string, recursive bool, fn func([]string) error) error {
+	return treeBatchesOf(ctx, c, what, paths, recursive, nil, fn)
+}
+
+// treeBatchesOf is treeBatches taking, of the files under a directory,
+// those keep accepts (nil: all).
+func treeBatchesOf(ctx context.Context, c *client.Client, what string, paths []string, recursive bool, keep func(*client.FileInfo) bool, fn func([]string) error) error {
+	if !recursive {
+		for _, p := range paths {
+			if fi, err := c.Stat(ctx, p); err == nil && fi.IsDir() {
+				return fmt.Errorf("%s %s: is a directory (-r acts on every file under it)", what, p)
+			}
+		}
+		return fn(paths)
+	}
+	var batch []string
+	var bytes int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := fn(batch)
+		batch, bytes = batch[:0], 0
+		return err
+	}
+	for _, p := range paths {
+		err := c.Walk(ctx, p, func(fi *client.FileInfo) error {
+			if fi.Type != api.TypeFile || keep != nil && !keep(fi) {
+				return nil // symbolic links have no data
+			}
+			batch, bytes = append(batch, fi.Path), bytes+fi.Size
+			if len(batch) >= treeBatchFiles || bytes >= treeBatchBytes {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", what, p, err)
+		}
+	}
+	return flush()
+}
+
+func (e *env) migrateCmd() *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:   "migrate [-r] [PATH...]",
+		Short: "Copy files to tape now (all files of tape classes when none are named)",
+		Long: `Copy files to tape now and wait until the copies are written, verified and
+flushed. Named files get the tape copies their class of service asks for
+(at least one); with -r, so does every file under the named directories.
+With no names, every file of a class of service with tape copies is
+migrated, however recently it was written. The policy does the same on its
+own for files older than [hsm] migrate_after.`,
+	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "every file under the named directories")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		paths, err := remotes(args)
+		if err != nil {
+			return err
+		}
+		var res client.HSMResult
+		err = e.hsmBatches(ctx, c, "migrate", paths, recursive, nil, c.Migrate, &res)
 		if err != nil {
 			return err
 		}
@@ -115,22 +190,48 @@ same on its own for files older than [hsm] migrate_after.`,
 	return cmd
 }
 
+// hsmBatches runs op (migrate or purge) over paths, batch by batch with
+// recursive, adding up the results in res. With no paths, op runs once with
+// none: the policy's own choice.
+func (e *env) hsmBatches(ctx context.Context, c *client.Client, what string, paths []string, recursive bool, keep func(*client.FileInfo) bool, op func(context.Context, ...string) (*client.HSMResult, error), res *client.HSMResult) error {
+	if len(paths) == 0 {
+		r, err := op(ctx)
+		if err == nil {
+			res.Add(*r)
+		}
+		return err
+	}
+	return treeBatchesOf(ctx, c, what, paths, recursive, keep, func(batch []string) error {
+		r, err := op(ctx, batch...)
+		if err == nil {
+			res.Add(*r)
+		}
+		return err
+	})
+}
+
+// onDiskAndTape is what purge -r takes from a tree: files whose disk copy
+// may go.
+func onDiskAndTape(fi *client.FileInfo) bool { return fi.Residency == api.ResidencyBoth }
+
 func (e *env) purgeCmd() *cobra.Command {
+	var recursive bool
 	cmd := &cobra.Command{
-		Use:   "purge [PATH...]",
+		Use:   "purge [-r] [PATH...]",
 		Short: "Drop disk copies of files that are safe on tape (admin)",
 		Long: `Drop the disk copies of the named files, each of which must have a
-verified tape copy (the last copy is never dropped). With no names, purge
-what the disk pools' high- and low-water marks ask for, least recently
-used first.`,
+verified tape copy (the last copy is never dropped); with -r, of every file
+under the named directories that has one (the others are left alone). With no names, purge what the disk pools' high- and
+low-water marks ask for, least recently used first.`,
 	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "every file under the named directories")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		paths, err := remotes(args)
 		if err != nil {
 			return err
 		}
-		res, err := c.Purge(ctx, paths...)
-		if err != nil {
+		var res client.HSMResult
+		if err := e.hsmBatches(ctx, c, "purge", paths, recursive, onDiskAndTape, c.Purge, &res); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "purged %d files, %s\n", res.Files, human(res.Bytes))

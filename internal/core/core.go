@@ -115,6 +115,7 @@ type Core struct {
 	movers   map[string]*moverState // by mover ID
 	devMover map[string]string      // device ID → mover ID
 	devFree  map[string]int64       // device ID → free bytes its mover last reported
+	devFS    map[string]deviceFS    // device ID → its file system, as its mover last reported
 	// held is space promised to recalls in flight, by device: the catalog
 	// counts a recalled copy only once it is restored, so without this
 	// two recalls (or the scheduler's buffer check) could count the same
@@ -176,7 +177,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		cfg.Umask = 0o022
 	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, log: log,
-		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, held: map[string]int64{},
+		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, devFS: map[string]deviceFS{}, held: map[string]int64{},
 		inflight: map[int64]inflight{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
 	c.pool.TLS = cfg.MoverTLS
@@ -281,6 +282,9 @@ func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool
 		}
 		c.devMover[d.ID] = id
 		c.devFree[d.ID] = d.Free
+		if d.FS != "" {
+			c.devFS[d.ID] = deviceFS{key: id + "\x00" + d.FS, name: d.FS, size: d.FSSize, free: d.FSFree}
+		}
 	}
 	c.mu.Unlock()
 	for _, d := range fresh {
@@ -420,6 +424,42 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold b
 // catalog has placed on it, and never more than its mover last saw free on
 // the file system (devices may share one, and other users fill it too),
 // less the space held for recalls in flight.
+// deviceFS is the file system under a device: key names it uniquely (its
+// mover and mount point), so devices sharing it count it once.
+type deviceFS struct {
+	key, name  string
+	size, free int64
+}
+
+// poolFS is what the file systems under a pool's devices hold, each
+// counted once.
+type poolFS struct {
+	n          int
+	size, free int64
+}
+
+// fsOfPools sums the file systems under each pool's devices (the pools of
+// devs).
+func (c *Core) fsOfPools(devs []catalog.Device) map[string]poolFS {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]poolFS{}
+	seen := map[string]bool{}
+	for _, d := range devs {
+		fs, ok := c.devFS[d.ID]
+		if !ok || seen[d.Pool+"\x00"+fs.key] {
+			continue
+		}
+		seen[d.Pool+"\x00"+fs.key] = true
+		p := out[d.Pool]
+		p.n++
+		p.size += fs.size
+		p.free += fs.free
+		out[d.Pool] = p
+	}
+	return out
+}
+
 func (c *Core) freeLocked(d catalog.Device) int64 {
 	free := d.Capacity - d.Used
 	if f, ok := c.devFree[d.ID]; ok && f < free {

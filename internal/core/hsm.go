@@ -145,18 +145,18 @@ func (h *hsm) poke() {
 	}
 }
 
-// tapeCOS lists the classes of service that keep tape copies, and the most
-// copies any of them wants.
-func (c *Core) tapeCOS() ([]string, int) {
-	var names []string
-	most := 0
+// tapeCOSByCopies groups the classes of service with tape copies by how
+// many they want: the policy asks the catalog for each group's files with
+// fewer copies than that, so that a file with all its class's copies is
+// never a candidate because another class wants more.
+func (c *Core) tapeCOSByCopies() map[int][]string {
+	out := map[int][]string{}
 	for _, k := range c.classList() {
 		if k.TapeCopies > 0 {
-			names = append(names, k.Name)
-			most = max(most, k.TapeCopies)
+			out[k.TapeCopies] = append(out[k.TapeCopies], k.Name)
 		}
 	}
-	return names, most
+	return out
 }
 
 // run is the engine's background work until ctx ends.

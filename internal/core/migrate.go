@@ -1,11 +1,14 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -110,25 +113,34 @@ func (h *hsm) candidates(ctx context.Context, paths []string, age time.Duration)
 		}
 		return out, nil
 	}
-	cos, most := c.tapeCOS()
 	before := h.c.now().Add(-age).UnixNano() // file times are wall-clock
 	var out []catalog.Candidate
-	var after int64
-	for {
-		page, err := c.store.MigrationCandidates(ctx, cos, most, before, after, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, cd := range page {
-			if len(cd.Bitfile.Tapes) < c.copiesWanted(cd.Inode.COS, false) {
-				out = append(out, cd)
+	groups := c.tapeCOSByCopies()
+	for _, copies := range slices.Sorted(maps.Keys(groups)) {
+		var after int64
+		for {
+			page, err := c.store.MigrationCandidates(ctx, groups[copies], copies, before, after, 1000)
+			if err != nil {
+				return nil, err
 			}
-			after = cd.Bitfile.ID
-		}
-		if len(page) < 1000 || len(out) >= 100000 {
-			return out, nil
+			for _, cd := range page {
+				if len(cd.Bitfile.Tapes) < c.copiesWanted(cd.Inode.COS, false) {
+					out = append(out, cd)
+				}
+				after = cd.Bitfile.ID
+			}
+			if len(out) >= 100000 {
+				return out, nil
+			}
+			if len(page) < 1000 {
+				break
+			}
 		}
 	}
+	// Bitfile order across the groups: files written together stay
+	// together on tape (see batches).
+	slices.SortFunc(out, func(a, b catalog.Candidate) int { return cmp.Compare(a.Bitfile.ID, b.Bitfile.ID) })
+	return out, nil
 }
 
 // batch is one tape file's worth of files.

@@ -1059,7 +1059,9 @@ func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
 		c.mu.Lock()
 		free := c.freeLocked(d)
 		c.mu.Unlock()
-		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: ep.Addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: free, Bandwidth: d.Bandwidth}
+		fs := c.devFS[d.ID]
+		di := api.DeviceInfo{ID: d.ID, Pool: d.Pool, Mover: ep.Addr, Online: err == nil, Capacity: d.Capacity, Used: d.Used, Free: free, Bandwidth: d.Bandwidth,
+			FS: fs.name, FSSize: fs.size, FSFree: fs.free}
 		out.Devices = append(out.Devices, di)
 		p := pools[d.Pool]
 		if p == nil {
@@ -1072,8 +1074,12 @@ func (c *Core) DF(ctx context.Context) (api.DFResponse, error) {
 		p.Used += di.Used
 		p.Free += di.Free
 	}
+	fss := c.fsOfPools(devs)
 	for _, name := range order {
-		out.Pools = append(out.Pools, *pools[name])
+		p := pools[name]
+		fs := fss[name]
+		p.FileSystems, p.FSSize, p.FSFree = fs.n, fs.size, fs.free
+		out.Pools = append(out.Pools, *p)
 	}
 	if who.Method != auth.MethodInternal {
 		if out.Quotas, err = c.Quota(ctx, ""); err != nil {

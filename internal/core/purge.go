@@ -50,6 +50,32 @@ func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, er
 	return res, nil
 }
 
+// poolUse is a disk pool's fill as the purge policy sees it: by its
+// configured capacity, and by the file systems under it, whoever filled
+// them. The fuller of the two drives the watermarks: a pool within its
+// configured size on a file system that is full must still purge.
+type poolUse struct {
+	capacity, used int64 // configured, and what Strata holds there
+	fsSize, fsUsed int64 // the file systems', each counted once (0: not reported)
+}
+
+func (u *poolUse) fill() float64 {
+	f := 0.0
+	if u.capacity > 0 {
+		f = float64(u.used) / float64(u.capacity)
+	}
+	if u.fsSize > 0 {
+		f = max(f, float64(u.fsUsed)/float64(u.fsSize))
+	}
+	return f
+}
+
+// drop counts n bytes as gone (purged, or being deleted).
+func (u *poolUse) drop(n int64) {
+	u.used -= n
+	u.fsUsed -= n
+}
+
 // purgePolicy evicts files from every disk pool above its high-water mark,
 // least recently accessed first and only those with a verified tape copy,
 // until the pool is below its low-water mark. Space counts as used until
@@ -66,31 +92,33 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 	if err != nil {
 		return res, err
 	}
-	type use struct{ capacity, used int64 }
-	pools := map[string]*use{}
+	pools := map[string]*poolUse{}
 	poolOf := map[string]string{}
 	for _, d := range devs {
 		u := pools[d.Pool]
 		if u == nil {
-			u = &use{}
+			u = &poolUse{}
 			pools[d.Pool] = u
 		}
 		u.capacity += d.Capacity
 		u.used += d.Used
 		poolOf[d.ID] = d.Pool
 	}
+	for p, fs := range c.fsOfPools(devs) {
+		pools[p].fsSize, pools[p].fsUsed = fs.size, fs.size-fs.free
+	}
 	for _, g := range garbage {
 		if u := pools[poolOf[g.Device]]; u != nil {
-			u.used -= g.Length // being deleted already
+			u.drop(g.Length) // being deleted already
 		}
 	}
 	over := func(pool string) bool {
 		u := pools[pool]
-		return u != nil && float64(u.used) > h.cfg.LowWater*float64(u.capacity)
+		return u != nil && u.fill() > h.cfg.LowWater
 	}
 	active := map[string]bool{}
 	for p, u := range pools {
-		if float64(u.used) > h.cfg.HighWater*float64(u.capacity) {
+		if u.fill() > h.cfg.HighWater {
 			active[p] = true
 		}
 	}
@@ -117,7 +145,7 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 			return res, err
 		}
 		for _, s := range cd.Bitfile.Segments {
-			pools[poolOf[s.Device]].used -= s.Length
+			pools[poolOf[s.Device]].drop(s.Length)
 		}
 		res.Files++
 		res.Bytes += cd.Bitfile.Size

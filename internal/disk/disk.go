@@ -69,6 +69,7 @@ type Device struct {
 	dirSync  []sync.Mutex // serialises directory fsyncs per fan-out dir
 	dirs     [fanout]*os.File
 	syncer   *fsSyncer // group syncs of small objects (groupsync.go)
+	fsName   string    // mount point of its file system (FS)
 	writes   atomic.Int64
 	direct   atomic.Bool // the file system takes O_DIRECT (until it refuses)
 	directOK atomic.Bool // a direct write has succeeded: they may run concurrently
@@ -106,6 +107,7 @@ func Open(id, dir string, o Options) (*Device, error) {
 		d.Close()
 		return nil, fmt.Errorf("disk %s: %w", id, err)
 	}
+	d.fsName = mountPoint(dir, d.syncer.id)
 	if d.capacity == 0 {
 		total, _, err := fsSpace(dir)
 		if err != nil {
@@ -165,6 +167,21 @@ func (d *Device) Dir() string { return d.dir }
 
 // Bandwidth returns the configured cap in bytes/s (0 = none).
 func (d *Device) Bandwidth() int64 { return d.bw }
+
+// FS describes the file system a device lives on, as df(1) sees it: its
+// name (the mount point, which devices sharing it have in common), its
+// size and the bytes it has free for Strata. Devices on one file system
+// share its space; reports count it once.
+type FS struct {
+	Name        string
+	Size, Avail int64
+}
+
+// FS reports the device's file system (zero sizes if statfs fails).
+func (d *Device) FS() FS {
+	total, avail, _ := fsSpace(d.dir)
+	return FS{Name: d.fsName, Size: total, Avail: avail}
+}
 
 // Usage reports capacity, bytes used and bytes free. Free is bounded by the
 // device's share of what the file system really has, so devices sharing a

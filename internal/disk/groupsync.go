@@ -3,6 +3,9 @@ package disk
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -68,6 +71,57 @@ func fsID(dir string) (uint64, error) {
 		return 0, err
 	}
 	return st.Dev, nil
+}
+
+// mountPoint returns the mount point of file system dev, on which dir
+// lies, from /proc/self/mountinfo; failing that, its device number.
+func mountPoint(dir string, dev uint64) string {
+	name := fmt.Sprintf("dev %d:%d", unix.Major(dev), unix.Minor(dev))
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return name
+	}
+	want := fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	best := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mount-point options ...
+		f := strings.Fields(line)
+		if len(f) < 5 || f[2] != want {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		// The longest mount point of that device containing dir: a
+		// device mounted twice (bind mounts) has one per place.
+		if strings.HasPrefix(dir+"/", strings.TrimSuffix(mp, "/")+"/") && len(mp) > len(best) {
+			best = mp
+		}
+	}
+	if best == "" {
+		return name
+	}
+	return best
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // syncerFor returns the syncer of dir's file system, starting it for the

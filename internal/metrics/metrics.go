@@ -39,6 +39,9 @@ type Sources struct {
 	// Groups reports the catalog writer's group commits and the
 	// operations in them.
 	Groups func() (groups, ops int64)
+	// Cache reports the catalog's inode cache: entries held, lookups it
+	// answered and lookups it passed to the database.
+	Cache func() (entries, hits, misses int64)
 	// Mover reports the embedded mover's files handed to clients on its
 	// host and files it read from them.
 	Mover func() (handed, read int64)
@@ -190,6 +193,8 @@ var (
 	deviceOnline     = prometheus.NewDesc("strata_device_online", "1 if the device's mover is registered, else 0.", devLabels, nil)
 	catalogGroups    = prometheus.NewDesc("strata_catalog_group_commits_total", "Transactions the catalog's writer committed (each one durable sync).", nil, nil)
 	catalogOps       = prometheus.NewDesc("strata_catalog_operations_total", "Namespace changes committed; divided by group commits, the group size.", nil, nil)
+	cacheEntries     = prometheus.NewDesc("strata_catalog_cache_entries", "Entries in the catalog's inode cache (capped by [catalog] cache_entries).", nil, nil)
+	cacheLookups     = prometheus.NewDesc("strata_catalog_cache_lookups_total", "Lookups of the catalog's inode cache, by result (hit: answered from memory; miss: read from the database).", []string{"result"}, nil)
 	moverHanded      = prometheus.NewDesc("strata_mover_files_handed_total", "Reads the mover answered by handing the object's file to a client on its host.", nil, nil)
 	moverRead        = prometheus.NewDesc("strata_mover_files_read_total", "Writes for which the mover read the client's own file.", nil, nil)
 	driveLabels      = []string{"drive"}
@@ -208,7 +213,7 @@ var (
 )
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deviceCapacity, deviceUsed, deviceOnline, catalogGroups, catalogOps, moverHanded, moverRead,
+	for _, d := range []*prometheus.Desc{deviceCapacity, deviceUsed, deviceOnline, catalogGroups, catalogOps, cacheEntries, cacheLookups, moverHanded, moverRead,
 		driveState, driveMounts, driveLocates, drivePositioning, driveRead, driveWritten, cartCapacity, cartUsed, queueFiles, queueBytes, queueOldest} {
 		ch <- d
 	}
@@ -230,6 +235,12 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 		g, o := s.src.Groups()
 		counter(catalogGroups, float64(g))
 		counter(catalogOps, float64(o))
+	}
+	if s.src.Cache != nil {
+		n, hits, misses := s.src.Cache()
+		gauge(cacheEntries, float64(n))
+		counter(cacheLookups, float64(hits), "hit")
+		counter(cacheLookups, float64(misses), "miss")
 	}
 	if s.src.Mover != nil {
 		h, r := s.src.Mover()

@@ -111,7 +111,9 @@ func (m *Mover) Devices(pool func(id string) string, addr string) []api.DeviceIn
 	var out []api.DeviceInfo
 	for id, d := range m.devices {
 		c, u, f := d.Usage()
-		out = append(out, api.DeviceInfo{ID: id, Pool: pool(id), Mover: addr, Online: true, Capacity: c, Used: u, Free: f, Bandwidth: d.Bandwidth()})
+		fs := d.FS()
+		out = append(out, api.DeviceInfo{ID: id, Pool: pool(id), Mover: addr, Online: true, Capacity: c, Used: u, Free: f, Bandwidth: d.Bandwidth(),
+			FS: fs.Name, FSSize: fs.Size, FSFree: fs.Avail})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

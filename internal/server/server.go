@@ -589,6 +589,9 @@ func (s *Server) controlHandler() http.Handler {
 	if g, ok := s.Store.(interface{ Groups() (int64, int64) }); ok {
 		src.Groups = g.Groups
 	}
+	if g, ok := s.Store.(interface{ CacheStats() (int64, int64, int64) }); ok {
+		src.Cache = g.CacheStats
+	}
 	reg := metrics.New(src)
 	if o, ok := s.Store.(interface {
 		ObserveGroups(func(int, time.Duration))
@@ -809,6 +812,9 @@ func openCatalog(c config.Catalog) (catalog.Store, error) {
 	s, err := open()
 	if err != nil {
 		return nil, err // not a nil *Store in a non-nil interface
+	}
+	if c.CacheEntries > 0 {
+		s.SetCacheSize(c.CacheEntries)
 	}
 	return s, nil
 }

@@ -147,6 +147,14 @@ func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
 	return s, nil
 }
 
+// SetCacheSize caps the inode cache at entries (DefaultCacheEntries until
+// set).
+func (s *Store) SetCacheSize(entries int) { s.cache.setSize(entries) }
+
+// CacheStats reports the inode cache's entries and the lookups it answered
+// (hits) and sent to the database (misses).
+func (s *Store) CacheStats() (entries, hits, misses int64) { return s.cache.stats() }
+
 // WriterPriority reports whether the writer may raise its priority under
 // load: nil if so, else why not (typically: not root and no CAP_SYS_NICE).
 func (s *Store) WriterPriority() error { return s.prioErr }

@@ -99,8 +99,27 @@ func (s *Store) MigrationCandidates(ctx context.Context, cos []string, copies in
 	if len(cos) == 0 {
 		return nil, nil
 	}
-	q := "SELECT " + candidateCols + " FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.state = ? AND b.tapes < ? AND b.on_disk = 1 AND b.id > ? AND i.mtime < ? AND i.cos IN ("
-	args := []any{catalog.Committed, copies, after, before}
+	if copies < 1 {
+		return nil, nil
+	}
+	// The plan this asks for, and SQLite's without it: committed bitfiles
+	// with fewer tape copies than wanted, from the untaped index (tapes
+	// equal to each count below copies, ids after the cursor), each joined
+	// to its file through inodes_bitfile: O(candidates) per page. CROSS
+	// JOIN fixes SQLite's join order (it scanned every inode first);
+	// PostgreSQL plans it freely. The bitfile <> 0 term lets SQLite use
+	// the partial index.
+	q := "SELECT " + candidateCols + " FROM bitfiles b CROSS JOIN inodes i WHERE i.bitfile = b.id AND i.bitfile <> 0 AND b.state = ? AND b.tapes IN ("
+	args := []any{catalog.Committed}
+	for n := range copies {
+		if n > 0 {
+			q += ", "
+		}
+		q += "?"
+		args = append(args, n)
+	}
+	q += ") AND b.on_disk = 1 AND b.id > ? AND i.mtime < ? AND i.cos IN ("
+	args = append(args, after, before)
 	for i, c := range cos {
 		if i > 0 {
 			q += ", "
