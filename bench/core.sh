@@ -167,8 +167,8 @@ if [[ " $PARTS " == *" md "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
   echo; echo "## 3. Metadata through the real API (ops/s, median of $REPS; corebench md)"
   echo; echo "| target | clients | create | stat | remove |"; echo "|---|---|---|---|---|"
-  for c in 1 8; do
-    files=$((c == 1 ? 10000 : 3000))
+  for c in 1 8 64; do
+    files=$((c == 1 ? 10000 : c == 8 ? 3000 : 500))
     for tgt in "--server 127.0.0.1:$PORT" "--server 127.0.0.1:$PORT --tcp" "--posix $SCRATCH" "--posix $SCRATCH --sync"; do
       cr=(); st=(); rm_=()
       for r in $(seq "$REPS"); do

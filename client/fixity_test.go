@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"lukechampine.com/blake3"
+
 	"github.com/strata-storage/strata/internal/api"
 )
 
@@ -47,5 +49,23 @@ func TestFixity(t *testing.T) {
 	}
 	if _, _, err := newHash("md5"); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("md5: %v, want ErrInvalid", err)
+	}
+}
+
+// The in-goroutine BLAKE3 of small files is BLAKE3: the same sums as the
+// blake3 package's, at every size around chunk and tree boundaries.
+func TestBLAKE3Sum256(t *testing.T) {
+	data := make([]byte, 3<<20+1)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	sizes := []int{0, 1, 63, 64, 65, 1023, 1024, 1025, 2047, 2048, 2049, 4096, 15 << 10, 16 << 10, 16<<10 + 1, 17 << 10, 31<<10 + 5, 32 << 10, 32<<10 + 1, 64 << 10, 65 << 10, 100000, 1<<20 - 1, 1 << 20, 1<<20 + 1, 3 << 20, 3<<20 + 1}
+	for n := 0; n < 40<<10; n += 997 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		if got, want := blake3Sum256(data[:n]), blake3.Sum256(data[:n]); got != want {
+			t.Fatalf("%d bytes: %x, want %x", n, got, want)
+		}
 	}
 }

@@ -147,12 +147,10 @@ func (c *Client) writeSmall(ctx context.Context, path string, src io.ReaderAt, s
 	}
 	var fixity string
 	if !o.NoFixity {
-		h, alg, err := newHash(o.Fixity)
-		if err != nil {
+		var err error
+		if fixity, err = fixityOfBytes(o.Fixity, p); err != nil {
 			return nil, fmt.Errorf("put %s: %w", path, err)
 		}
-		h.Write(p)
-		fixity = fixityString(alg, h)
 	}
 	t := cr.Stripes[0]
 	receipt, err := c.sendStripe(ctx, t, o.Progress, func(conn *mover.Conn, req wire.Request, report func(int)) (wire.Status, error) {
