@@ -25,6 +25,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -105,6 +106,29 @@ type Client struct {
 	// server ignores it on its Unix socket, where the kernel says who
 	// the caller is).
 	token string
+	// Creates and commits made at once go to the core in batches
+	// (batch.go); noBatch: the core has no batch routes.
+	creates batcher[api.CreateRequest, api.CreateResponse]
+	commits batcher[api.CommitRequest, api.FileInfo]
+	noBatch atomic.Bool
+}
+
+// newClient is a client of base through tr.
+func newClient(base string, tr *transport) *Client {
+	c := &Client{base: base, hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3}
+	c.creates.send = func(qs []api.CreateRequest) ([]api.CreateResponse, []error) {
+		return sendBatch(c, "/v1/creates", qs, func(ctx context.Context, q api.CreateRequest) (api.CreateResponse, error) {
+			var r api.CreateResponse
+			return r, c.do(ctx, "POST", "/v1/create", nil, q, &r)
+		})
+	}
+	c.commits.send = func(qs []api.CommitRequest) ([]api.FileInfo, []error) {
+		return sendBatch(c, "/v1/commits", qs, func(ctx context.Context, q api.CommitRequest) (api.FileInfo, error) {
+			var fi api.FileInfo
+			return fi, c.do(ctx, "POST", "/v1/commit", nil, q, &fi)
+		})
+	}
+	return c
 }
 
 // New returns a client for the server at addr: "host:port", an http://
@@ -121,7 +145,7 @@ func New(addr string) (*Client, error) {
 		}
 		tr := newTransport("localhost")
 		tr.socket, tr.unixOnly = sock, true
-		return &Client{base: "http://localhost", hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3}, nil
+		return newClient("http://localhost", tr), nil
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -131,7 +155,7 @@ func New(addr string) (*Client, error) {
 		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
 	}
 	tr := newTransport(u.Host)
-	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3}
+	c := newClient(strings.TrimRight(u.String(), "/"), tr)
 	if u.Scheme == "https" {
 		c.SetTLS(&tls.Config{MinVersion: tls.VersionTLS13}) // the system's roots until told otherwise
 	}
@@ -290,6 +314,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if err := api.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
+			if resp.StatusCode == http.StatusNotFound {
+				return nil, fmt.Errorf("strata server %s: %s %s: %w", c.base, method, path, errNoRoute)
+			}
 			return nil, fmt.Errorf("strata server %s: %s", c.base, resp.Status)
 		}
 		return nil, &e

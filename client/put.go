@@ -52,9 +52,12 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 	if _, _, err := newHash(o.Fixity); err != nil && !o.NoFixity {
 		return nil, fmt.Errorf("put %s: %w", path, err)
 	}
-	var cr api.CreateResponse
-	err := c.do(ctx, "POST", "/v1/create", nil, api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
-		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}, &cr)
+	q := api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,
+		Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}
+	if err := validUTF8(q, nil); err != nil {
+		return nil, err
+	}
+	cr, err := c.createFile(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +123,8 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 }
 
 func (c *Client) commit(ctx context.Context, path string, size int64, cr api.CreateResponse, receipts []api.SegmentReceipt, fixity string, o PutOptions) (*FileInfo, error) {
-	var fi FileInfo
-	err := c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
-		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs}, &fi)
+	fi, err := c.commitFile(ctx, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
+		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs})
 	if err != nil {
 		return nil, err
 	}

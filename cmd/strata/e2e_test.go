@@ -373,9 +373,33 @@ func TestPutMany(t *testing.T) {
 			t.Fatalf("%s: %d bytes back of %d, %v", name, len(got), len(data), err)
 		}
 	}
+	// The creates and commits of the files in flight went in batches,
+	// each call answered and audited on its own.
+	m := s.scrape()
+	for _, route := range []string{"POST /v1/creates", "POST /v1/commits"} {
+		if n := sum(m, "strata_api_requests_total", map[string]string{"route": route, "code": "200"}); n < 1 || n >= 300 {
+			t.Errorf("%s: %v requests for 300 files", route, n)
+		}
+	}
 	_, errs, code := s.run(append(append([]string{"put", "--parallel", "4"}, locals...), "/in/")...)
 	if code == 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "file exists") || !strings.Contains(errs, "of 300 files stored") {
 		t.Fatalf("put over existing files: exit %d, stderr %q", code, errs)
+	}
+	log, err := os.ReadFile(filepath.Join(s.dir, "data", "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, refused := 0, 0
+	for _, line := range strings.Split(string(log), "\n") {
+		switch {
+		case strings.Contains(line, `"op":"POST /v1/commit"`) && strings.Contains(line, `"/in/f`) && strings.Contains(line, `"status":200`):
+			created++
+		case strings.Contains(line, `"op":"POST /v1/c`) && strings.Contains(line, `"/in/f`) && strings.Contains(line, "file exists"):
+			refused++
+		}
+	}
+	if created != 300 || refused == 0 {
+		t.Errorf("audit log: %d commits of /in/f*, %d refused, want 300 and some", created, refused)
 	}
 }
 

@@ -94,12 +94,12 @@ func TestMetrics(t *testing.T) {
 		match map[string]string
 		min   float64
 	}{
-		{"strata_api_requests_total", map[string]string{"route": "POST /v1/create", "code": "200"}, 2},
-		{"strata_api_requests_total", map[string]string{"route": "POST /v1/commit", "code": "200"}, 2},
+		{"strata_api_requests_total", map[string]string{"route": "POST /v1/creates", "code": "200"}, 2}, // puts batch their creates and commits
+		{"strata_api_requests_total", map[string]string{"route": "POST /v1/commits", "code": "200"}, 2},
 		{"strata_api_requests_total", map[string]string{"route": "GET /v1/stat", "code": "404"}, 1},
 		{"strata_api_requests_total", map[string]string{"route": "POST /v1/migrate", "code": "200"}, 1},
 		{"strata_api_requests_total", map[string]string{"route": "unmatched", "code": "401"}, 1}, // over TCP without a token
-		{"strata_api_request_duration_seconds", map[string]string{"route": "POST /v1/create"}, 2},
+		{"strata_api_request_duration_seconds", map[string]string{"route": "POST /v1/creates"}, 2},
 		{"strata_catalog_group_commits_total", nil, 1},
 		{"strata_catalog_operations_total", nil, 4},
 		{"strata_catalog_group_duration_seconds", nil, 1},

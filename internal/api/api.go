@@ -242,6 +242,28 @@ type StageResponse struct {
 	Files []StageStatus `json:"files"`
 }
 
+// Batch carries several calls of one kind in one request (POST
+// /v1/creates, /v1/commits): what a client's many transfers ask at once.
+// The core makes them together and answers each on its own.
+type Batch[T any] struct {
+	Items []T `json:"items"`
+}
+
+// BatchReply answers a Batch item by item, in order: each a value or an
+// error.
+type BatchReply[T any] struct {
+	Results []BatchResult[T] `json:"results"`
+}
+
+// BatchResult is one call's answer in a BatchReply.
+type BatchResult[T any] struct {
+	Value *T     `json:"value,omitempty"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// MaxBatch bounds the calls of one Batch.
+const MaxBatch = 1024
+
 // MigrateRequest copies files to tape now: the named ones, or (none named)
 // every file of a tape class of service, however young.
 type MigrateRequest struct {

@@ -18,7 +18,8 @@ func apiTypes() []any {
 		&Drive{}, &QueueEntry{}, &Library{}, &MkdirRequest{}, &CreateRequest{}, &StripeTarget{},
 		&CreateResponse{}, &SegmentReceipt{}, &CommitRequest{}, &AbortRequest{}, &OpenResponse{},
 		&RenameRequest{}, &RemoveRequest{}, &SetAttrRequest{}, &DeviceInfo{}, &PoolInfo{}, &DFResponse{},
-		&Local{}, &MoverRegistration{}, &MoverRegistered{}, &COS{}}
+		&Local{}, &MoverRegistration{}, &MoverRegistered{}, &COS{},
+		&Batch[CreateRequest]{}, &Batch[CommitRequest]{}, &BatchReply[CreateResponse]{}, &BatchReply[FileInfo]{}}
 }
 
 var strs = []string{"", "a", "/proj/cfd/run42.dat", "<script>&amp;</script>", "tab\tnew\nline\r\"q\"\\",
@@ -185,7 +186,8 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	decoders := []any{&CreateRequest{}, &CommitRequest{}, &MkdirRequest{}, &SetAttrRequest{}, &CreateResponse{}, &FileInfo{}, &StageRequest{}, &MoverRegistration{}}
+	decoders := []any{&CreateRequest{}, &CommitRequest{}, &MkdirRequest{}, &SetAttrRequest{}, &CreateResponse{}, &FileInfo{}, &StageRequest{}, &MoverRegistration{},
+		&Batch[CreateRequest]{}, &Batch[CommitRequest]{}, &BatchReply[FileInfo]{}}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, proto := range decoders {
 			typ := reflect.TypeOf(proto).Elem()

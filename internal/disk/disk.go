@@ -5,8 +5,10 @@
 // 1 MiB chunk and a footer with the length and whole-object CRC. Data starts
 // at offset 0, so large writes stay aligned and a read needs no index; the
 // chunk table lets any range be verified at rest without reading the whole
-// object. Writes are fsynced (file, then directory) before a receipt is
-// issued, so a receipt means the bytes survive a crash.
+// object. Writes are durable before a receipt is issued, so a receipt
+// means the bytes survive a crash: a large object is fsynced (file, then
+// directory) by itself, small ones together by one syncfs of their file
+// system per group of writers (groupsync.go).
 //
 // Aligned data goes to the disk directly (O_DIRECT) where the file system
 // allows it: a mover's data is not read back soon, and a write through the

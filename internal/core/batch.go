@@ -1,0 +1,58 @@
+package core
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
+)
+
+// batchRoutes carry several calls each (api.Batch): the calls are audited
+// one by one, the request as a whole only when it is refused.
+var batchRoutes = map[string]bool{"/v1/creates": true, "/v1/commits": true}
+
+// batched serves api.Batch requests of fn, a client's creates or commits of
+// many files at once: the calls run together, so that the catalog's writer
+// commits them in one group, and each is answered, and audited as op with
+// the path and size named gives, on its own, in order.
+func batched[Req, Resp any](c *Core, op string, fn func(context.Context, Req) (Resp, error), named func(Req) (string, int64)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req api.Batch[Req]
+		dec := api.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			c.reply(w, nil, api.Errorf(api.ErrInvalid, "bad request body: %v", err))
+			return
+		}
+		if len(req.Items) > api.MaxBatch {
+			c.reply(w, nil, api.Errorf(api.ErrInvalid, "a batch of %d calls, more than %d", len(req.Items), api.MaxBatch))
+			return
+		}
+		out := make([]api.BatchResult[Resp], len(req.Items))
+		var wg sync.WaitGroup
+		for i, it := range req.Items {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := fn(r.Context(), it)
+				status, msg := http.StatusOK, ""
+				if err != nil {
+					e, st := c.errorOf(err)
+					out[i].Error, status, msg = &e, st, e.Msg
+				} else {
+					out[i].Value = &resp
+				}
+				if c.audit != nil {
+					rec := c.auditRecord(r, auth.From(r.Context()), op, status)
+					path, size := named(it)
+					rec.Paths, rec.Bytes, rec.Error = []string{path}, size, msg
+					c.audit.Write(rec)
+				}
+			}()
+		}
+		wg.Wait()
+		c.reply(w, api.BatchReply[Resp]{Results: out}, nil)
+	}
+}
