@@ -268,7 +268,7 @@ func TestMountWriteBack(t *testing.T) {
 	defer old.Close()
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nmount log:\n%s\nserver log:\n%s", err, m.log.tail(4000), s.log.tail(4000))
 	}
 	want := append([]byte(nil), orig...)
 	for _, w := range []struct {
