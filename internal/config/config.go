@@ -53,7 +53,8 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*mult > 1<<62 {
+	// Written so that NaN (which ParseFloat accepts) fails too.
+	if err != nil || !(v >= 0 && v*mult <= 1<<62) {
 		return 0, fmt.Errorf("bad size %q (want e.g. 4MiB, 200MB, 1.5G)", s)
 	}
 	return int64(v * mult), nil
