@@ -434,16 +434,105 @@ func (c *Core) readDisk(ctx context.Context, b catalog.Bitfile, w io.Writer) err
 	if !b.OnDisk || len(b.Segments) == 0 {
 		return api.Errorf(api.ErrOffline, "bitfile %d has no disk copy", b.ID)
 	}
-	width, unit := int64(len(b.Segments)), b.StripeUnit
-	buf := make([]byte, 1<<20)
-	for i, off := int64(0), int64(0); off < b.Size; i++ {
-		n := min(unit, b.Size-off)
-		if err := c.readRange(ctx, b.Segments[i%width], (i/width)*unit, n, w, buf); err != nil {
+	// Every stripe streams from its mover in one request, a few units
+	// ahead, while the units go to w in file order: asking for one unit
+	// at a time left the movers idle while w (a tape drive) wrote, and w
+	// idle while the next unit came. A file of one stripe takes the same
+	// path, so its reading overlaps the drive's writing too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	width, unit := len(b.Segments), b.StripeUnit
+	units := make([]chan []byte, width)
+	errs := make([]error, width)
+	var wg sync.WaitGroup
+	for k, s := range b.Segments {
+		units[k] = make(chan []byte, readAheadUnits)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(units[k])
+			uw := &unitWriter{ctx: ctx, unit: unit, out: units[k]}
+			if errs[k] = c.readRange(ctx, s, 0, s.Length, uw, make([]byte, 1<<20)); errs[k] == nil {
+				errs[k] = uw.flush()
+			}
+		}()
+	}
+	var werr error
+	short := -1
+	for i, off := 0, int64(0); off < b.Size && werr == nil; i++ {
+		p, ok := <-units[i%width]
+		if !ok { // that stripe's reader failed (errs says why, below) or came short
+			short = i % width
+			werr = fmt.Errorf("read bitfile %d: stripe %d ended early", b.ID, short)
+			break
+		}
+		_, werr = w.Write(p)
+		off += int64(len(p))
+	}
+	if werr != nil {
+		cancel() // the readers stop; their errors are ours
+	}
+	for _, ch := range units {
+		for range ch { // drain: a reader ends once its stripe is sent or it sees the cancellation
+		}
+	}
+	wg.Wait()
+	if short >= 0 && errs[short] != nil {
+		return errs[short]
+	}
+	if werr != nil {
+		return werr
+	}
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
-		off += n
 	}
 	return nil
+}
+
+// readAheadUnits is how many stripe units each stripe of a disk copy reads
+// ahead of a migration's tape write.
+const readAheadUnits = 2
+
+// unitWriter cuts a stripe's stream into stripe units, sent on out.
+type unitWriter struct {
+	ctx  context.Context
+	unit int64
+	out  chan<- []byte
+	cur  []byte
+}
+
+func (u *unitWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if u.cur == nil {
+			u.cur = make([]byte, 0, u.unit)
+		}
+		k := min(len(p), int(u.unit)-len(u.cur))
+		u.cur = append(u.cur, p[:k]...)
+		p = p[k:]
+		if int64(len(u.cur)) == u.unit {
+			if err := u.flush(); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush sends the unit being filled, if any.
+func (u *unitWriter) flush() error {
+	if len(u.cur) == 0 {
+		return nil
+	}
+	select {
+	case u.out <- u.cur:
+		u.cur = nil
+		return nil
+	case <-u.ctx.Done():
+		return u.ctx.Err()
+	}
 }
 
 // readRange writes n bytes at off of one segment's object to w, the mover
