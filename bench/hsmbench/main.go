@@ -14,11 +14,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -29,18 +31,21 @@ import (
 )
 
 var (
-	dataDir = flag.String("data", "", "directory for the disk tier (required)")
-	tapeDir = flag.String("tapes", "/dev/shm/strata-hsmbench", "directory for the cartridges")
-	genName = flag.String("gen", "LTO-5", "tape generation")
-	scale   = flag.String("scale", "real", "time scale")
-	parts   = flag.String("parts", "large,small,scaling", "what to run")
-	gib     = flag.Int("gib", 4, "GiB of large files per drive in the large and scaling parts")
-	queueN  = flag.Int("queue", 100000, "files staged at once in the queue part")
-	rDrives = flag.String("recall-drives", "1,2,4", "drive counts of the recall part (the first calibrates)")
-	rCarts  = flag.Int("carts", 8, "cartridges of the recall part")
-	rPicks  = flag.Int("picks", 40, "files recalled per run in the recall part")
-	rReps   = flag.Int("reps", 3, "runs per drive count in the recall part")
-	rOut    = flag.String("out", "", "directory for the recall part's traces and studies (default under --data)")
+	dataDir  = flag.String("data", "", "directory for the disk tier (required)")
+	tapeDir  = flag.String("tapes", "/dev/shm/strata-hsmbench", "directory for the cartridges")
+	genName  = flag.String("gen", "LTO-5", "tape generation")
+	scale    = flag.String("scale", "real", "time scale")
+	parts    = flag.String("parts", "large,small,scaling", "what to run")
+	gib      = flag.Int("gib", 4, "GiB of large files per drive in the large and scaling parts")
+	queueN   = flag.Int("queue", 100000, "files staged at once in the queue part")
+	rDrives  = flag.String("recall-drives", "1,2,4", "drive counts of the recall part (the first calibrates)")
+	rCarts   = flag.Int("carts", 8, "cartridges of the recall part")
+	rPicks   = flag.Int("picks", 40, "files recalled per run in the recall part")
+	rReps    = flag.Int("reps", 3, "runs per drive count in the recall part")
+	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of each timed migration to this file, suffixed .1, .2, …")
+	runsOut  = flag.String("runs", "", "append each run of the tapesmall and gaps parts to this file as a JSON line")
+	gapFiles = flag.Int("gap-files", 2000, "files on the cartridge in the gaps part (every fourth is recalled)")
+	rOut     = flag.String("out", "", "directory for the recall part's traces and studies (default under --data)")
 )
 
 func main() {
@@ -75,6 +80,12 @@ func main() {
 	if want("queue") {
 		queue(*queueN)
 	}
+	if want("tapesmall") {
+		tapeSmall(g)
+	}
+	if want("gaps") {
+		gaps(g, *gapFiles, 1<<20)
+	}
 	if want("recall") {
 		var ds []int
 		for _, f := range splitComma(*rDrives) {
@@ -95,6 +106,23 @@ func main() {
 
 // run migrates files×size bytes on drives drives and prints a table row.
 func run(name string, g tape.Generation, drives, files int, size int64) {
+	m := migrateOnce(g, drives, files, size)
+	fmt.Printf("| %s | %d | %d | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, drives, files, m.bytes, m.wall, m.rate()/1e6, m.bound/1e6, m.rate()/m.bound,
+		float64(m.bytes)/(m.wall-m.flush)/m.bound)
+}
+
+// migration is one timed migration: its bytes, wall seconds, the wall
+// seconds of its flushes per drive, and the library model's bound (B/s).
+type migration struct {
+	bytes              int64
+	wall, flush, bound float64
+}
+
+func (m migration) rate() float64 { return float64(m.bytes) / m.wall }
+
+// migrateOnce runs a fresh server, mounts a cartridge in every drive,
+// writes files×size bytes and times their migration.
+func migrateOnce(g tape.Generation, drives, files int, size int64) migration {
 	ctx := context.Background()
 	s, c, stop := start(func(cfg *config.Config) {
 		cfg.Library = config.Library{Generation: g.Name, Drives: drives, Cartridges: drives + 2, TimeScale: *scale, Path: *tapeDir}
@@ -130,25 +158,59 @@ func run(name string, g tape.Generation, drives, files int, size int64) {
 	}
 	putN(ctx, c, "f", files, size)
 	before := s.Library.Stats()
+	stopProf := profile()
 	t0 := time.Now()
 	res, err := c.Migrate(ctx)
+	stopProf()
 	if err != nil {
 		fail(err)
 	}
 	wall := time.Since(t0).Seconds()
 	st := s.Library.Stats()
 	if want := int64(files) * size; res.Bytes != want {
-		fail(fmt.Errorf("%s: migrated %d bytes, want %d", name, res.Bytes, want))
+		fail(fmt.Errorf("migrated %d bytes, want %d", res.Bytes, want))
 	}
 	k := 1.0
 	if f, ok := scaleFactor(*scale); ok {
 		k = f
 	}
-	bound := float64(drives) * g.Rate * k
-	rate := float64(res.Bytes) / wall
-	flush := (g.Flush.Seconds() / k) * float64(st.Flushes-before.Flushes) / float64(drives)
-	fmt.Printf("| %s | %d | %d | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, drives, files, res.Bytes, wall, rate/1e6, bound/1e6, rate/bound,
-		float64(res.Bytes)/(wall-flush)/bound)
+	return migration{bytes: res.Bytes, wall: wall, bound: float64(drives) * g.Rate * k,
+		flush: (g.Flush.Seconds() / k) * float64(st.Flushes-before.Flushes) / float64(drives)}
+}
+
+var profiles int
+
+// keep appends one run to --runs, as a JSON line.
+func keep(run map[string]any) {
+	if *runsOut == "" {
+		return
+	}
+	f, err := os.OpenFile(*runsOut, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+	b, _ := json.Marshal(run)
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		fail(err)
+	}
+}
+
+// profile starts a CPU profile of the next timed step when --cpuprofile
+// asks for one, and returns what stops it.
+func profile() func() {
+	if *cpuProf == "" {
+		return func() {}
+	}
+	profiles++
+	f, err := os.Create(fmt.Sprintf("%s.%d", *cpuProf, profiles))
+	if err != nil {
+		fail(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fail(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // putN writes n files of size bytes of pseudo-random data, 4 at a time.

@@ -307,14 +307,17 @@ type Cartridge struct {
 
 // Drive is one tape drive as admin commands show it.
 type Drive struct {
-	ID          string  `json:"id"`
-	Volume      string  `json:"volume,omitempty"`
-	State       string  `json:"state"` // idle, recall, migrate, failed
-	Mounts      int64   `json:"mounts"`
-	Locates     int64   `json:"locates"`
-	Positioning float64 `json:"positioning_seconds"`
-	BytesRead   int64   `json:"bytes_read"`
-	BytesWrite  int64   `json:"bytes_written"`
+	ID      string `json:"id"`
+	Volume  string `json:"volume,omitempty"`
+	State   string `json:"state"` // idle, recall, migrate, failed
+	Mounts  int64  `json:"mounts"`
+	Locates int64  `json:"locates"`
+	// ReadThroughs are the gaps the drive read through instead of
+	// locating (sched.Request.ReadThrough).
+	ReadThroughs int64   `json:"read_throughs"`
+	Positioning  float64 `json:"positioning_seconds"`
+	BytesRead    int64   `json:"bytes_read"`
+	BytesWrite   int64   `json:"bytes_written"`
 }
 
 // QueueEntry is one cartridge's recall queue.

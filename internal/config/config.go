@@ -112,6 +112,9 @@ type HSM struct {
 	RecallMaxAge   string  `toml:"recall_max_age"`
 	RecallDrives   int     `toml:"recall_drives"`
 	RecallLinger   string  `toml:"recall_linger"` // a drive keeps its cartridge this long for follow-up recalls
+	// RecallGaps is "read" (default: a batch reads on through a gap when
+	// that is quicker than locating) or "locate" (locate before every file).
+	RecallGaps string `toml:"recall_gaps"`
 }
 
 // Catalog selects the catalog database.

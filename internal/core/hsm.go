@@ -223,7 +223,7 @@ func (c *Core) Library(ctx context.Context) (api.Library, error) {
 		if di.Failed || h.failed[di.ID] {
 			state = "failed"
 		}
-		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates,
+		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates, ReadThroughs: di.Stats.ReadThroughs,
 			Positioning: di.Stats.Positioning.Seconds(), BytesRead: di.Stats.BytesRead, BytesWrite: di.Stats.BytesWritten})
 	}
 	for _, v := range h.sched.Summary(h.clk.Now()) {

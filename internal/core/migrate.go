@@ -11,11 +11,15 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/mover"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/token"
@@ -292,9 +296,20 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		return res, fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
 	crcs := make([]uint32, len(b.files))
+	ra := h.c.readAhead(ctx, b.files)
+	defer ra.stop()
 	for i, cd := range b.files {
 		cw := &crcWriter{w: fw}
-		if err := h.c.readDisk(ctx, cd.Bitfile, cw); err != nil {
+		data, err := ra.take(ctx, i)
+		switch {
+		case err != nil:
+		case data != nil:
+			_, err = cw.Write(data)
+			ra.release(i)
+		default:
+			err = h.c.readDisk(ctx, cd.Bitfile, cw)
+		}
+		if err != nil {
 			fw.Abort()
 			return res, fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
 		}
@@ -326,27 +341,9 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 		return res, fmt.Errorf("migrate to %s: flush: %w", w.volume, err)
 	}
 	for _, p := range pending {
-		n := 0
-		for i, cd := range p.b.files {
-			e := p.hdr.Entries[i]
-			if p.tapes[i] != p.crcs[i] {
-				h.c.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", w.volume, "seq", p.seq, "disk_crc", p.crcs[i], "tape_crc", p.tapes[i])
-				continue
-			}
-			tc := catalog.TapeCopy{Volume: w.volume, Seq: p.seq, Position: p.start, Offset: e.Offset, Length: e.Size, CRC32C: p.crcs[i]}
-			if err := h.c.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
-				if errors.Is(err, api.ErrNotFound) {
-					continue // removed or replaced meanwhile; repack reclaims the space
-				}
-				return res, err
-			}
-			n++
-			if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
-				h.c.quota.markStale() // what is on disk changes
-				if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
-					h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
-				}
-			}
+		n, err := w.record(ctx, p)
+		if err != nil {
+			return res, err
 		}
 		res.Files += n
 		res.Bytes += p.b.bytes
@@ -354,6 +351,51 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 		h.c.log.Info("hsm: migrated", "files", n, "bytes", p.b.bytes, "volume", w.volume, "seq", p.seq, "drive", w.drive)
 	}
 	return res, nil
+}
+
+// recordParallel is how many of a tape file's copies are recorded at once:
+// enough that the catalog's writer commits them in a few groups (one
+// transaction and one sync each) instead of one sync per file, which for
+// small files cost more than the drive's time to write them.
+const recordParallel = 64
+
+// record adds the copies of one flushed tape file's files to the catalog
+// and returns how many it recorded; a copy whose CRC differs from the
+// disk copy's is left out (and logged).
+func (w *writer) record(ctx context.Context, p written) (int, error) {
+	h := w.h
+	var (
+		n     atomic.Int64
+		g     errgroup.Group
+		stale sync.Once
+	)
+	g.SetLimit(recordParallel)
+	for i, cd := range p.b.files {
+		e := p.hdr.Entries[i]
+		if p.tapes[i] != p.crcs[i] {
+			h.c.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", w.volume, "seq", p.seq, "disk_crc", p.crcs[i], "tape_crc", p.tapes[i])
+			continue
+		}
+		tc := catalog.TapeCopy{Volume: w.volume, Seq: p.seq, Position: p.start, Offset: e.Offset, Length: e.Size, CRC32C: p.crcs[i]}
+		g.Go(func() error {
+			if err := h.c.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
+				if errors.Is(err, api.ErrNotFound) {
+					return nil // removed or replaced meanwhile; repack reclaims the space
+				}
+				return err
+			}
+			n.Add(1)
+			if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
+				stale.Do(h.c.quota.markStale) // what is on disk changes
+				if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+					h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return int(n.Load()), err
 }
 
 // close flushes what is pending and lets the drive go (with its cartridge
@@ -451,10 +493,12 @@ func (c *Core) readDisk(ctx context.Context, b catalog.Bitfile, w io.Writer) err
 		go func() {
 			defer wg.Done()
 			defer close(units[k])
-			uw := &unitWriter{ctx: ctx, unit: unit, out: units[k]}
-			if errs[k] = c.readRange(ctx, s, 0, s.Length, uw, make([]byte, 1<<20)); errs[k] == nil {
+			uw := &unitWriter{ctx: ctx, unit: unit, left: s.Length, out: units[k]}
+			buf := frameBufs.Get().(*[]byte)
+			if errs[k] = c.readRange(ctx, s, 0, s.Length, uw, *buf); errs[k] == nil {
 				errs[k] = uw.flush()
 			}
+			frameBufs.Put(buf)
 		}()
 	}
 	var werr error
@@ -495,10 +539,16 @@ func (c *Core) readDisk(ctx context.Context, b catalog.Bitfile, w io.Writer) err
 // ahead of a migration's tape write.
 const readAheadUnits = 2
 
+// frameBufs are the buffers disk copies are read into, one frame each:
+// a migration of small files reads one per file, and a fresh megabyte
+// each time cost more CPU (zeroing it, collecting it) than the file.
+var frameBufs = sync.Pool{New: func() any { b := make([]byte, mover.FrameSize); return &b }}
+
 // unitWriter cuts a stripe's stream into stripe units, sent on out.
 type unitWriter struct {
 	ctx  context.Context
 	unit int64
+	left int64 // bytes of the stripe not yet in a unit: the last unit is only as large as they are
 	out  chan<- []byte
 	cur  []byte
 }
@@ -507,11 +557,12 @@ func (u *unitWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		if u.cur == nil {
-			u.cur = make([]byte, 0, u.unit)
+			u.cur = make([]byte, 0, max(min(u.unit, u.left), int64(len(p))))
 		}
 		k := min(len(p), int(u.unit)-len(u.cur))
 		u.cur = append(u.cur, p[:k]...)
 		p = p[k:]
+		u.left -= int64(k)
 		if int64(len(u.cur)) == u.unit {
 			if err := u.flush(); err != nil {
 				return n - len(p), err

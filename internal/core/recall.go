@@ -570,6 +570,11 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	if err := c.deleteObject(ctx, dev, obj); err != nil && !errors.Is(err, api.ErrNotFound) {
 		return false, err
 	}
+	if q.ReadThrough {
+		if err := h.lib.ReadThrough(ctx, drive, tc.Seq, tc.Offset); err != nil {
+			return false, err
+		}
+	}
 	rd, err := h.lib.ReadData(ctx, drive, tc.Seq, tc.Offset, tc.Length)
 	if err != nil {
 		return false, err

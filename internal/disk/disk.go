@@ -773,8 +773,18 @@ type Reader struct {
 	crc    uint32
 	table  []uint32
 	buf    []byte
+	whole  *[]byte // a small object's whole file, read at open (see wholeMax)
 	ctx    context.Context
 }
+
+// wholeMax is the largest object file read whole when it is opened: its
+// trailer is at its end and its data at its start, so reading them apart
+// costs a small object two reads from the device where one will do, and
+// small files read on a cold cache (a migration's) are bound by the
+// device's reads, not its bandwidth.
+const wholeMax = 256 << 10
+
+var wholeBufs = sync.Pool{New: func() any { b := make([]byte, wholeMax); return &b }}
 
 // OpenObject opens object for reading and checks its trailer.
 func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error) {
@@ -835,8 +845,16 @@ func (r *Reader) readTrailer() error {
 	if size < footerSize {
 		return r.corrupt(0, "object truncated (no trailer)")
 	}
-	var ft [footerSize]byte
-	if _, err := r.f.ReadAt(ft[:], size-footerSize); err != nil {
+	ft := make([]byte, footerSize)
+	if size <= wholeMax {
+		bp := wholeBufs.Get().(*[]byte)
+		if _, err := r.f.ReadAt((*bp)[:size], 0); err != nil {
+			wholeBufs.Put(bp)
+			return fmt.Errorf("disk %s: read %s: %w", r.dev, r.object, err)
+		}
+		r.whole = bp
+		ft = (*bp)[size-footerSize : size]
+	} else if _, err := r.f.ReadAt(ft, size-footerSize); err != nil {
 		return fmt.Errorf("disk %s: read trailer of %s: %w", r.dev, r.object, err)
 	}
 	if string(ft[:8]) != magic || binary.BigEndian.Uint32(ft[28:]) != crc32.Checksum(ft[:28], wire.Castagnoli) {
@@ -848,9 +866,14 @@ func (r *Reader) readTrailer() error {
 	if binary.BigEndian.Uint32(ft[16:]) != ChunkSize || chunks != (r.n+ChunkSize-1)/ChunkSize || r.n+4*chunks+footerSize != size {
 		return r.corrupt(size-footerSize, "inconsistent trailer")
 	}
-	tb := make([]byte, 4*chunks)
-	if _, err := r.f.ReadAt(tb, r.n); err != nil {
-		return fmt.Errorf("disk %s: read trailer of %s: %w", r.dev, r.object, err)
+	var tb []byte
+	if r.whole != nil {
+		tb = (*r.whole)[r.n : r.n+4*chunks]
+	} else {
+		tb = make([]byte, 4*chunks)
+		if _, err := r.f.ReadAt(tb, r.n); err != nil {
+			return fmt.Errorf("disk %s: read trailer of %s: %w", r.dev, r.object, err)
+		}
 	}
 	r.table = make([]uint32, chunks)
 	for i := range r.table {
@@ -877,7 +900,9 @@ func (r *Reader) Chunk(i int64, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	p := buf[:n]
-	if _, err := r.f.ReadAt(p, off); err != nil {
+	if r.whole != nil {
+		copy(p, (*r.whole)[off:off+n])
+	} else if _, err := r.f.ReadAt(p, off); err != nil {
 		return nil, fmt.Errorf("disk %s: read %s at %d: %w", r.dev, r.object, off, err)
 	}
 	if crc32.Checksum(p, wire.Castagnoli) != r.table[i] {
@@ -954,4 +979,10 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // Close releases the reader.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error {
+	if r.whole != nil {
+		wholeBufs.Put(r.whole)
+		r.whole = nil
+	}
+	return r.f.Close()
+}

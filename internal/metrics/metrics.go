@@ -201,6 +201,7 @@ var (
 	driveState       = prometheus.NewDesc("strata_tape_drive_state", "1 for a drive's current state (idle, recall, migrate, repack, failed …).", []string{"drive", "state"}, nil)
 	driveMounts      = prometheus.NewDesc("strata_tape_drive_mounts_total", "Cartridges mounted in a drive.", driveLabels, nil)
 	driveLocates     = prometheus.NewDesc("strata_tape_drive_locates_total", "Positionings (locates) of a drive.", driveLabels, nil)
+	driveReadThrough = prometheus.NewDesc("strata_tape_drive_read_throughs_total", "Gaps a drive read through to the next recall instead of locating.", driveLabels, nil)
 	drivePositioning = prometheus.NewDesc("strata_tape_drive_positioning_seconds_total", "Time a drive spent positioning (library time).", driveLabels, nil)
 	driveRead        = prometheus.NewDesc("strata_tape_drive_read_bytes_total", "Bytes a drive read.", driveLabels, nil)
 	driveWritten     = prometheus.NewDesc("strata_tape_drive_written_bytes_total", "Bytes a drive wrote.", driveLabels, nil)
@@ -214,7 +215,7 @@ var (
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{deviceCapacity, deviceUsed, deviceOnline, catalogGroups, catalogOps, cacheEntries, cacheLookups, moverHanded, moverRead,
-		driveState, driveMounts, driveLocates, drivePositioning, driveRead, driveWritten, cartCapacity, cartUsed, queueFiles, queueBytes, queueOldest} {
+		driveState, driveMounts, driveLocates, driveReadThrough, drivePositioning, driveRead, driveWritten, cartCapacity, cartUsed, queueFiles, queueBytes, queueOldest} {
 		ch <- d
 	}
 }
@@ -271,6 +272,7 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 			gauge(driveState, 1, d.ID, d.State)
 			counter(driveMounts, float64(d.Mounts), d.ID)
 			counter(driveLocates, float64(d.Locates), d.ID)
+			counter(driveReadThrough, float64(d.ReadThroughs), d.ID)
 			counter(drivePositioning, d.Positioning, d.ID)
 			counter(driveRead, float64(d.BytesRead), d.ID)
 			counter(driveWritten, float64(d.BytesWrite), d.ID)

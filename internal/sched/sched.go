@@ -22,6 +22,7 @@ package sched
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -39,6 +40,11 @@ type Request struct {
 	Size     int64
 	Priority int // higher first; > 0 also mounts at once
 	Queued   time.Time
+	// ReadThrough is the scheduler's answer, on a request of a Decision:
+	// reach it by reading on from the end of the one before rather than
+	// by locating, because the gap streams in less time than a locate
+	// takes (Scheduler.Tape set; never on a batch's first request).
+	ReadThrough bool
 }
 
 // Rules decide when a cartridge is worth a mount.
@@ -54,6 +60,23 @@ type Rules struct {
 	// only when it has the last, so its requests reach a cartridge one
 	// at a time, and each would otherwise cost a dismount and a mount.
 	Linger time.Duration
+	// LocateEveryFile turns reading through gaps off: the drive locates
+	// before every request of a batch (recall_gaps = "locate"), for
+	// drives whose locates are quicker than their model says.
+	LocateEveryFile bool
+}
+
+// ParseGaps reads the recall_gaps setting: "read" (the default, also "")
+// reads through a gap when that is quicker than locating; "locate" always
+// locates. It returns Rules.LocateEveryFile.
+func ParseGaps(s string) (locate bool, err error) {
+	switch s {
+	case "", "read":
+		return false, nil
+	case "locate":
+		return true, nil
+	}
+	return false, fmt.Errorf("recall_gaps %q: want \"read\" or \"locate\"", s)
 }
 
 // DefaultRules are sensible for LTO-class drives: a mount and dismount
@@ -333,6 +356,7 @@ func (s *Scheduler) takeBatch(vol string, free *int64) []Request {
 	}
 	batch := all[:n]
 	rest := all[n:]
+	s.planGaps(batch)
 	q.reqs = q.reqs[:0]
 	q.bytes = 0
 	q.prio = 0
@@ -385,6 +409,22 @@ func (s *Scheduler) Remove(volume string) []Request {
 	s.n -= len(out)
 	delete(s.vols, volume)
 	return out
+}
+
+// planGaps decides, for each request of a batch after the first, whether
+// the drive reads on through the gap from the one before or locates: a
+// drive's recommended access order reads through short gaps, since a
+// locate costs seconds however short it is. Without a geometry, or with
+// Rules.LocateEveryFile, every request is located to.
+func (s *Scheduler) planGaps(batch []Request) {
+	for i := range batch {
+		batch[i].ReadThrough = false
+		if i == 0 || s.Tape == nil || s.Rules.LocateEveryFile {
+			continue
+		}
+		prev := batch[i-1]
+		batch[i].ReadThrough, _ = s.Tape.Gen.Reach(prev.Offset+prev.Size, batch[i].Offset, s.Tape.Capacity)
+	}
 }
 
 // sortByPosition orders requests as a drive should read them: by byte

@@ -233,6 +233,9 @@ func hsmConfig(cfg config.Config, log *slog.Logger) (core.HSMConfig, *tape.Emula
 	h = core.HSMConfig{Library: lib, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate), StripeMin: int64(hc.StripeMin),
 		HighWater: hc.HighWater, LowWater: hc.LowWater,
 		Rules: sched.Rules{MinFiles: hc.RecallMinFiles, MinBytes: int64(hc.RecallMinBytes), Drives: hc.RecallDrives}}
+	if h.Rules.LocateEveryFile, err = sched.ParseGaps(hc.RecallGaps); err != nil {
+		return h, nil, fmt.Errorf("config: hsm: %w", err)
+	}
 	for _, d := range []struct {
 		s    string
 		name string

@@ -43,8 +43,8 @@ func WriteResult(w io.Writer, r *Result) error {
 	if x := r.Recall; x != nil {
 		fmt.Fprintf(tw, "recalled\t%.2f MB/s\t%d files, %s in %s simulated\n", x.MBps, x.Files, chart.SizeStr(x.Bytes), hms(x.Seconds))
 		fmt.Fprintf(tw, "latency\tmean %s\tp50 %s, p95 %s, p99 %s, max %s\n", hms(x.Mean), hms(x.P50), hms(x.P95), hms(x.P99), hms(x.Max))
-		fmt.Fprintf(tw, "drives\t%d mounts, %d locates\ttime mounting %.1f%%, positioning %.1f%%, streaming %.1f%%, server %.1f%%, idle %.1f%%\n",
-			x.Mounts, x.Locates, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Overhead, 100*x.Idle)
+		fmt.Fprintf(tw, "drives\t%d mounts, %d locates, %d gaps read through\ttime mounting %.1f%%, positioning %.1f%%, streaming %.1f%%, server %.1f%%, idle %.1f%%\n",
+			x.Mounts, x.Locates, x.ReadThroughs, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Overhead, 100*x.Idle)
 		fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
 		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 		return tw.Flush()

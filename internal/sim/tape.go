@@ -55,6 +55,7 @@ type TapeConfig struct {
 	RecallMaxAge   string  `toml:"recall_max_age"`
 	RecallLinger   string  `toml:"recall_linger"`
 	RecallDrives   int     `toml:"recall_drives"`
+	RecallGaps     string  `toml:"recall_gaps"` // "read" (default) or "locate", as strata serve's
 	// Poll is the recaller's own period: it decides when woken by a
 	// request or a drive, and also every Poll, which is when an age
 	// threshold is noticed (on average Poll/2 after it passes). Strata's
@@ -125,6 +126,9 @@ func (t *TapeConfig) fill() error {
 	if t.rules.Linger, err = time.ParseDuration(linger); err != nil || t.rules.Linger < 0 {
 		return fmt.Errorf("tape.recall_linger %q: want a duration like 10s", linger)
 	}
+	if t.rules.LocateEveryFile, err = sched.ParseGaps(t.RecallGaps); err != nil {
+		return fmt.Errorf("tape.%w", err)
+	}
 	t.migrateDrives = def.MigrateDrives
 	if t.MigrateDrives != nil {
 		t.migrateDrives = *t.MigrateDrives
@@ -182,9 +186,10 @@ type RecallResult struct {
 	P95  float64 `json:"latency_p95_s"`
 	P99  float64 `json:"latency_p99_s"`
 	Max  float64 `json:"latency_max_s"`
-	// Mounts and Locates over all drives.
-	Mounts  int `json:"mounts"`
-	Locates int `json:"locates"`
+	// Mounts, locates and gaps read through instead, over all drives.
+	Mounts       int `json:"mounts"`
+	Locates      int `json:"locates"`
+	ReadThroughs int `json:"read_throughs"`
 	// Drive time, as fractions of drives × Seconds.
 	Mounting    float64 `json:"mounting"`
 	Positioning float64 `json:"positioning"`
@@ -518,6 +523,11 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 			read()
 			return
 		}
+		if q.ReadThrough && d.off >= 0 && d.off < q.Offset {
+			d.stats.ReadThroughs++
+			m.after(d, des.Duration(m.g.ReadThroughTime(d.off, q.Offset, m.cap)), &d.stats.Positioning, evTapeLocate, read)
+			return
+		}
 		// A cartridge just loaded sits before its label (off −1): the
 		// first read always locates, even to the first tape file.
 		dt := m.g.LocateTime(m.pos(d.off), m.pos(q.Offset))
@@ -583,7 +593,7 @@ func (m *recallModel) result(c *Config, seed uint64) *Result {
 		st.Add(d.stats)
 		over += d.over
 	}
-	rr.Mounts, rr.Locates = int(st.Mounts), int(st.Locates)
+	rr.Mounts, rr.Locates, rr.ReadThroughs = int(st.Mounts), int(st.Locates), int(st.ReadThroughs)
 	if total := float64(span) * float64(len(m.drives)); total > 0 {
 		rr.Mounting = round3(float64(st.Mounting) / total)
 		rr.Positioning = round3(float64(st.Positioning) / total)

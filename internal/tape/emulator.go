@@ -815,6 +815,35 @@ func (e *Emulator) ReadTrailer(ctx context.Context, driveID string, seq int) (*T
 	return &tr, newPacer(e, d, &d.stats.Transfer).moved(ctx, n+8)
 }
 
+// ReadThrough moves the head to byte off of tape file seq's data by
+// reading on, charging the gap's streaming time to positioning.
+func (e *Emulator) ReadThrough(ctx context.Context, driveID string, seq int, off int64) error {
+	d, err := e.acquire(driveID, true)
+	if err != nil {
+		return err
+	}
+	defer e.release(d)
+	tf, err := e.fileAt(d, seq)
+	if err != nil {
+		return err
+	}
+	if off < 0 || tf.hdrLen+off > tf.size {
+		return fmt.Errorf("tape: %s file %d: offset %d outside its data", d.cart.volume, seq, off)
+	}
+	to := tf.start + tf.hdrLen + off
+	if to < d.off || d.off < 0 {
+		return e.locate(ctx, d, to)
+	}
+	t := e.gen.ReadThroughTime(d.off, to, e.capacity)
+	e.mu.Lock()
+	if to > d.off {
+		d.stats.ReadThroughs++
+	}
+	d.off = to
+	e.mu.Unlock()
+	return e.spend(ctx, d, &d.stats.Positioning, t)
+}
+
 // ReadData returns a reader of n bytes at off in tape file seq's data.
 func (e *Emulator) ReadData(ctx context.Context, driveID string, seq int, off, n int64) (io.ReadCloser, error) {
 	d, err := e.acquire(driveID, true)

@@ -60,6 +60,13 @@ type Library interface {
 	// ReadData locates to byte off of tape file seq's data and returns a
 	// reader of n bytes.
 	ReadData(ctx context.Context, drive string, seq int, off, n int64) (io.ReadCloser, error)
+	// ReadThrough moves the head forward to byte off of tape file seq's
+	// data by reading on through whatever lies between (the rest of the
+	// tape file, labels and file marks, the tape files in between),
+	// which is quicker than a locate over a short gap. A position behind
+	// the head is located to. The recall scheduler decides which to use
+	// (tape.Generation.Reach); ReadData then starts where the head is.
+	ReadThrough(ctx context.Context, drive string, seq int, off int64) error
 	// Erase rewinds the mounted cartridge and makes it empty (relabels
 	// it): everything on it is gone. Repack uses it once nothing on the
 	// cartridge is referenced.
@@ -111,8 +118,9 @@ type Stats struct {
 	Mounts       int64         `json:"mounts"`
 	Dismounts    int64         `json:"dismounts"`
 	Locates      int64         `json:"locates"`
+	ReadThroughs int64         `json:"read_throughs"` // gaps read through instead of located over
 	Flushes      int64         `json:"flushes"`
-	Positioning  time.Duration `json:"positioning_ns"` // locates and rewinds
+	Positioning  time.Duration `json:"positioning_ns"` // locates, rewinds, gaps read through
 	Mounting     time.Duration `json:"mounting_ns"`    // robot, load, unload
 	Transfer     time.Duration `json:"transfer_ns"`    // streaming data
 	BytesWritten int64         `json:"bytes_written"`
@@ -124,6 +132,7 @@ func (s *Stats) Add(o Stats) {
 	s.Mounts += o.Mounts
 	s.Dismounts += o.Dismounts
 	s.Locates += o.Locates
+	s.ReadThroughs += o.ReadThroughs
 	s.Flushes += o.Flushes
 	s.Positioning += o.Positioning
 	s.Mounting += o.Mounting

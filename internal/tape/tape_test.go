@@ -313,6 +313,41 @@ func TestLocateCostFollowsDistance(t *testing.T) {
 	}
 }
 
+// Reading through costs the gap's streaming time (crossing labels and tape
+// files) and no locate; a position behind the head is located to.
+func TestReadThrough(t *testing.T) {
+	g := Generations["LTO-5"]
+	l := openLib(t, t.TempDir(), Options{Cartridges: 1, Generation: g})
+	l.Mount(ctx, "drive0", "T00000")
+	for i := 0; i < 3; i++ {
+		appendFile(t, l, "drive0", bytes.Repeat([]byte{byte(i)}, 1000), bytes.Repeat([]byte{byte(i + 10)}, 3000))
+	}
+	readAll(t, l, "drive0", 1, 0, 1000)
+	before := l.Stats()
+	if err := l.ReadThrough(ctx, "drive0", 3, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, l, "drive0", 3, 1000, 3000); !bytes.Equal(got, bytes.Repeat([]byte{12}, 3000)) {
+		t.Fatal("wrong bytes after reading through")
+	}
+	st := l.Stats()
+	if st.Locates != before.Locates || st.ReadThroughs != before.ReadThroughs+1 {
+		t.Fatalf("locates %d → %d, read-throughs %d → %d", before.Locates, st.Locates, before.ReadThroughs, st.ReadThroughs)
+	}
+	if pos := st.Positioning - before.Positioning; pos <= 0 || pos >= g.LocateStart {
+		t.Fatalf("reading through a few KB took %v", pos)
+	}
+	if err := l.ReadThrough(ctx, "drive0", 1, 0); err != nil { // behind the head
+		t.Fatal(err)
+	}
+	if again := l.Stats(); again.Locates != st.Locates+1 || again.ReadThroughs != st.ReadThroughs {
+		t.Fatalf("behind the head: %+v", again)
+	}
+	if err := l.ReadThrough(ctx, "drive0", 3, 5000); err == nil {
+		t.Fatal("read through past a tape file's data")
+	}
+}
+
 func FuzzDecodeHeader(f *testing.F) {
 	b, _ := EncodeHeader(&Header{Volume: "T00000", Seq: 1, Entries: []Entry{{Path: "/a", Size: 3}, {Path: "/b", Offset: 3, Size: 5}}})
 	f.Add(b)

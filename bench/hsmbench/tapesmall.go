@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+// tapeSmall compares the migration rate of small files (aggregated into
+// large tape files) with that of large files of the same total, one drive
+// with its cartridge mounted, in pairs run back to back so that the
+// machine's drift falls on both sides of each ratio. The per-file cost is
+// what the small files' extra wall time comes to per file.
+func tapeSmall(g tape.Generation) {
+	const reps = 3
+	large := func() migration { return migrateOnce(g, 1, 2, 512<<20) }
+	sizes := []struct {
+		name  string
+		files int
+		size  int64
+	}{{"1,000 × 1 MiB", 1000, 1 << 20}, {"16,384 × 64 KiB", 16384, 64 << 10}}
+	fmt.Printf("\n### Small files to tape against 2 × 512 MiB, one %s drive, time scale %s (paired, median of %d)\n\n", g.Name, *scale, reps)
+	fmt.Println("| files | large MB/s | small MB/s | ratio (median) | ratios | work per file outside the drive, ms |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, sz := range sizes {
+		var ratios, lr, sr, perFile []float64
+		for r := 0; r < reps; r++ {
+			l := large()
+			sm := migrateOnce(g, 1, sz.files, sz.size)
+			// Both move the same bytes at the same drive rate; the small
+			// files' extra wall time is their per-file work.
+			extra := sm.wall - l.wall*float64(sm.bytes)/float64(l.bytes)
+			ratios = append(ratios, sm.rate()/l.rate())
+			lr, sr = append(lr, l.rate()/1e6), append(sr, sm.rate()/1e6)
+			perFile = append(perFile, 1e3*extra/float64(sz.files))
+			keep(map[string]any{"part": "tapesmall", "gen": g.Name, "scale": *scale, "files": sz.files, "size": sz.size,
+				"large_mbps": l.rate() / 1e6, "small_mbps": sm.rate() / 1e6, "ratio": sm.rate() / l.rate(), "ms_per_file": 1e3 * extra / float64(sz.files)})
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.2f | %s | %.2f |\n", sz.name, median(lr), median(sr), median(ratios), list(ratios), median(perFile))
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func list(xs []float64) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%.2f", x)
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/strata-storage/strata/internal/catalog"
+)
+
+// A tape file of small files is written file after file, and reading each
+// file's disk copy is a round trip to its mover (open, read, verify, send)
+// that takes longer than the drive takes to write it: read one at a time,
+// the drive waited for every file. readAhead reads the small files of a
+// tape file ahead of the drive, several at once, into memory, and hands
+// them over in order; large files stream as before (readDisk overlaps
+// their reading and writing unit by unit).
+const (
+	readAheadMax   = 4 << 20  // files up to this size (one stripe) are read ahead
+	readAheadFiles = 64       // reads in flight
+	readAheadBytes = 64 << 20 // memory the files read ahead may hold
+)
+
+// ahead is one file read ahead: its bytes once done is closed.
+type ahead struct {
+	done chan struct{}
+	size int64 // memory held from readAhead.mem until release
+	data []byte
+	err  error
+}
+
+// readAhead starts reading files' small disk copies ahead; slot i is nil
+// for a file left to readDisk. Each slot taken must be given back with
+// release; stop cancels what is still running and waits for it.
+type readAhead struct {
+	slots  []*ahead
+	mem    *semaphore.Weighted
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (c *Core) readAhead(ctx context.Context, files []catalog.Candidate) *readAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	ra := &readAhead{slots: make([]*ahead, len(files)), mem: semaphore.NewWeighted(readAheadBytes), cancel: cancel}
+	for i, cd := range files {
+		if b := cd.Bitfile; b.OnDisk && len(b.Segments) == 1 && b.Size <= readAheadMax {
+			ra.slots[i] = &ahead{done: make(chan struct{}), size: b.Size}
+		}
+	}
+	ra.wg.Add(1)
+	go func() {
+		defer ra.wg.Done()
+		inflight := semaphore.NewWeighted(readAheadFiles)
+		for i, a := range ra.slots {
+			if a == nil {
+				continue
+			}
+			b := files[i].Bitfile
+			if ra.mem.Acquire(ctx, a.size) != nil || inflight.Acquire(ctx, 1) != nil {
+				for _, rest := range ra.slots[i:] { // stopped: the rest fail
+					if rest != nil {
+						rest.err = ctx.Err()
+						close(rest.done)
+					}
+				}
+				return
+			}
+			ra.wg.Add(1)
+			go func() {
+				defer ra.wg.Done()
+				defer inflight.Release(1)
+				a.data, a.err = c.readSmall(ctx, b)
+				close(a.done)
+			}()
+		}
+	}()
+	return ra
+}
+
+// readSmall reads a one-stripe disk copy into memory.
+func (c *Core) readSmall(ctx context.Context, b catalog.Bitfile) ([]byte, error) {
+	s := b.Segments[0]
+	if s.Length != b.Size {
+		return nil, fmt.Errorf("read bitfile %d: its stripe holds %d bytes of %d", b.ID, s.Length, b.Size)
+	}
+	dst := &fixedBuffer{b: make([]byte, 0, s.Length)}
+	buf := frameBufs.Get().(*[]byte)
+	defer frameBufs.Put(buf)
+	if err := c.readRange(ctx, s, 0, s.Length, dst, *buf); err != nil {
+		return nil, err
+	}
+	return dst.b, nil
+}
+
+// take waits for file i read ahead; nil, nil if it was not.
+func (ra *readAhead) take(ctx context.Context, i int) ([]byte, error) {
+	a := ra.slots[i]
+	if a == nil {
+		return nil, nil
+	}
+	select {
+	case <-a.done:
+		return a.data, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// release gives back the memory of file i, once taken and written.
+func (ra *readAhead) release(i int) {
+	if a := ra.slots[i]; a != nil {
+		a.data = nil
+		ra.mem.Release(a.size)
+	}
+}
+
+func (ra *readAhead) stop() {
+	ra.cancel()
+	ra.wg.Wait()
+}
+
+// fixedBuffer collects exactly the bytes it was sized for.
+type fixedBuffer struct{ b []byte }
+
+func (f *fixedBuffer) Write(p []byte) (int, error) {
+	if len(f.b)+len(p) > cap(f.b) {
+		return 0, fmt.Errorf("read: more than the %d bytes expected", cap(f.b))
+	}
+	f.b = append(f.b, p...)
+	return len(p), nil
+}
