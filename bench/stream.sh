@@ -12,7 +12,7 @@
 # host has reclaimed are slow, and vary); the goal is absolute, 800 MB/s
 # (twice an LTO-9 drive's native rate).
 #
-#   bench/stream.sh                  # 2048 MiB, 3 runs
+#   bench/stream.sh                  # 2048 MiB, 3 runs; then real-time LTO-9 (~2 minutes in all)
 #   SIZE_MB=4096 REPS=1 bench/stream.sh
 #
 # The runs are kept in bench/results/stream.json.
@@ -73,4 +73,29 @@ echo "| migration (strata migrate, until recorded) | $m | $(ratio "$m" "$lo") | 
 echo "| recall (strata stage, until on disk) | $c | $(ratio "$c" "$d") (against the disk's read) | $(ratio "$c" 800) |"
 echo
 echo "runs: dd read ${dd_[*]}; tmpfs write ${shm[*]}; migrate ${mig[*]}; recall ${rec[*]}"
-printf '%s\n' "${J[@]}" | save_results stream size_mb=$SIZE_MB
+stop
+rm -rf "$DATA" "$TAPES"
+
+# A real-time LTO-9 (400 MB/s) with its cartridges on tmpfs: a migration of
+# 2 and of 4 GiB against the drive, and tmpfs's own pace for new pages one
+# GiB after another (on this VM it falls after the first two).
+echo
+echo "### Real-time LTO-9, cartridges on tmpfs (go run ./bench/hsmbench --gen LTO-9 --parts large --gib N)"
+echo
+shmg=()
+for g in 0 1 2 3; do
+  t0=$(now); dd if=/dev/zero of="$TAPES.dd" bs=4M count=256 seek=$((g * 256)) conv=notrunc status=none; t1=$(now)
+  shmg+=("$(rate $((1 << 30)) "$t0" "$t1")")
+done
+rm -f "$TAPES.dd"
+echo "tmpfs, a new 4 GiB file written one GiB after another (dd): ${shmg[*]} MB/s"
+echo
+echo "| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without the final flush |"
+echo "|---|---|---|---|---|---|---|---|---|"
+rt=()
+for g in 2 4; do
+  row=$(go run ./bench/hsmbench --data "$SCRATCH" --tapes "$TAPES" --gen LTO-9 --parts large --gib $g | tail -n 1)
+  echo "$row"
+  rt+=("{\"realtime_gib\": $g, \"ratio\": $(echo "$row" | awk -F'|' '{print $9}'), \"ratio_without_flush\": $(echo "$row" | awk -F'|' '{print $10}')}")
+done
+printf '%s\n' "${J[@]}" "${rt[@]}" | save_results stream size_mb=$SIZE_MB "tmpfs_gib_mb_s=[$(IFS=,; echo "${shmg[*]}")]"

@@ -299,21 +299,34 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 	ra := h.c.readAhead(ctx, b.files)
 	defer ra.stop()
 	for i, cd := range b.files {
+		// What the drive's entry CRC must equal: for a file of one stripe,
+		// the CRC32C the catalog holds for it (the bytes reached the drive
+		// through frames checked against the chunks' stored CRCs, so the
+		// drive's CRC ties the tape copy to the catalog's record without a
+		// pass of our own); for a striped one, its CRC32C in file order.
+		var dst io.Writer = fw
 		cw := &crcWriter{w: fw}
+		one := len(cd.Bitfile.Segments) == 1 && cd.Bitfile.Segments[0].Length == cd.Bitfile.Size
+		if !one {
+			dst = cw
+		}
 		data, err := ra.take(ctx, i)
 		switch {
 		case err != nil:
 		case data != nil:
-			_, err = cw.Write(data)
+			_, err = dst.Write(data)
 			ra.release(i)
 		default:
-			err = h.c.readDisk(ctx, cd.Bitfile, cw)
+			err = h.c.readDisk(ctx, cd.Bitfile, dst)
 		}
 		if err != nil {
 			fw.Abort()
 			return res, fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
 		}
 		crcs[i] = cw.crc
+		if one {
+			crcs[i] = cd.Bitfile.Segments[0].CRC32C
+		}
 	}
 	if err := fw.Close(); err != nil {
 		return res, fmt.Errorf("migrate to %s: %w", w.volume, err)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -345,6 +347,34 @@ func TestReadThrough(t *testing.T) {
 	}
 	if err := l.ReadThrough(ctx, "drive0", 3, 5000); err == nil {
 		t.Fatal("read through past a tape file's data")
+	}
+}
+
+// The trailer's data CRC is the whole data's, whether it is combined from
+// the entries' (entries end to end) or computed over the data (a header
+// whose entries leave a gap).
+func TestTrailerDataCRC(t *testing.T) {
+	l := openLib(t, t.TempDir(), Options{Cartridges: 1})
+	l.Mount(ctx, "drive0", "T00000")
+	a, b, c := bytes.Repeat([]byte{1}, 1000), bytes.Repeat([]byte{2}, 3000), bytes.Repeat([]byte{3}, 77)
+	all := slices.Concat(a, b, c)
+	tiled := appendFile(t, l, "drive0", a, b, c)
+	w, err := l.Append(ctx, "drive0", &Header{Entries: []Entry{{Path: "/x", Offset: 0, Size: 1000}, {Path: "/y", Offset: 4000, Size: 77}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(all)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []int{tiled, w.Seq()} {
+		tr, err := l.ReadTrailer(ctx, "drive0", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := crc32.Checksum(all, castagnoli); tr.DataCRC != want || tr.DataLen != int64(len(all)) {
+			t.Fatalf("tape file %d: data crc %08x over %d bytes, want %08x over %d", seq, tr.DataCRC, tr.DataLen, want, len(all))
+		}
 	}
 }
 
