@@ -61,7 +61,7 @@ BYTES=$((SIZE_MB<<20))
 
 if [[ " $PARTS " == *" single "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 1 1 0)"
-  dw=(); ddw=(); fw=(); sp=(); dr=(); ddr=(); fr=(); sg=(); sgs=(); sgt=(); spn=(); sph=(); sphn=(); sptn=(); sps=(); hs=(); hb=()
+  dw=(); ddw=(); fw=(); sp=(); dr=(); ddr=(); fr=(); sg=(); sgs=(); sgt=(); spn=(); sph=(); sphn=(); sptn=(); spt=(); sps=(); hs=(); hb=()
   for r in $(seq "$REPS"); do
     warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=1M conv=fsync status=none; t1=$(now); dw+=("$(rate $BYTES "$t0" "$t1")")
     rm -f "$SCRATCH/dd.dat"
@@ -78,8 +78,9 @@ if [[ " $PARTS " == *" single "* ]]; then
     # the disk still absorbing dd's 4 GiB and runs slower. On this host a
     # put passes its file to the mover; --no-handover streams it through
     # the mover's Unix socket, --tcp-only as from another host.
-    for k in $(seq 0 5); do
-      case $(( (r + k) % 6 )) in
+    for k in $(seq 0 6); do
+      case $(( (r + k) % 7 )) in
+      6) warm "$SRC"; t0=$(now); "$S" --tcp-only put "$SRC" /t$r; t1=$(now); spt+=("$(rate $BYTES "$t0" "$t1")") ;;
       5) warm "$SRC"; t0=$(now); "$S" put --fixity sha256 "$SRC" /s$r; t1=$(now); sps+=("$(rate $BYTES "$t0" "$t1")") ;;
       0) warm "$SRC"; t0=$(now); "$S" put "$SRC" /f$r; t1=$(now); sp+=("$(rate $BYTES "$t0" "$t1")") ;;
       1) warm "$SRC"; t0=$(now); "$S" put --no-fixity "$SRC" /n$r; t1=$(now); spn+=("$(rate $BYTES "$t0" "$t1")") ;;
@@ -106,7 +107,7 @@ if [[ " $PARTS " == *" single "* ]]; then
       4) drop; t0=$(now); "$S" --tcp-only get /f$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")") ;;
       esac
     done
-    "$S" rm /f$r /n$r /s$r /h$r /hn$r /tn$r; rm -f "$SCRATCH/dd.dat"; settle
+    "$S" rm /f$r /n$r /s$r /h$r /hn$r /tn$r /t$r; rm -f "$SCRATCH/dd.dat"; settle
   done
   stop
   best() { python3 -c "import sys; print(max(int(x) for x in sys.argv[1:]))" "$@"; }
@@ -126,12 +127,13 @@ if [[ " $PARTS " == *" single "* ]]; then
   echo "| put --no-fixity (CRC32C only; the mover reads the file) | $bw | $(median "${spn[@]}") | $(ratio "$(median "${spn[@]}")" "$bw") |"
   echo "| put --no-handover (BLAKE3; streamed through the mover's Unix socket) | $bw | $(median "${sph[@]}") | $(ratio "$(median "${sph[@]}")" "$bw") |"
   echo "| put --no-handover --no-fixity (streamed through the socket) | $bw | $(median "${sphn[@]}") | $(ratio "$(median "${sphn[@]}")" "$bw") |"
+  echo "| put --tcp-only (BLAKE3 fixity; loopback TCP, as from another host) | $bw | $(median "${spt[@]}") | $(ratio "$(median "${spt[@]}")" "$bw") |"
   echo "| put --tcp-only --no-fixity (loopback TCP, as from another host) | $bw | $(median "${sptn[@]}") | $(ratio "$(median "${sptn[@]}")" "$bw") |"
   echo "| get - (cold cache; on the mover's host: the device file handed over) | $br | $(median "${sg[@]}") | $(ratio "$(median "${sg[@]}")" "$br") |"
   echo "| get --no-handover - (cold cache; streamed through the mover's Unix socket) | $br | $(median "${sgs[@]}") | $(ratio "$(median "${sgs[@]}")" "$br") |"
   echo "| get --tcp-only - (cold cache; loopback TCP, as from another host) | $br | $(median "${sgt[@]}") | $(ratio "$(median "${sgt[@]}")" "$br") |"
   echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; fio write ${fw[*]}; sha256 ${hs[*]}; blake3 ${hb[*]}; put ${sp[*]}; put --fixity sha256 ${sps[*]}; put --no-fixity ${spn[*]};"
-  echo "put --no-handover ${sph[*]}; put --no-handover --no-fixity ${sphn[*]}; put --tcp-only --no-fixity ${sptn[*]};"
+  echo "put --no-handover ${sph[*]}; put --no-handover --no-fixity ${sphn[*]}; put --tcp-only ${spt[*]}; put --tcp-only --no-fixity ${sptn[*]};"
   echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; fio read ${fr[*]}; get ${sg[*]}; get --no-handover ${sgs[*]}; get --tcp-only ${sgt[*]}"
 fi
 
