@@ -346,9 +346,9 @@ applies to new files at once and to existing files' migration from then on.`,
 			if asJSON {
 				return writeJSON(e.stdout, lib.Drives)
 			}
-			fmt.Fprintln(tw, "DRIVE\tSTATE\tVOLUME\tMOUNTS\tLOCATES\tPOSITIONING\tREAD\tWRITTEN")
+			fmt.Fprintln(tw, "DRIVE\tSTATE\tVOLUME\tMOUNTS\tLOCATES\tREAD-THROUGHS\tPOSITIONING\tREAD\tWRITTEN")
 			for _, d := range lib.Drives {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0fs\t%s\t%s\n", d.ID, d.State, dash(d.Volume), d.Mounts, d.Locates, d.Positioning, human(d.BytesRead), human(d.BytesWrite))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.0fs\t%s\t%s\n", d.ID, d.State, dash(d.Volume), d.Mounts, d.Locates, d.ReadThroughs, d.Positioning, human(d.BytesRead), human(d.BytesWrite))
 			}
 		case "queue":
 			if asJSON {
