@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -323,6 +324,20 @@ func (h *hsm) pathOf(ctx context.Context, in catalog.Inode) string {
 		return fmt.Sprintf("<inode %d>", in.ID)
 	}
 	return p
+}
+
+// pathIn is pathOf for a file whose directory's path may be in dirs
+// (by inode), and is added to it.
+func (h *hsm) pathIn(ctx context.Context, in catalog.Inode, dirs map[int64]string) string {
+	dir, ok := dirs[in.Parent]
+	if !ok {
+		p, err := h.c.store.Path(ctx, in.Parent)
+		if err != nil {
+			return h.pathOf(ctx, in)
+		}
+		dir, dirs[in.Parent] = p, p
+	}
+	return path.Join(dir, in.Name)
 }
 
 // geometry is the library's tape layout for the scheduler's read order:

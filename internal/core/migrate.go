@@ -282,9 +282,10 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 	}
 	hdr := &tape.Header{}
 	var off int64
+	dirs := map[int64]string{} // the files of a tape file share few directories: each is named once
 	for _, cd := range b.files {
 		in := cd.Inode
-		hdr.Entries = append(hdr.Entries, tape.Entry{Path: h.pathOf(ctx, in), Bitfile: cd.Bitfile.ID, Offset: off, Size: cd.Bitfile.Size,
+		hdr.Entries = append(hdr.Entries, tape.Entry{Path: h.pathIn(ctx, in, dirs), Bitfile: cd.Bitfile.ID, Offset: off, Size: cd.Bitfile.Size,
 			Fixity: cd.Bitfile.Fixity, Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS})
 		off += cd.Bitfile.Size
 	}
@@ -370,7 +371,7 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 // enough that the catalog's writer commits them in a few groups (one
 // transaction and one sync each) instead of one sync per file, which for
 // small files cost more than the drive's time to write them.
-const recordParallel = 64
+const recordParallel = 256
 
 // record adds the copies of one flushed tape file's files to the catalog
 // and returns how many it recorded; a copy whose CRC differs from the

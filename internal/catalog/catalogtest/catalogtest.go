@@ -886,8 +886,19 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 	if c := must(s.MigrationCandidates(ctx, []string{"tape"}, 1, 500, 0, 10)); len(c) != 0 {
 		t.Fatalf("migrated file still a candidate: %+v", c)
 	}
-	if c := must(s.MigrationCandidates(ctx, []string{"tape"}, 2, 500, 0, 10)); len(c) != 1 {
+	if c := must(s.MigrationCandidates(ctx, []string{"tape"}, 2, 5000, 0, 10)); len(c) != 2 {
 		t.Fatal("a class wanting two tape copies does not ask for the second")
+	} else {
+		// A page carries each candidate's own segments and tape copies.
+		for _, cd := range c {
+			b := must(s.Bitfile(ctx, cd.Bitfile.ID))
+			if !reflect.DeepEqual(cd.Bitfile.Segments, b.Segments) || !reflect.DeepEqual(cd.Bitfile.Tapes, b.Tapes) {
+				t.Fatalf("candidate %d: segments %+v tapes %+v; the bitfile has %+v and %+v", cd.Bitfile.ID, cd.Bitfile.Segments, cd.Bitfile.Tapes, b.Segments, b.Tapes)
+			}
+		}
+		if len(c[0].Bitfile.Tapes) != 1 || len(c[1].Bitfile.Tapes) != 0 {
+			t.Fatalf("tape copies of the candidates: %+v", c)
+		}
 	}
 	b := must(s.Bitfile(ctx, old.ID))
 	tc.Copy = 1

@@ -80,15 +80,69 @@ func (s *Store) candidates(ctx context.Context, q string, args ...any) ([]catalo
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for i := range out {
-		if err := s.segments(ctx, &out[i].Bitfile); err != nil {
-			return nil, err
-		}
-		if err := s.tapeCopies(ctx, &out[i].Bitfile); err != nil {
+	for i := 0; i < len(out); i += attachMax {
+		if err := s.attach(ctx, out[i:min(i+attachMax, len(out))]); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// attachMax is how many candidates attach takes at once: well under the
+// bound parameters a statement may have (SQLite 32,766, PostgreSQL 65,535).
+const attachMax = 1000
+
+// attach loads the segments and tape copies of a page of candidates: two
+// queries for the page, not two per candidate (a migration of thousands
+// of small files spent longer on those than the drive on their data).
+func (s *Store) attach(ctx context.Context, page []catalog.Candidate) error {
+	of := make(map[int64][]*catalog.Bitfile, len(page))
+	args := make([]any, 0, len(page))
+	for i := range page {
+		b := &page[i].Bitfile
+		if of[b.ID] == nil {
+			args = append(args, b.ID)
+		}
+		of[b.ID] = append(of[b.ID], b)
+	}
+	in := "bitfile IN (" + strings.Repeat("?, ", len(args)-1) + "?)"
+	rows, err := s.readRows(ctx, "SELECT bitfile, copy, stripe, device, object, length, crc32c FROM segments WHERE "+in+" ORDER BY bitfile, copy, stripe", args...)
+	if err != nil {
+		return fmt.Errorf("catalog: segments of candidates: %w", err)
+	}
+	for rows.Next() {
+		var id, crc int64
+		var sg catalog.Segment
+		if err := rows.Scan(&id, &sg.Copy, &sg.Stripe, &sg.Device, &sg.Object, &sg.Length, &crc); err != nil {
+			rows.Close()
+			return fmt.Errorf("catalog: segments of candidates: %w", err)
+		}
+		sg.CRC32C = uint32(crc)
+		for _, b := range of[id] {
+			b.Segments = append(b.Segments, sg)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = s.readRows(ctx, "SELECT bitfile, "+tapeCols+" FROM tape_copies WHERE "+in+" ORDER BY bitfile, copy, stripe", args...)
+	if err != nil {
+		return fmt.Errorf("catalog: tape copies of candidates: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, crc int64
+		var tc catalog.TapeCopy
+		if err := rows.Scan(&id, &tc.Copy, &tc.Stripe, &tc.Volume, &tc.Seq, &tc.Position, &tc.Offset, &tc.Length, &crc); err != nil {
+			return fmt.Errorf("catalog: tape copies of candidates: %w", err)
+		}
+		tc.CRC32C = uint32(crc)
+		for _, b := range of[id] {
+			b.Tapes = append(b.Tapes, tc)
+		}
+	}
+	return rows.Err()
 }
 
 const candidateCols = "i.id, i.parent, i.name, i.kind, i.mode, i.uid, i.gid, i.size, i.mtime, i.ctime, i.atime, i.cos, i.bitfile, " +
