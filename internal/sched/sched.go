@@ -17,7 +17,10 @@
 // back and forth along the tape between neighbours; the scheduler instead
 // reads a batch in one sweep out along the forward wraps and one back along
 // the reverse wraps, as a drive's recommended access order does. strata sim
-// measured the difference before it was made (docs/SIMULATION.md).
+// measured the difference before it was made (docs/SIMULATION.md). Within
+// the sweep, a gap between two requests that streams in less time than a
+// locate takes is read through (Request.ReadThrough), as drives do over
+// short distances: a locate costs seconds however short it is.
 package sched
 
 import (
