@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io"
 	"math/bits"
 	"strings"
+	"sync"
 
 	"lukechampine.com/blake3"
 	"lukechampine.com/blake3/guts"
@@ -103,4 +105,96 @@ func blake3Node(p []byte, counter uint64) guts.Node {
 	l := blake3Node(p[:left*guts.ChunkSize], counter)
 	r := blake3Node(p[left*guts.ChunkSize:], counter+uint64(left))
 	return guts.ParentNode(guts.ChainingValue(l), guts.ChainingValue(r), &guts.IV, 0)
+}
+
+// treeHash assembles a put's BLAKE3 fixity from the stripes' own readings
+// of the source, so a streamed put reads its source once. BLAKE3 is a
+// tree: a span of 2^k 1 KiB chunks starting at a multiple of 2^k chunks is
+// a subtree whose node depends only on those bytes and their position.
+// Each stripe hashes what it reads into such a node in its own read-ahead
+// goroutine, in parallel and in any order; the root is built from the
+// nodes at the end. The bytes hashed are the bytes sent (the same buffer,
+// before it is reused), so the fixity describes what the movers stored
+// even if the source changes meanwhile, without the second reading and
+// per-stripe CRC32C comparison that fixityOf needs.
+//
+// Readings only tile the tree when the stripe unit and the frame are
+// powers of two; sum reports when they do not (or when a retried stripe
+// spoiled the set), and the put then hashes by fixityOf instead.
+type treeHash struct {
+	mu      sync.Mutex
+	pieces  map[int64]treePiece // by offset in the file
+	spoiled bool
+}
+
+type treePiece struct {
+	n    int64
+	node guts.Node
+}
+
+func newTreeHash() *treeHash { return &treeHash{pieces: map[int64]treePiece{}} }
+
+// readerAt returns src with every reading hashed into t.
+func (t *treeHash) readerAt(src io.ReaderAt) io.ReaderAt { return treeReader{src: src, t: t} }
+
+// spoil marks the pieces unusable: a stripe sent again may have read
+// different bytes, at different boundaries, than its first attempt.
+func (t *treeHash) spoil() {
+	t.mu.Lock()
+	t.spoiled = true
+	t.mu.Unlock()
+}
+
+type treeReader struct {
+	src io.ReaderAt
+	t   *treeHash
+}
+
+func (r treeReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.src.ReadAt(p, off)
+	if n > 0 && off%guts.ChunkSize == 0 {
+		node := blake3Node(p[:n], uint64(off/guts.ChunkSize))
+		r.t.mu.Lock()
+		r.t.pieces[off] = treePiece{n: int64(n), node: node}
+		r.t.mu.Unlock()
+	}
+	return n, err
+}
+
+// sum returns the fixity of the first size bytes, or false when the
+// pieces read do not make up BLAKE3's tree over them.
+func (t *treeHash) sum(size int64) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.spoiled || size == 0 {
+		return "", false
+	}
+	n, ok := t.node(0, size)
+	if !ok {
+		return "", false
+	}
+	n.Flags |= guts.FlagRoot
+	out := guts.WordsToBytes(guts.CompressNode(n))
+	return FixityBLAKE3 + ":" + hex.EncodeToString(out[:32]), true
+}
+
+// node is the node of bytes [lo, hi), split as blake3Node splits them.
+func (t *treeHash) node(lo, hi int64) (guts.Node, bool) {
+	if p, ok := t.pieces[lo]; ok && p.n == hi-lo {
+		return p.node, true
+	}
+	chunks := (hi - lo + guts.ChunkSize - 1) / guts.ChunkSize
+	if chunks <= 1 {
+		return guts.Node{}, false
+	}
+	left := int64(1) << (bits.Len64(uint64(chunks-1)) - 1) * guts.ChunkSize
+	l, ok := t.node(lo, lo+left)
+	if !ok {
+		return guts.Node{}, false
+	}
+	r, ok := t.node(lo+left, hi)
+	if !ok {
+		return guts.Node{}, false
+	}
+	return guts.ParentNode(guts.ChainingValue(l), guts.ChainingValue(r), &guts.IV, 0), true
 }

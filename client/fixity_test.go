@@ -1,12 +1,18 @@
 package client
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"sync"
 	"testing"
 
 	"lukechampine.com/blake3"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/wire"
 )
 
 // The recorded forms are the standard digests (known-answer vectors), a
@@ -66,6 +72,70 @@ func TestBLAKE3Sum256(t *testing.T) {
 	for _, n := range sizes {
 		if got, want := blake3Sum256(data[:n]), blake3.Sum256(data[:n]); got != want {
 			t.Fatalf("%d bytes: %x, want %x", n, got, want)
+		}
+	}
+}
+
+// A tree hash assembled from stripes read in parallel is the BLAKE3 of the
+// whole file whenever the readings tile BLAKE3's tree (powers of two), and
+// admits it cannot when they do not, so the put hashes by a reading of its
+// own instead of recording a wrong fixity.
+func TestTreeHash(t *testing.T) {
+	data := make([]byte, 9<<20+3)
+	for i := range data {
+		data[i] = byte(i*13 + i>>11)
+	}
+	src := bytes.NewReader(data)
+	cases := []struct {
+		size  int64
+		unit  int64
+		width int
+		tiles bool
+	}{
+		{1, 4 << 20, 1, true},
+		{1023, 4 << 20, 1, true},
+		{1 << 20, 4 << 20, 1, true},
+		{1<<20 + 1, 4 << 20, 1, true},
+		{9<<20 + 3, 4 << 20, 1, true},
+		{9<<20 + 3, 4 << 20, 4, true},
+		{9<<20 + 3, 1 << 20, 3, true},
+		{9<<20 + 3, 64 << 10, 8, true},
+		{9<<20 + 3, 1 << 10, 2, true},
+		{5<<20 + 7, 2 << 20, 2, true},
+		{9<<20 + 3, 3 << 20, 2, true},     // whole frames at multiples of 1 MiB
+		{9<<20 + 3, 3 << 19, 2, false},    // 1.5 MiB: a frame starts mid-subtree
+		{9<<20 + 3, 5000, 3, false},       // not whole chunks
+		{3<<20 + 17, 100 << 10, 2, false}, // 100 KiB: not a power of two
+	}
+	for _, tc := range cases {
+		name := fmt.Sprintf("%d/%d/%d", tc.size, tc.unit, tc.width)
+		tree := newTreeHash()
+		r := tree.readerAt(src)
+		var wg sync.WaitGroup
+		for k := range tc.width {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, mover.FrameSize)
+				sr := mover.NewStripeReader(r, wire.Source{Size: tc.size, Unit: tc.unit, Width: tc.width, Stripe: k})
+				for {
+					if _, err := io.ReadFull(sr, buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		got, ok := tree.sum(tc.size)
+		if ok != tc.tiles {
+			t.Fatalf("%s: tiles %v, want %v", name, ok, tc.tiles)
+		}
+		if want, _ := fixityOfBytes("", data[:tc.size]); ok && got != want {
+			t.Fatalf("%s: %s, want %s", name, got, want)
+		}
+		tree.spoil()
+		if _, ok := tree.sum(tc.size); ok {
+			t.Fatalf("%s: a spoiled tree still sums", name)
 		}
 	}
 }

@@ -143,9 +143,10 @@ func TestSourceShorterThanSaid(t *testing.T) {
 }
 
 // changingSource serves data, except that the byte at reads differently
-// from its second reading on: a file written to while it is put. Every
-// byte of a put is read twice (by its stripe and by the fixity hash, in
-// either order), so the two readings disagree whatever the timing.
+// from its second reading on: a file written to while it is put. A put
+// recording SHA-256 reads every byte twice (by its stripe and by the
+// fixity hash, in either order), so the two readings disagree whatever
+// the timing.
 type changingSource struct {
 	data []byte
 	at   int64
@@ -172,14 +173,15 @@ func (s *changingSource) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// A source that changes during the put fails it: the fixity hash would not
-// describe the stored bytes. Without fixity there is one reading, and the
-// put stores what it read.
+// A source that changes between two readings fails the put: the fixity
+// hash would not describe the stored bytes. A streamed BLAKE3 put and a
+// put without fixity read once, and store what they read, with a BLAKE3
+// fixity that describes exactly that.
 func TestSourceChangingDuringPut(t *testing.T) {
 	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
 	data := randBytes(12, 3<<20+5)
 	for _, at := range []int64{0, 1<<20 + 17, int64(len(data)) - 1} { // stripes 0, 1, 0 of 2
-		_, err := c.Put(ctx, "/changing", &changingSource{data: data, at: at}, int64(len(data)), client.PutOptions{Stripes: 2, StripeUnit: 1 << 20})
+		_, err := c.Put(ctx, "/changing", &changingSource{data: data, at: at}, int64(len(data)), client.PutOptions{Stripes: 2, StripeUnit: 1 << 20, Fixity: client.FixitySHA256})
 		if !errors.Is(err, client.ErrSourceChanged) {
 			t.Fatalf("byte %d changed: want ErrSourceChanged, got %v", at, err)
 		}
@@ -190,6 +192,23 @@ func TestSourceChangingDuringPut(t *testing.T) {
 	waitFor(t, func() bool { return dfUsed(t, c) == 0 && len(objects(t, dataDir)) == 0 }, "space reclaimed")
 	if _, err := c.Put(ctx, "/once", &changingSource{data: data, at: 5}, int64(len(data)), client.PutOptions{Stripes: 2, StripeUnit: 1 << 20, NoFixity: true}); err != nil {
 		t.Fatalf("put without fixity: %v", err)
+	}
+	for i, at := range []int64{0, 1<<20 + 17, int64(len(data)) - 1} {
+		path := fmt.Sprintf("/tree%d", i)
+		src := &changingSource{data: data, at: at}
+		if _, err := c.Put(ctx, path, src, int64(len(data)), client.PutOptions{Stripes: 2, StripeUnit: 1 << 20}); err != nil {
+			t.Fatalf("streamed BLAKE3 put, byte %d changing: %v", at, err)
+		}
+		if !src.seen {
+			t.Fatalf("byte %d never read", at)
+		}
+		var out bytes.Buffer
+		if _, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true}); err != nil {
+			t.Fatalf("get %s with its fixity: %v", path, err)
+		}
+		if !bytes.Equal(out.Bytes(), data) {
+			t.Fatalf("%s: stored bytes differ from the one reading", path)
+		}
 	}
 }
 

@@ -83,12 +83,17 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	w := len(cr.Stripes)
 	receipts := make([]api.SegmentReceipt, w)
 	errs := make([]error, w)
+	tree := c.treeHashFor(src, cr, o)
+	stripeSrc := src
+	if tree != nil {
+		stripeSrc = tree.readerAt(src)
+	}
 	var wg sync.WaitGroup
 	for k, t := range cr.Stripes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			receipts[k], errs[k] = c.putStripe(ctx, src, size, cr.StripeUnit, w, k, t, o.Progress)
+			receipts[k], errs[k] = c.putStripe(ctx, stripeSrc, size, cr.StripeUnit, w, k, t, tree, o.Progress)
 			if errs[k] != nil {
 				cancel() // one stripe failed: stop the others
 			}
@@ -97,7 +102,7 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	var fixity string
 	var crcs []uint32
 	var ferr error
-	if !o.NoFixity {
+	if !o.NoFixity && tree == nil {
 		fixity, crcs, ferr = fixityOf(ctx, o.Fixity, src, size, cr.StripeUnit, w)
 	}
 	wg.Wait()
@@ -110,10 +115,18 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 	if err := errors.Join(errors.Join(errs...), ferr); err != nil {
 		return nil, fmt.Errorf("put %s: %w", path, err)
 	}
-	// The fixity was hashed from a second reading of the source; the
-	// movers stored what the first reading (theirs, or the streams') gave.
-	// If the two differ, the recorded hash would not describe the stored
-	// bytes.
+	if tree != nil {
+		var ok bool
+		if fixity, ok = tree.sum(size); !ok {
+			if fixity, crcs, ferr = fixityOf(ctx, o.Fixity, src, size, cr.StripeUnit, w); ferr != nil {
+				return nil, fmt.Errorf("put %s: %w", path, ferr)
+			}
+		}
+	}
+	// A fixity hashed by fixityOf comes from a second reading of the
+	// source; the movers stored what the first reading (theirs, or the
+	// streams') gave. If the two differ, the recorded hash would not
+	// describe the stored bytes.
 	for k, crc := range crcs {
 		if receipts[k].CRC32C != crc {
 			return nil, fmt.Errorf("put %s: %w: stripe %d was stored with crc32c %08x, the file now reads %08x; nothing was committed", path, ErrSourceChanged, k, receipts[k].CRC32C, crc)
@@ -168,14 +181,15 @@ func (c *Client) writeSmall(ctx context.Context, path string, src io.ReaderAt, s
 	return c.commit(ctx, path, size, cr, []api.SegmentReceipt{receipt}, fixity, o)
 }
 
-// fixityOf hashes the source in file order. It re-reads the source rather
-// than tapping the stripe streams: those run in parallel and out of order
-// (or are read by the movers themselves), while the re-read is served from
-// the page cache. Reading runs a buffer ahead of hashing, so the hash, the
-// longest single thread of a put, does nothing else but the CRC32C of each
-// stripe (of width w and stripe unit unit) as this reading sees it, for
-// the caller to hold against what the movers stored (CRC32C runs at
-// several times the hash's rate).
+// fixityOf hashes the source in file order, for a put whose fixity a
+// treeHash cannot assemble from its streams: SHA-256 is no tree, and a
+// mover that reads a handed-over file itself shows the client nothing. It
+// re-reads the source (from the page cache) beside the stripes. Reading
+// runs a buffer ahead of hashing, so the hash, the longest single thread
+// of such a put, does nothing else but the CRC32C of each stripe (of width
+// w and stripe unit unit) as this reading sees it, for the caller to hold
+// against what the movers stored (CRC32C runs at several times the hash's
+// rate).
 func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size, unit int64, w int) (string, []uint32, error) {
 	h, alg, err := newHash(alg)
 	if err != nil {
@@ -252,11 +266,33 @@ func handOverFile(src io.ReaderAt, n int64) *os.File {
 	return f
 }
 
-func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int64, w, k int, t api.StripeTarget, progress func(int64)) (api.SegmentReceipt, error) {
+// treeHashFor returns the hash a put assembles from its streams' readings
+// (see treeHash), or nil when the put hashes by a reading of its own: no
+// fixity, SHA-256 (not a tree), or a stripe the mover will read from the
+// file itself.
+func (c *Client) treeHashFor(src io.ReaderAt, cr api.CreateResponse, o PutOptions) *treeHash {
+	if o.NoFixity || (o.Fixity != "" && o.Fixity != FixityBLAKE3) {
+		return nil
+	}
+	for _, t := range cr.Stripes {
+		if handOverFile(src, t.Length) != nil && c.pool.HandsOver(endpoint(t)) {
+			return nil
+		}
+	}
+	return newTreeHash()
+}
+
+// putStripe stores stripe k of src on target t. tree, when not nil, hashes
+// what src reads; an attempt after the first spoils it.
+func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int64, w, k int, t api.StripeTarget, tree *treeHash, progress func(int64)) (api.SegmentReceipt, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	part := wire.Source{Size: size, Unit: unit, Width: w, Stripe: k}
+	attempts := 0
 	return c.sendStripe(ctx, t, progress, func(conn *mover.Conn, req wire.Request, report func(int)) (wire.Status, error) {
+		if attempts++; attempts > 1 && tree != nil {
+			tree.spoil()
+		}
 		if f := handOverFile(src, t.Length); f != nil && conn.HandsOver() {
 			req.Source = &part
 			return conn.WriteFile(ctx, req, f, report)

@@ -91,6 +91,15 @@ var hostID = sync.OnceValue(func() string {
 })
 
 // localLocked reports whether ep can be reached through its Unix socket.
+// HandsOver reports whether a new connection to ep would pass files to
+// the mover (see Conn.HandsOver): a put decides before it starts how it
+// will hash what it sends.
+func (p *Pool) HandsOver(ep Endpoint) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.localLocked(ep) && !p.stream
+}
+
 func (p *Pool) localLocked(ep Endpoint) bool {
 	return !p.tcpOnly && ep.Socket != "" && ep.Host != "" && ep.Host == HostID()
 }
