@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -176,6 +178,20 @@ func TestMountRoundTrip(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("read back %d bytes through the mount: %d bytes, %v", n, len(got), err)
 		}
+		if n > 0 {
+			// Files of 1 MiB and more are read past the page cache
+			// (FOPEN_DIRECT_IO), smaller ones through it; both map.
+			resident, mapped := readMapped(t, m.path(name))
+			if n >= 1<<20 && resident != 0 {
+				t.Errorf("%d bytes read: %d pages in the page cache, want none", n, resident)
+			}
+			if n < 1<<20 && resident == 0 {
+				t.Errorf("%d bytes read: none in the page cache", n)
+			}
+			if !bytes.Equal(mapped, data) {
+				t.Fatalf("%d bytes: a shared mapping shows other bytes", n)
+			}
+		}
 		out := filepath.Join(s.dir, name)
 		s.ok("get", "-f", "--verify", "/"+name, out)
 		if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
@@ -190,6 +206,39 @@ func TestMountRoundTrip(t *testing.T) {
 	if m.isMounted() || m.cmd.ProcessState.ExitCode() != 0 {
 		t.Fatalf("Ctrl-C: mounted %v, exit %d\n%s", m.isMounted(), m.cmd.ProcessState.ExitCode(), m.log)
 	}
+}
+
+// readMapped reads path whole through one descriptor, then maps that
+// descriptor shared: it returns how many of the file's pages the kernel
+// held after the read, and what the mapping shows.
+func readMapped(t *testing.T, path string) (int, []byte) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap %s shared: %v", path, err)
+	}
+	defer unix.Munmap(b)
+	vec := make([]byte, (len(b)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatalf("mincore %s: %v", path, e)
+	}
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	return resident, bytes.Clone(b)
 }
 
 // TestMountErrno: every misuse gets the errno POSIX gives it.

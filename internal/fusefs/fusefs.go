@@ -72,7 +72,10 @@ func Mount(dir string, v *vfs.FS, o Options) (*fuse.Server, error) {
 			// request is a round trip into this process.
 			MaxWrite:     1 << 20,
 			MaxReadAhead: 1 << 20,
-			Debug:        o.Debug,
+			// Shared mappings of files read past the page cache
+			// (see openFlags), as kernels since 6.6 allow.
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
+			Debug:             o.Debug,
 		},
 	}
 	srv, err := fs.Mount(dir, root, opts)
@@ -497,7 +500,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
-	return n.newChild(ctx, h.Info(), out), newHandle(ctx, h), 0, 0
+	return n.newChild(ctx, h.Info(), out), newHandle(ctx, h), openFlags(flags, 0), 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -510,7 +513,36 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, errno(err)
 	}
-	return newHandle(ctx, h), 0, 0
+	return newHandle(ctx, h), openFlags(flags, h.Size()), 0
+}
+
+// directReadMin is the smallest file a read-only descriptor reads past
+// the page cache: below it, the kernel's read-ahead answers a small
+// file's reads (and the read that finds its end) from one request.
+const directReadMin = 1 << 20
+
+// openFlags tells the kernel how to treat a new descriptor of a file of
+// size bytes. Write-only descriptors, and read-only ones of files of at
+// least directReadMin, bypass the page cache (FOPEN_DIRECT_IO): write(2)
+// and read(2) then copy between the program's buffer and this process
+// directly, instead of through page cache pages the kernel fills and
+// drops. On this project's machines the copies into fresh pages cost more
+// than the rest of a streamed transfer together (docs/PERFORMANCE.md:
+// streaming 4 GiB through the mount went from 0.4 to 1.1 GB/s writing and
+// from 1.3 to 1.8 reading). Nothing is lost: the mount keeps no page cache
+// across opens (no FOPEN_KEEP_CACHE), the vfs reads ahead itself, and
+// such files may still be mapped (CAP_DIRECT_IO_ALLOW_MMAP). Descriptors
+// open for reading and writing keep the cache.
+func openFlags(flags uint32, size int64) uint32 {
+	switch int(flags) & syscall.O_ACCMODE {
+	case syscall.O_WRONLY:
+		return fuse.FOPEN_DIRECT_IO
+	case syscall.O_RDONLY:
+		if size >= directReadMin {
+			return fuse.FOPEN_DIRECT_IO
+		}
+	}
+	return 0
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
