@@ -16,6 +16,11 @@ type readAhead struct {
 	size     int
 	next     int64 // where a reader in order reads next
 	cur, pre *window
+	// spare is the buffer of a window read to its end, for the next
+	// fetch: a fresh 16–64 MiB buffer per window cost a reader in order
+	// more than its copies (zeroing it, and the page faults of memory
+	// the process had not touched).
+	spare []byte
 }
 
 const (
@@ -38,7 +43,12 @@ func (ra *readAhead) init(rd *client.Reader) {
 
 // fetch starts reading the window at off.
 func (ra *readAhead) fetch(off int64) *window {
-	w := &window{off: off, buf: make([]byte, ra.size), done: make(chan struct{})}
+	buf := ra.spare
+	if len(buf) != ra.size {
+		buf = make([]byte, ra.size)
+	}
+	ra.spare = nil
+	w := &window{off: off, buf: buf, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		w.n, w.err = ra.rd.ReadAt(w.buf, off)
@@ -61,6 +71,7 @@ func (ra *readAhead) readAt(p []byte, off int64) (int, error) {
 		return ra.rd.ReadAt(p, off)
 	}
 	if !ra.cur.covers(off, len(p)) {
+		ra.retire(ra.cur)
 		if ra.pre.covers(off, len(p)) {
 			ra.cur, ra.pre = ra.pre, nil
 		} else {
@@ -87,6 +98,20 @@ func (ra *readAhead) readAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// retire keeps the buffer of window w, which no read will use again, as
+// the spare, once its fetch has ended (reads hold the handle's lock, so
+// none is copying out of it).
+func (ra *readAhead) retire(w *window) {
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.done:
+		ra.spare = w.buf
+	default: // still being fetched: left to the GC
+	}
 }
 
 // stopAll waits out fetches in flight (their buffers are then dropped).
