@@ -136,11 +136,42 @@ func (sr *stripeRange) read(ctx context.Context, c *Client) error {
 	return c.readRange(ctx, sr.t, sr.off, sr.len, &scatterSink{dst: sr.dst})
 }
 
-// scatterSink writes a stream across a list of buffers in turn.
+// scatterSink writes a stream across a list of buffers in turn. As a
+// mover.FrameSink it has each frame or chunk read straight into its place
+// in the caller's buffer when the place is contiguous (a stripe unit is a
+// whole number of chunks and frames, so all but a range's ragged ends
+// are): a read through the mount copied every byte once more than its
+// reading needed.
 type scatterSink struct {
-	dst   [][]byte
-	total int64
-	crc   uint32
+	dst     [][]byte
+	total   int64
+	crc     uint32
+	scratch []byte // for a frame that spans two places
+}
+
+// Buffer implements mover.FrameSink.
+func (s *scatterSink) Buffer(n int) []byte {
+	if len(s.dst) > 0 && len(s.dst[0]) >= n {
+		return s.dst[0][:n]
+	}
+	if cap(s.scratch) < n {
+		s.scratch = make([]byte, n)
+	}
+	return s.scratch[:n]
+}
+
+// Deliver implements mover.FrameSink: p is where Buffer placed it, or in
+// the scratch buffer to be scattered.
+func (s *scatterSink) Deliver(p []byte, crc uint32) error {
+	if len(p) > 0 && len(s.dst) > 0 && len(s.dst[0]) >= len(p) && &s.dst[0][0] == &p[0] {
+		s.crc = wire.CombineCRC(s.crc, crc, int64(len(p)))
+		s.total += int64(len(p))
+		if s.dst[0] = s.dst[0][len(p):]; len(s.dst[0]) == 0 {
+			s.dst = s.dst[1:]
+		}
+		return nil
+	}
+	return s.WriteCRC(p, crc)
 }
 
 func (s *scatterSink) Write(p []byte) (int, error) {
