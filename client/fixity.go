@@ -118,9 +118,11 @@ func blake3Node(p []byte, counter uint64) guts.Node {
 // even if the source changes meanwhile, without the second reading and
 // per-stripe CRC32C comparison that fixityOf needs.
 //
-// Readings only tile the tree when the stripe unit and the frame are
-// powers of two; sum reports when they do not (or when a retried stripe
-// spoiled the set), and the put then hashes by fixityOf instead.
+// Readings tile the tree when each starts at a multiple of the power of
+// two at or above its length, as they do for stripe units that are powers
+// of two or multiples of the 1 MiB frame; sum reports when they do not
+// (or when a retried stripe spoiled the set), and the put then hashes by
+// fixityOf instead.
 type treeHash struct {
 	mu      sync.Mutex
 	pieces  map[int64]treePiece // by offset in the file

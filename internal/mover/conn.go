@@ -90,7 +90,6 @@ var hostID = sync.OnceValue(func() string {
 	return "" // unknown: never use sockets
 })
 
-// localLocked reports whether ep can be reached through its Unix socket.
 // HandsOver reports whether a new connection to ep would pass files to
 // the mover (see Conn.HandsOver): a put decides before it starts how it
 // will hash what it sends.
@@ -100,6 +99,7 @@ func (p *Pool) HandsOver(ep Endpoint) bool {
 	return p.localLocked(ep) && !p.stream
 }
 
+// localLocked reports whether ep can be reached through its Unix socket.
 func (p *Pool) localLocked(ep Endpoint) bool {
 	return !p.tcpOnly && ep.Socket != "" && ep.Host != "" && ep.Host == HostID()
 }
