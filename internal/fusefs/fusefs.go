@@ -2,7 +2,8 @@
 // system through the kernel's FUSE, with github.com/hanwen/go-fuse/v2's fs
 // API. It is a thin adapter: every operation is one call into internal/vfs
 // (which the NFS export shares), and this package only translates FUSE's
-// inodes, attributes and errnos.
+// inodes, attributes and errnos, and tells the kernel which descriptors
+// bypass its page cache (openFlags).
 //
 // Permissions are the server's: the mount does not ask the kernel to check
 // modes (no default_permissions), so every operation reaches the core,
