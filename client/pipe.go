@@ -12,11 +12,15 @@ import (
 // io.Pipe would hold it at each stripe until that stripe's sender had
 // taken the bytes — one stripe at a time (a FUSE mount writing 4 GiB
 // streamed 0.26 of `strata put`).
+//
+// The reader either reads (Read) or borrows (Lend and Return, the
+// mover.Lender a stripe stream sends from without copying), not both.
 type pipe struct {
 	mu      sync.Mutex
 	changed sync.Cond
 	buf     []byte // a ring
 	r, n    int    // where the next read starts, bytes held
+	lent    int    // of the n, lent out from r on and not yet returned
 	werr    error  // set when the writer closed (io.EOF: cleanly)
 	rerr    error  // set when the reader closed
 }
@@ -71,6 +75,39 @@ func (p *pipe) Read(b []byte) (int, error) {
 	p.n -= k
 	p.changed.Broadcast()
 	return k, nil
+}
+
+// Lend implements mover.Lender: the next bytes, in place in the ring, up
+// to max and to the ring's end; it waits for a full max while the writer
+// may still add to it.
+func (p *pipe) Lend(max int) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if p.rerr != nil {
+			return nil, io.ErrClosedPipe
+		}
+		start := (p.r + p.lent) % len(p.buf)
+		k := min(p.n-p.lent, max, len(p.buf)-start)
+		if k == max || (k > 0 && start+k == len(p.buf)) || (p.werr != nil && k > 0) {
+			p.lent += k
+			return p.buf[start : start+k], nil
+		}
+		if p.werr != nil {
+			return nil, p.werr
+		}
+		p.changed.Wait()
+	}
+}
+
+// Return implements mover.Lender.
+func (p *pipe) Return(n int) {
+	p.mu.Lock()
+	p.r = (p.r + n) % len(p.buf)
+	p.n -= n
+	p.lent -= n
+	p.changed.Broadcast()
+	p.mu.Unlock()
 }
 
 // CloseWrite ends the stream for the reader: with io.EOF after what is

@@ -252,8 +252,14 @@ func (c *Conn) Write(ctx context.Context, req wire.Request, src io.Reader, buf [
 		replies <- reply{st, err}
 	}()
 	// Read the source one buffer ahead of the network, so reading (a copy
-	// out of the page cache) overlaps sending.
-	chunks := ReadAhead(ctx, src, buf)
+	// out of the page cache) overlaps sending; a source that lends its
+	// own buffer is sent from it.
+	var chunks <-chan Chunk
+	if ls, ok := src.(Lender); ok {
+		chunks = lend(ctx, ls)
+	} else {
+		chunks = ReadAhead(ctx, src, buf)
+	}
 	defer func() {
 		for ch := range chunks {
 			ch.Release()
@@ -426,6 +432,41 @@ func ReadAhead(ctx context.Context, src io.Reader, buf []byte) <-chan Chunk {
 			case out <- Chunk{P: bufs[i][:n], Err: err, Release: func() { free <- i }}:
 				mine--
 			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// Lender is a Write source that holds its bytes in a buffer of its own
+// and lends them out to be sent from where they lie, instead of having
+// them copied into a read-ahead buffer first (an upload's stripe pipe).
+type Lender interface {
+	// Lend returns up to max of the next bytes, waiting for a full max
+	// unless the source's end or its buffer's end comes first; after the
+	// last, io.EOF or the error the source ended with. What it lends
+	// stays valid until returned.
+	Lend(max int) ([]byte, error)
+	// Return gives back the oldest n bytes lent, in the order lent.
+	Return(n int)
+}
+
+// lend turns a Lender into chunks as ReadAhead does, one chunk ahead of
+// the consumer.
+func lend(ctx context.Context, ls Lender) <-chan Chunk {
+	out := make(chan Chunk, 1)
+	go func() {
+		defer close(out)
+		for {
+			p, err := ls.Lend(FrameSize)
+			select {
+			case out <- Chunk{P: p, Err: err, Release: func() { ls.Return(len(p)) }}:
+			case <-ctx.Done():
+				ls.Return(len(p))
 				return
 			}
 			if err != nil {
