@@ -8,6 +8,27 @@ import (
 	"testing"
 )
 
+// feed writes 3 MiB of random bytes into p from a goroutine of its own,
+// in writes of random sizes, then closes it; it returns the bytes.
+func feed(t *testing.T, p *pipe) []byte {
+	want := make([]byte, 3<<20+11)
+	for i := range want {
+		want[i] = byte(rand.Uint32())
+	}
+	go func() {
+		for b := want; len(b) > 0; {
+			n := min(len(b), 1+rand.IntN(100_000))
+			if _, err := p.Write(b[:n]); err != nil {
+				t.Error(err)
+				return
+			}
+			b = b[n:]
+		}
+		p.CloseWrite(nil)
+	}()
+	return want
+}
+
 // TestPipe: what goes in comes out in order through a buffer smaller
 // than the writes, whatever the sizes on either side; the writer's close
 // ends the reader's stream after the buffered bytes (cleanly or with its
@@ -15,21 +36,7 @@ import (
 func TestPipe(t *testing.T) {
 	for _, size := range []int{1, 7, 4096, 1 << 20} {
 		p := newPipe(size)
-		want := make([]byte, 3<<20+11)
-		for i := range want {
-			want[i] = byte(rand.Uint32())
-		}
-		go func() {
-			for b := want; len(b) > 0; {
-				n := min(len(b), 1+rand.IntN(100_000))
-				if _, err := p.Write(b[:n]); err != nil {
-					t.Error(err)
-					return
-				}
-				b = b[n:]
-			}
-			p.CloseWrite(nil)
-		}()
+		want := feed(t, p)
 		got, err := io.ReadAll(io.LimitReader(p, int64(len(want))+1))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("buffer %d: %d bytes, %v", size, len(got), err)
@@ -58,21 +65,7 @@ func TestPipe(t *testing.T) {
 func TestPipeLend(t *testing.T) {
 	for _, size := range []int{1, 7, 4096, 1 << 20, 4 << 20} {
 		p := newPipe(size)
-		want := make([]byte, 3<<20+11)
-		for i := range want {
-			want[i] = byte(rand.Uint32())
-		}
-		go func() {
-			for b := want; len(b) > 0; {
-				n := min(len(b), 1+rand.IntN(100_000))
-				if _, err := p.Write(b[:n]); err != nil {
-					t.Error(err)
-					return
-				}
-				b = b[n:]
-			}
-			p.CloseWrite(nil)
-		}()
+		want := feed(t, p)
 		max := min(size, 1<<20)
 		var got []byte
 		var out [][]byte // lent, not yet returned
