@@ -43,6 +43,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/fsio"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
@@ -68,8 +69,9 @@ type Device struct {
 	used     int64 // bytes in objects on the device
 	reserved int64 // bytes promised to writes in flight
 
+	fs       fsio.FS
 	dirSync  []sync.Mutex // serialises directory fsyncs per fan-out dir
-	dirs     [fanout]*os.File
+	dirs     [fanout]fsio.File
 	syncer   *fsSyncer // group syncs of small objects (groupsync.go)
 	fsName   string    // mount point of its file system (FS)
 	writes   atomic.Int64
@@ -87,47 +89,61 @@ type Options struct {
 	// system; each reports that share of its free space, so that a pool's
 	// sum is true. 0 means 1.
 	Sharing int
+	// FS is the file system the device's files go through; nil means
+	// fsio.OS. Tests inject faults and crashes with faultfs.
+	FS fsio.FS
 }
 
 // Open opens (creating if needed) the device rooted at dir.
 func Open(id, dir string, o Options) (*Device, error) {
-	d := &Device{id: id, dir: dir, capacity: o.Capacity, bw: o.Bandwidth, sharing: int64(max(o.Sharing, 1)), dirSync: make([]sync.Mutex, fanout)}
+	d := &Device{id: id, dir: dir, fs: o.FS, capacity: o.Capacity, bw: o.Bandwidth, sharing: int64(max(o.Sharing, 1)), dirSync: make([]sync.Mutex, fanout)}
+	if d.fs == nil {
+		d.fs = fsio.OS
+	}
 	d.direct.Store(true)
+	if err := d.open(); err != nil {
+		d.Close() // what it opened before failing
+		return nil, fmt.Errorf("disk %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// open opens the device's directories, syncer and accounts.
+func (d *Device) open() error {
 	for i := 0; i < fanout; i++ {
-		p := filepath.Join(dir, "objects", fmt.Sprintf("%02x", i))
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, fmt.Errorf("disk %s: %w", id, err)
+		p := filepath.Join(d.dir, "objects", fmt.Sprintf("%02x", i))
+		if err := d.fs.MkdirAll(p, 0o700); err != nil {
+			return err
 		}
-		f, err := os.Open(p)
+		f, err := d.fs.Open(p)
 		if err != nil {
-			return nil, fmt.Errorf("disk %s: %w", id, err)
+			return err
 		}
 		d.dirs[i] = f
 	}
 	var err error
-	if d.syncer, err = syncerFor(dir); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("disk %s: %w", id, err)
+	if d.syncer, err = syncerFor(d.fs, d.dir); err != nil {
+		return err
 	}
-	d.fsName = mountPoint(dir, d.syncer.id)
+	d.fsName = mountPoint(d.dir, d.syncer.id.dev)
 	if d.capacity == 0 {
-		total, _, err := fsSpace(dir)
+		total, _, err := fsSpace(d.dir)
 		if err != nil {
-			return nil, fmt.Errorf("disk %s: %w", id, err)
+			return err
 		}
 		d.capacity = total
 	}
-	if o.Bandwidth > 0 {
+	if d.bw > 0 {
 		// A 4 MiB burst lets 1 MiB frames through without stalling while
 		// keeping the long-run rate within the cap.
-		d.limiter = rate.NewLimiter(rate.Limit(o.Bandwidth), 4<<20)
+		d.limiter = rate.NewLimiter(rate.Limit(d.bw), 4<<20)
 	}
 	used, err := d.scan()
 	if err != nil {
-		return nil, fmt.Errorf("disk %s: scan: %w", id, err)
+		return fmt.Errorf("scan: %w", err)
 	}
 	d.used = used
-	return d, nil
+	return nil
 }
 
 // Close releases the device's directory handles and its share of the
@@ -260,11 +276,11 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 	// write of its own.
 	small := maxLen <= smallObject
 	direct := d.direct.Load() && !small
-	f, err := openNew(p, direct)
+	f, err := d.openNew(p, direct)
 	if err != nil && direct && errors.Is(err, syscall.EINVAL) {
 		d.direct.Store(false) // a file system without O_DIRECT (tmpfs, some FUSE)
 		direct = false
-		f, err = openNew(p, false)
+		f, err = d.openNew(p, false)
 	}
 	if err != nil {
 		d.release(need)
@@ -277,12 +293,12 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx, direct: direct, small: small}, nil
 }
 
-func openNew(p string, direct bool) (*os.File, error) {
-	flags := os.O_CREATE | os.O_EXCL | os.O_WRONLY
+func (d *Device) openNew(p string, direct bool) (fsio.File, error) {
+	flags := 0
 	if direct {
-		flags |= syscall.O_DIRECT
+		flags = syscall.O_DIRECT
 	}
-	return os.OpenFile(p, flags, 0o600)
+	return d.fs.Create(p, flags, 0o600)
 }
 
 // directAlign is the alignment O_DIRECT needs of file offsets, lengths and
@@ -309,17 +325,25 @@ func (d *Device) release(n int64) {
 	d.mu.Unlock()
 }
 
+// mapErr makes a file system's ENOSPC an api.ErrNoSpace, which the wire
+// carries to the client as such.
 func mapErr(err error) error {
 	if errors.Is(err, syscall.ENOSPC) {
-		return fmt.Errorf("%w (%w)", err, api.ErrNoSpace)
+		return noSpace{err}
 	}
 	return err
 }
 
+// noSpace is an ENOSPC that is also api.ErrNoSpace; its message is the
+// file system's, which already says so.
+type noSpace struct{ error }
+
+func (e noSpace) Unwrap() []error { return []error{e.error, api.ErrNoSpace} }
+
 // Writer writes one object. Call Close to make it durable or Abort to drop it.
 type Writer struct {
 	d        *Device
-	f        *os.File
+	f        fsio.File
 	ctx      context.Context
 	path     string
 	object   string
@@ -434,11 +458,10 @@ func (w *Writer) startIO(p []byte, off int64, done func()) {
 	if w.ios == nil {
 		ios := make(chan ioJob)
 		w.ios = ios
-		fd := int(w.f.Fd())
 		for range ioDepth {
 			go func() {
 				for j := range ios {
-					err := pwriteAll(fd, j.p, j.off)
+					_, err := w.f.WriteAt(j.p, j.off)
 					j.done()
 					if err != nil {
 						w.ioMu.Lock()
@@ -454,23 +477,6 @@ func (w *Writer) startIO(p []byte, off int64, done func()) {
 	}
 	w.inflight.Add(1)
 	w.ios <- ioJob{p, off, done}
-}
-
-func pwriteAll(fd int, p []byte, off int64) error {
-	for len(p) > 0 {
-		n, err := unix.Pwrite(fd, p, off)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return io.ErrShortWrite
-		}
-		p, off = p[n:], off+int64(n)
-	}
-	return nil
 }
 
 func (w *Writer) ioError() error {
@@ -506,7 +512,7 @@ func (w *Writer) prealloc(end int64) error {
 		return nil
 	}
 	n := min(max(preallocStep, end-w.alloc), max(w.max, end)-w.alloc)
-	err := unix.Fallocate(int(w.f.Fd()), 0, w.alloc, n)
+	err := w.f.Allocate(w.alloc, n)
 	switch {
 	case err == nil:
 		w.alloc += n
@@ -553,7 +559,7 @@ func (w *Writer) write(p []byte, crc uint32, known bool) (int, error) {
 // buffered turns O_DIRECT off for the rest of the object. Errors are
 // ignored: the write that follows reports a file that still refuses.
 func (w *Writer) buffered() {
-	fd := int(w.f.Fd())
+	fd := int(w.f.OS().Fd())
 	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
 		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_DIRECT)
 	}
@@ -573,7 +579,7 @@ const writeBehind = 32 << 20
 // two windows behind. Errors are ignored: these are hints, and Close's
 // fsync reports real ones.
 func (w *Writer) behind() {
-	fd := int(w.f.Fd())
+	fd := int(w.f.OS().Fd())
 	unix.SyncFileRange(fd, w.flushed, w.n-w.flushed, unix.SYNC_FILE_RANGE_WRITE)
 	if w.retire == nil {
 		w.retire, w.retired = make(chan [2]int64, 2), make(chan struct{})
@@ -672,13 +678,13 @@ func (w *Writer) Close() error {
 	}
 	if err == nil {
 		// Clean now: dropping the pages is cheap and frees the memory.
-		unix.Fadvise(int(w.f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		unix.Fadvise(int(w.f.OS().Fd()), 0, 0, unix.FADV_DONTNEED)
 	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(w.path)
+		w.d.fs.Remove(w.path)
 		w.d.release(w.reserved)
 		return mapErr(fmt.Errorf("disk %s: close %s: %w", w.d.id, w.object, err))
 	}
@@ -721,7 +727,7 @@ func (w *Writer) Abort() {
 	w.stopIO()
 	w.stopRetire()
 	w.f.Close()
-	os.Remove(w.path)
+	w.d.fs.Remove(w.path)
 	w.d.release(w.reserved)
 }
 
@@ -732,14 +738,14 @@ func (d *Device) Remove(object string) error {
 	if err != nil {
 		return err
 	}
-	info, err := os.Stat(p)
+	info, err := d.fs.Stat(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("disk %s: remove %s: %w", d.id, object, err)
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := d.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("disk %s: remove %s: %w", d.id, object, err)
 	}
 	d.mu.Lock()
@@ -767,7 +773,7 @@ func (e *CorruptError) Unwrap() error { return api.ErrCorrupt }
 type Reader struct {
 	d      *Device // nil for a file handed over by a mover (see OpenFile)
 	dev    string
-	f      *os.File
+	f      fsio.File
 	object string
 	n      int64
 	crc    uint32
@@ -792,7 +798,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := d.fs.Open(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, api.Errorf(api.ErrNotFound, "disk %s: object %s", d.id, object)
 	}
@@ -813,7 +819,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 // the trailer and takes ownership of f. Reads are not paced: movers hand
 // over files of uncapped devices only.
 func OpenFile(ctx context.Context, f *os.File, dev, object string) (*Reader, error) {
-	r := &Reader{dev: dev, f: f, object: object, ctx: ctx}
+	r := &Reader{dev: dev, f: fsio.FromOS(f), object: object, ctx: ctx}
 	if err := r.readTrailer(); err != nil {
 		f.Close()
 		return nil, err
@@ -823,7 +829,7 @@ func OpenFile(ctx context.Context, f *os.File, dev, object string) (*Reader, err
 
 // File returns the open object file, for a mover to hand over to a client
 // on its host. It stays owned by r.
-func (r *Reader) File() *os.File { return r.f }
+func (r *Reader) File() *os.File { return r.f.OS() }
 
 func (r *Reader) wait(n int) error {
 	if r.d == nil {
@@ -935,13 +941,13 @@ func (r *Reader) Region(i int64) (Region, error) {
 		return Region{}, err
 	}
 	r.dropBehind(off)
-	return Region{File: r.f, Off: off, Len: n, CRC: r.table[i]}, nil
+	return Region{File: r.f.OS(), Off: off, Len: n, CRC: r.table[i]}, nil
 }
 
 // Sequential tells the kernel the object will be streamed: it reads ahead
 // further.
 func (r *Reader) Sequential() {
-	unix.Fadvise(int(r.f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
+	unix.Fadvise(int(r.f.OS().Fd()), 0, 0, unix.FADV_SEQUENTIAL)
 }
 
 // dropBehind drops the window before off from the page cache once a
@@ -949,7 +955,7 @@ func (r *Reader) Sequential() {
 // it makes the next transfer pay for reclaim.
 func (r *Reader) dropBehind(off int64) {
 	if off > 0 && off%writeBehind == 0 {
-		unix.Fadvise(int(r.f.Fd()), off-writeBehind, writeBehind, unix.FADV_DONTNEED)
+		unix.Fadvise(int(r.f.OS().Fd()), off-writeBehind, writeBehind, unix.FADV_DONTNEED)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-storage/strata/internal/fsio"
 )
 
 // Small objects are made durable together: the group commit of the data
@@ -36,14 +38,14 @@ import (
 const smallObject = ChunkSize
 
 // fsSyncer runs the group syncs of one file system, shared by every device
-// on it.
+// on it that reaches it through the same fsio.FS.
 type fsSyncer struct {
-	id   uint64   // the file system's device number
-	fd   *os.File // a directory on the file system, for syncfs
-	refs int      // devices using it (under syncers.mu)
+	id   syncerKey
+	fd   fsio.File // a directory on the file system, for syncfs
+	refs int       // devices using it (under syncers.mu)
 
-	// syncfs is unix.Syncfs; tests hold it to watch writers group.
-	syncfs func(fd int) error
+	// syncfs is fd.SyncFS; tests hold it to watch writers group.
+	syncfs func() error
 	syncs  atomic.Int64 // syncs run
 
 	mu   sync.Mutex
@@ -59,10 +61,17 @@ type syncGroup struct {
 	n    int // writers in it
 }
 
+// syncerKey names a file system as devices reach it: a device whose files
+// go through a test's faultfs must have its syncs seen by that FS.
+type syncerKey struct {
+	fs  fsio.FS
+	dev uint64 // the file system's device number
+}
+
 var syncers = struct {
 	sync.Mutex
-	m map[uint64]*fsSyncer
-}{m: map[uint64]*fsSyncer{}}
+	m map[syncerKey]*fsSyncer
+}{m: map[syncerKey]*fsSyncer{}}
 
 // fsID returns the number of the file system dir is on.
 func fsID(dir string) (uint64, error) {
@@ -126,22 +135,23 @@ func unescapeMount(s string) string {
 
 // syncerFor returns the syncer of dir's file system, starting it for the
 // first device there.
-func syncerFor(dir string) (*fsSyncer, error) {
-	id, err := fsID(dir)
+func syncerFor(fs fsio.FS, dir string) (*fsSyncer, error) {
+	dev, err := fsID(dir)
 	if err != nil {
 		return nil, err
 	}
+	id := syncerKey{fs, dev}
 	syncers.Lock()
 	defer syncers.Unlock()
 	if s := syncers.m[id]; s != nil {
 		s.refs++
 		return s, nil
 	}
-	fd, err := os.Open(dir)
+	fd, err := fs.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &fsSyncer{id: id, fd: fd, refs: 1, syncfs: unix.Syncfs, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &fsSyncer{id: id, fd: fd, refs: 1, syncfs: fd.SyncFS, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	syncers.m[id] = s
 	go s.loop()
 	return s, nil
@@ -171,7 +181,7 @@ func (s *fsSyncer) loop() {
 			continue
 		}
 		s.syncs.Add(1)
-		if err := s.syncfs(int(s.fd.Fd())); err != nil {
+		if err := s.syncfs(); err != nil {
 			g.err = fmt.Errorf("syncfs: %w", err)
 		}
 		close(g.done)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Devices on one file system share one syncer, which stops with the last
@@ -45,7 +43,7 @@ func TestSyncerPerFileSystem(t *testing.T) {
 	if left {
 		t.Fatal("a stopped syncer is still registered")
 	}
-	if id, err := fsID("/dev/shm"); err == nil && id != s.id {
+	if id, err := fsID("/dev/shm"); err == nil && id != s.id.dev {
 		c, err := Open("c", t.TempDir(), Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -72,12 +70,12 @@ func TestSmallObjectsGroupSync(t *testing.T) {
 	d := openDev(t, Options{})
 	s := d.syncer
 	hold, held := make(chan struct{}), make(chan struct{})
-	s.syncfs = func(fd int) error {
+	s.syncfs = func() error {
 		if s.syncs.Load() == 1 {
 			close(held)
 			<-hold // the first sync waits until every writer queued
 		}
-		return unix.Syncfs(fd)
+		return s.fd.SyncFS()
 	}
 	first := make(chan error, 1)
 	go func() { // the first sync, of an object of its own

@@ -38,6 +38,7 @@ import (
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/fsio"
 	"github.com/strata-storage/strata/internal/httpserve"
 	"github.com/strata-storage/strata/internal/metrics"
 	"github.com/strata-storage/strata/internal/mover"
@@ -58,17 +59,18 @@ type Server struct {
 	// inject faults through it.
 	Library *tape.Emulator
 
-	lock    *os.File
-	devs    []*disk.Device
-	httpSrv *httpserve.Server
-	s3Srv   *http.Server
-	s3Addr  string
-	ctlAddr string
-	dataLn  net.Listener
-	tls     bool // the TCP listeners speak TLS
-	audit   *audit.Log
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	lock      *os.File
+	closeOnce sync.Once
+	devs      []*disk.Device
+	httpSrv   *httpserve.Server
+	s3Srv     *http.Server
+	s3Addr    string
+	ctlAddr   string
+	dataLn    net.Listener
+	tls       bool // the TCP listeners speak TLS
+	audit     *audit.Log
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // LoadSecret reads the cluster secret, creating it when create is set and
@@ -155,7 +157,7 @@ func defaultCapacities(cfg config.Config) (map[string]int64, map[string]int, err
 	return caps, sharing, nil
 }
 
-func openDevices(cfg config.Config) ([]*disk.Device, error) {
+func openDevices(cfg config.Config, fs fsio.FS) ([]*disk.Device, error) {
 	caps, sharing, err := defaultCapacities(cfg)
 	if err != nil {
 		return nil, err
@@ -166,7 +168,7 @@ func openDevices(cfg config.Config) ([]*disk.Device, error) {
 		if capacity == 0 {
 			capacity = caps[d.ID]
 		}
-		dev, err := disk.Open(d.ID, d.Path, disk.Options{Capacity: capacity, Bandwidth: int64(d.Bandwidth), Sharing: sharing[d.ID]})
+		dev, err := disk.Open(d.ID, d.Path, disk.Options{Capacity: capacity, Bandwidth: int64(d.Bandwidth), Sharing: sharing[d.ID], FS: fs})
 		if err != nil {
 			for _, o := range devs {
 				o.Close()
@@ -337,8 +339,22 @@ func (mn *moverNet) registration(cfg config.Config, m *mover.Mover) api.MoverReg
 	return r
 }
 
+// Options are what a server takes beyond its configuration.
+type Options struct {
+	Log *slog.Logger // nil: discard
+	// FS is what the devices' files go through; nil means fsio.OS. Tests
+	// inject faults and crashes with faultfs.
+	FS fsio.FS
+}
+
 // Start brings up a single-node server and returns once it is serving.
-func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server, err error) {
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	return StartWith(ctx, cfg, Options{Log: log})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, err error) {
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -411,7 +427,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server,
 	if s.Core, err = core.New(ctx, s.Store, secret, cc, log); err != nil {
 		return nil, err
 	}
-	if s.devs, err = openDevices(cfg); err != nil {
+	if s.devs, err = openDevices(cfg, o.FS); err != nil {
 		return nil, err
 	}
 	s.Mover = mover.New(cfg.Mover.ID, s.devs, token.NewSigner(secret), log)
@@ -642,6 +658,13 @@ func (s *Server) CA() string {
 
 // Close stops serving and releases everything.
 func (s *Server) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+// close stops the server; Close runs it once, however often it is called
+// (a test that stops a server early and its cleanup).
+func (s *Server) close() {
 	if s.s3Srv != nil {
 		s.s3Srv.Close()
 	}
@@ -672,7 +695,6 @@ func (s *Server) Close() error {
 	if s.lock != nil {
 		s.lock.Close()
 	}
-	return nil
 }
 
 // RunMover runs a standalone mover until ctx ends: it serves its devices
@@ -690,7 +712,7 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("mover: %w", err)
 	}
-	devs, err := openDevices(cfg)
+	devs, err := openDevices(cfg, nil)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,12 @@ func Config(dir string) config.Config {
 // Start starts a server configured by Config(t.TempDir()) and edit.
 func Start(t testing.TB, edit func(*config.Config)) *server.Server {
 	t.Helper()
+	return StartWith(t, server.Options{}, edit)
+}
+
+// StartWith is Start with server options (a faultfs for the devices).
+func StartWith(t testing.TB, o server.Options, edit func(*config.Config)) *server.Server {
+	t.Helper()
 	c := Config(filepath.Join(t.TempDir(), "data"))
 	if edit != nil {
 		edit(&c)
@@ -53,7 +59,7 @@ func Start(t testing.TB, edit func(*config.Config)) *server.Server {
 	if err := c.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.Start(context.Background(), c, nil)
+	s, err := server.StartWith(context.Background(), c, o)
 	if err != nil {
 		t.Fatal(err)
 	}

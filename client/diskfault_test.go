@@ -1,0 +1,321 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/fsio"
+	"github.com/strata-storage/strata/internal/fsio/faultfs"
+	"github.com/strata-storage/strata/internal/server"
+	"github.com/strata-storage/strata/internal/testutil"
+)
+
+// faultServer starts a server whose devices' files go through a faultfs,
+// reclaiming what a failed write leaves as soon as it is asked to.
+func faultServer(t *testing.T, edit func(*config.Config)) (*server.Server, *client.Client, *faultfs.FS) {
+	t.Helper()
+	fs := faultfs.New(fsio.OS)
+	s := testutil.StartWith(t, server.Options{FS: fs}, func(c *config.Config) {
+		c.ReclaimGrace = "1ms"
+		if edit != nil {
+			edit(c)
+		}
+	})
+	return s, testutil.Client(t, s), fs
+}
+
+// Sizes that take each of a device's write paths (testutil's 64 KiB
+// stripe unit over four devices): objects of at most 1 MiB are written
+// through the page cache and made durable by a group syncfs; larger ones
+// are preallocated, written with O_DIRECT and fsynced with their directory.
+const (
+	smallFile = 200 << 10
+	largeFile = 16 << 20
+)
+
+// Every failure a device's file system can return while a file is put:
+// the put fails with one error naming the cause, no version of the file
+// appears half-written, an overwritten file keeps its old version, the
+// objects the failed put left are reclaimed, and the server goes on
+// serving the same put once the fault is gone.
+func TestPutSurvivesDiskFaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rule faultfs.Rule
+		size int
+		want string // in the put's error
+	}{
+		{"create fails", faultfs.Rule{Op: faultfs.OpCreate}, smallFile, "input/output error"},
+		{"write fails mid-object", faultfs.Rule{Op: faultfs.OpWrite, Nth: 3}, largeFile, "input/output error"},
+		{"disk full mid-object", faultfs.Rule{Op: faultfs.OpWrite, Nth: 2, Err: syscall.ENOSPC}, largeFile, "no space"},
+		{"small object's write fails", faultfs.Rule{Op: faultfs.OpWrite}, smallFile, "input/output error"},
+		{"preallocation finds the disk full", faultfs.Rule{Op: faultfs.OpAllocate, Err: syscall.ENOSPC}, largeFile, "no space"},
+		{"object fsync fails", faultfs.Rule{Op: faultfs.OpSync}, largeFile, "input/output error"},
+		{"directory fsync fails", faultfs.Rule{Op: faultfs.OpSyncDir}, largeFile, "input/output error"},
+		{"group syncfs fails", faultfs.Rule{Op: faultfs.OpSyncFS}, smallFile, "input/output error"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, cl, fs := faultServer(t, nil)
+			old := randBytes(1, c.size)
+			roundTrip(t, cl, "/kept", old, client.PutOptions{})
+			before := objects(t, s.Cfg.DataDir)
+
+			fs.Inject(c.rule)
+			for _, p := range []string{"/new", "/kept"} {
+				data := randBytes(2, c.size)
+				_, err := cl.Put(ctx, p, bytes.NewReader(data), int64(len(data)), client.PutOptions{Overwrite: true})
+				if err == nil {
+					t.Fatalf("put %s succeeded through %+v", p, c.rule)
+				}
+				if !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+					t.Errorf("put %s: %v; want an error saying %q", p, err, c.want)
+				}
+				if full := errors.Is(c.rule.Err, syscall.ENOSPC); errors.Is(err, client.ErrNoSpace) != full {
+					t.Errorf("put %s: %v; is ErrNoSpace: %v, want %v", p, err, !full, full)
+				}
+			}
+			if fs.Injected() == 0 {
+				t.Fatal("no fault was injected")
+			}
+			fs.Clear()
+			if _, err := cl.Stat(ctx, "/new"); !errors.Is(err, client.ErrNotFound) {
+				t.Fatalf("/new after its failed put: %v", err)
+			}
+			if got, err := getBytes(cl, "/kept"); err != nil || !bytes.Equal(got, old) {
+				t.Fatalf("/kept after a failed overwrite: %v", err)
+			}
+			if _, err := s.Core.Reclaim(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if after := objects(t, s.Cfg.DataDir); !slices.Equal(after, before) {
+				t.Fatalf("objects after reclaim: %d, before the failed puts %d", len(after), len(before))
+			}
+			roundTrip(t, cl, "/new", randBytes(3, c.size), client.PutOptions{})
+		})
+	}
+}
+
+// A crash that loses everything not yet synced loses nothing a put was
+// acknowledged for: clients put files until the devices' file system
+// "loses power" under them; after a restart every acknowledged file reads
+// back whole and verified, every visible file is one that was put whole,
+// and the objects of the puts cut short are reclaimed.
+func TestCrashKeepsAcknowledgedFiles(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		sizes []int
+	}{
+		// Small objects are made durable by group syncs, large ones by
+		// their own fsyncs (which a group sync also covers: only large
+		// files show a large object's own syncs at work).
+		{"mixed", []int{smallFile, 3000, largeFile, 0}},
+		{"large", []int{largeFile, largeFile + 12345}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			crashWhilePutting(t, c.sizes)
+		})
+	}
+}
+
+func crashWhilePutting(t *testing.T, sizes []int) {
+	fs := faultfs.New(fsio.OS)
+	s := testutil.StartWith(t, server.Options{FS: fs}, func(c *config.Config) {
+		c.Catalog.Sync = "full" // a commit the client saw is on disk
+		c.ReclaimGrace = "1ms"
+	})
+	cl := testutil.Client(t, s)
+	type put struct {
+		path string
+		seed uint64
+		size int
+	}
+	var (
+		mu    sync.Mutex
+		acked []put
+		tried = map[string]put{}
+		wg    sync.WaitGroup
+	)
+	enough := make(chan struct{})
+	var once sync.Once
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				p := put{fmt.Sprintf("/w%d-%03d", w, i), uint64(w*1000 + i), sizes[i%len(sizes)]}
+				mu.Lock()
+				tried[p.path] = p
+				mu.Unlock()
+				data := randBytes(p.seed, p.size)
+				if _, err := cl.Put(ctx, p.path, bytes.NewReader(data), int64(p.size), client.PutOptions{}); err != nil {
+					return // the crash
+				}
+				mu.Lock()
+				if acked = append(acked, p); len(acked) == 24 {
+					once.Do(func() { close(enough) })
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	<-enough
+	fs.Crash()
+	wg.Wait()
+	cfg := s.Cfg
+	s.Close()
+	if err := fs.Restore(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2, err := server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	cl2 := testutil.Client(t, s2)
+	for _, p := range acked {
+		got, err := getBytes(cl2, p.path)
+		if err != nil || !bytes.Equal(got, randBytes(p.seed, p.size)) {
+			t.Errorf("acknowledged %s (%d bytes) after the crash: %v", p.path, p.size, err)
+		}
+	}
+	visible, err := cl2.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := map[string]bool{}
+	for _, fi := range visible {
+		p, ok := tried[fi.Path]
+		if !ok {
+			t.Errorf("%s appeared from nowhere", fi.Path)
+			continue
+		}
+		if got, err := getBytes(cl2, fi.Path); err != nil || !bytes.Equal(got, randBytes(p.seed, p.size)) {
+			t.Errorf("%s is visible after the crash but not whole: %v", fi.Path, err)
+		}
+		full, err := cl2.Stat(ctx, fi.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Layout != nil {
+			for _, sg := range full.Layout.Segments {
+				keep[sg.Object] = true
+			}
+		}
+	}
+	if len(visible) < len(acked) {
+		t.Errorf("%d files visible, %d acknowledged", len(visible), len(acked))
+	}
+	if _, err := s2.Core.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objects(t, cfg.DataDir) {
+		if !keep[filepath.Base(o)] {
+			t.Errorf("object %s belongs to no file after reclaim", o)
+		}
+	}
+	t.Logf("%d puts acknowledged, %d visible after the crash, %d tried", len(acked), len(visible), len(tried))
+}
+
+// Tier moves meet the same faults: a migration that cannot read the disk
+// copy, a recall or a repack that cannot write one. Each fails with a
+// clear error, leaves the file as it was (on disk, on tape, on its old
+// cartridge), leaves no objects behind after reclaim, and succeeds once
+// the fault is gone.
+func TestTierMovesSurviveDiskFaults(t *testing.T) {
+	data := randBytes(7, 300<<10)
+	t.Run("migrate", func(t *testing.T) {
+		t.Parallel()
+		s, cl, fs := faultServer(t, nil)
+		roundTrip(t, cl, "/f", data, client.PutOptions{})
+		fs.Inject(faultfs.Rule{Op: faultfs.OpRead})
+		if res, err := cl.Migrate(ctx, "/f"); err == nil {
+			t.Fatalf("migrate of an unreadable disk copy: %+v", res)
+		} else if !bytes.Contains([]byte(err.Error()), []byte("input/output error")) {
+			t.Errorf("migrate: %v", err)
+		}
+		fs.Clear()
+		if fi := residency(t, cl, "/f"); fi.Residency != api.ResidencyDisk {
+			t.Fatalf("after the failed migration: %q", fi.Residency)
+		}
+		if _, err := s.Core.Reclaim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {
+			t.Fatalf("migrate once the disk reads: %+v, %v", res, err)
+		}
+		if got, err := getBytes(cl, "/f"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get after migration: %v", err)
+		}
+	})
+	t.Run("recall", func(t *testing.T) {
+		t.Parallel()
+		s, cl, fs := faultServer(t, nil)
+		onTape(t, cl, "/f", data, "")
+		if _, err := s.Core.Reclaim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fs.Inject(faultfs.Rule{Op: faultfs.OpWrite})
+		_, err := getBytes(cl, "/f")
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte("input/output error")) {
+			t.Fatalf("get through a recall that cannot write: %v", err)
+		}
+		fs.Clear()
+		if fi := residency(t, cl, "/f"); fi.Residency != api.ResidencyTape {
+			t.Fatalf("after the failed recall: %q", fi.Residency)
+		}
+		if _, err := s.Core.Reclaim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if left := objects(t, s.Cfg.DataDir); len(left) != 0 {
+			t.Fatalf("the failed recall left %d objects", len(left))
+		}
+		if got, err := getBytes(cl, "/f"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get once the disk writes: %v", err)
+		}
+	})
+	t.Run("repack", func(t *testing.T) {
+		t.Parallel()
+		s, cl, fs := faultServer(t, nil)
+		onTape(t, cl, "/f", data, "")
+		vol := residency(t, cl, "/f").Layout.Tapes[0].Volume
+		if _, err := s.Core.Reclaim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fs.Inject(faultfs.Rule{Op: faultfs.OpWrite})
+		if res, err := cl.Repack(ctx, vol); err == nil {
+			t.Fatalf("repack through a disk that cannot write: %+v", res)
+		} else if !bytes.Contains([]byte(err.Error()), []byte("input/output error")) {
+			t.Errorf("repack: %v", err)
+		}
+		fs.Clear()
+		fi := residency(t, cl, "/f")
+		if fi.Residency != api.ResidencyTape || len(fi.Layout.Tapes) != 1 || fi.Layout.Tapes[0].Volume != vol {
+			t.Fatalf("after the failed repack: %q %+v", fi.Residency, fi.Layout.Tapes)
+		}
+		if _, err := s.Core.Reclaim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if left := objects(t, s.Cfg.DataDir); len(left) != 0 {
+			t.Fatalf("the failed repack left %d objects", len(left))
+		}
+		if res, err := cl.Repack(ctx, vol); err != nil || res.Files != 1 {
+			t.Fatalf("repack once the disk writes: %+v, %v", res, err)
+		}
+		if got, err := getBytes(cl, "/f"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get from the new cartridge: %v", err)
+		}
+	})
+}
