@@ -20,6 +20,24 @@ import (
 	"github.com/strata-storage/strata/internal/testutil"
 )
 
+// restart stops s after its faultfs crashed, leaves the files as the
+// crash would and starts a server on the same data (through the OS: the
+// machine is back).
+func restart(t *testing.T, s *server.Server, fs *faultfs.FS) (*server.Server, *client.Client) {
+	t.Helper()
+	cfg := s.Cfg
+	s.Close()
+	if err := fs.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	return s2, testutil.Client(t, s2)
+}
+
 // faultServer starts a server whose devices' files go through a faultfs,
 // reclaiming what a failed write leaves as soon as it is asked to.
 func faultServer(t *testing.T, edit func(*config.Config)) (*server.Server, *client.Client, *faultfs.FS) {
@@ -173,18 +191,8 @@ func crashWhilePutting(t *testing.T, sizes []int) {
 	<-enough
 	fs.Crash()
 	wg.Wait()
-	cfg := s.Cfg
-	s.Close()
-	if err := fs.Restore(); err != nil {
-		t.Fatal(err)
-	}
-
-	s2, err := server.Start(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s2.Close() })
-	cl2 := testutil.Client(t, s2)
+	s2, cl2 := restart(t, s, fs)
+	cfg := s2.Cfg
 	for _, p := range acked {
 		got, err := getBytes(cl2, p.path)
 		if err != nil || !bytes.Equal(got, randBytes(p.seed, p.size)) {
@@ -318,4 +326,117 @@ func TestTierMovesSurviveDiskFaults(t *testing.T) {
 			t.Fatalf("get from the new cartridge: %v", err)
 		}
 	})
+}
+
+// The emulated library's files go through the same file system: a tape
+// file that cannot be written or made durable fails its migration, which
+// records no tape copy, and the file migrates once the fault is gone.
+// Tape files are named by their 7-digit sequence number (".partial" while
+// written), cartridges' directories by their volume.
+func TestMigrationSurvivesTapeFaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rule faultfs.Rule
+	}{
+		{"tape file write", faultfs.Rule{Op: faultfs.OpWrite, Name: "*.partial"}},
+		{"tape file fsync at the flush", faultfs.Rule{Op: faultfs.OpSync, Name: "???????"}},
+		{"cartridge directory fsync at the flush", faultfs.Rule{Op: faultfs.OpSyncDir, Name: "T?????"}},
+		{"tape file rename", faultfs.Rule{Op: faultfs.OpRename}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, cl, fs := faultServer(t, nil)
+			data := randBytes(8, 300<<10)
+			roundTrip(t, cl, "/f", data, client.PutOptions{})
+			fs.Inject(c.rule)
+			if res, err := cl.Migrate(ctx, "/f"); err == nil {
+				t.Fatalf("migrate through %+v: %+v", c.rule, res)
+			} else if !bytes.Contains([]byte(err.Error()), []byte("input/output error")) {
+				t.Errorf("migrate: %v", err)
+			}
+			if fs.Injected() == 0 {
+				t.Fatal("no fault was injected")
+			}
+			fs.Clear()
+			if fi := residency(t, cl, "/f"); fi.Residency != api.ResidencyDisk || len(fi.Layout.Tapes) != 0 {
+				t.Fatalf("after the failed migration: %q %+v", fi.Residency, fi.Layout.Tapes)
+			}
+			if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {
+				t.Fatalf("migrate once the fault is gone: %+v, %v", res, err)
+			}
+			if _, err := cl.Purge(ctx, "/f"); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := getBytes(cl, "/f"); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("get from tape: %v", err)
+			}
+		})
+	}
+}
+
+// A crash during a migration, or just after it, loses nothing: after the
+// restart every file reads back from disk, and every tape copy the catalog
+// recorded reads back from tape once the disk copy is purged.
+func TestCrashAroundMigration(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		rule   faultfs.Rule
+		copies bool // the migration was recorded before the crash
+	}{
+		{"at a tape file's fsync", faultfs.Rule{Op: faultfs.OpSync, Name: "???????", Crash: true}, false},
+		{"at the cartridge's directory fsync", faultfs.Rule{Op: faultfs.OpSyncDir, Name: "T?????", Crash: true}, false},
+		{"after the copies were recorded", faultfs.Rule{Op: faultfs.OpCreate, Name: "*.0.0", Crash: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			fs := faultfs.New(fsio.OS)
+			s := testutil.StartWith(t, server.Options{FS: fs}, func(c *config.Config) {
+				c.Catalog.Sync = "full"
+				c.ReclaimGrace = "1ms"
+			})
+			cl := testutil.Client(t, s)
+			files := map[string][]byte{}
+			for i := range 4 {
+				p := fmt.Sprintf("/f%d", i)
+				files[p] = randBytes(uint64(10+i), 200<<10+i*1000)
+				roundTrip(t, cl, p, files[p], client.PutOptions{})
+			}
+			fs.Inject(c.rule)
+			_, err := cl.Migrate(ctx)
+			if c.copies {
+				if err != nil {
+					t.Fatal(err)
+				}
+				extra := randBytes(99, 1000)
+				if _, err := cl.Put(ctx, "/after", bytes.NewReader(extra), int64(len(extra)), client.PutOptions{}); err == nil {
+					t.Fatal("a put after the crash succeeded")
+				}
+			} else if err == nil {
+				t.Fatal("the migration went through the crash")
+			}
+			if !fs.Crashed() {
+				t.Fatal("the FS did not crash")
+			}
+			_, cl2 := restart(t, s, fs)
+			onTape := 0
+			for p, data := range files {
+				if got, err := getBytes(cl2, p); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("%s after the crash: %v", p, err)
+				}
+				if len(residency(t, cl2, p).Layout.Tapes) == 0 {
+					continue
+				}
+				onTape++
+				if _, err := cl2.Purge(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := getBytes(cl2, p); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("%s from the tape copy the catalog recorded: %v", p, err)
+				}
+			}
+			if want := map[bool]int{true: len(files)}[c.copies]; onTape != want {
+				t.Fatalf("%d files on tape after the crash, want %d", onTape, want)
+			}
+		})
+	}
 }

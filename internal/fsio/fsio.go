@@ -27,8 +27,8 @@ import (
 
 // FS is a file system as Strata's storage code uses it.
 type FS interface {
-	// Create creates path exclusively (O_CREAT|O_EXCL) for writing,
-	// with extra open flags such as O_DIRECT.
+	// Create creates path exclusively (O_CREAT|O_EXCL) for reading and
+	// writing, with extra open flags such as O_DIRECT.
 	Create(path string, flags int, perm os.FileMode) (File, error)
 	// Open opens path read-only; directories too, for SyncDir.
 	Open(path string) (File, error)
@@ -66,7 +66,7 @@ var OS FS = osFS{}
 type osFS struct{}
 
 func (osFS) Create(path string, flags int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|flags, perm)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|flags, perm)
 	if err != nil {
 		return nil, err
 	}

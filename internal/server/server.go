@@ -214,7 +214,7 @@ func listenAddr(want string, ln net.Listener) string {
 }
 
 // hsmConfig opens the tape library and reads the HSM policy.
-func hsmConfig(cfg config.Config, log *slog.Logger) (core.HSMConfig, *tape.Emulator, error) {
+func hsmConfig(cfg config.Config, fs fsio.FS, log *slog.Logger) (core.HSMConfig, *tape.Emulator, error) {
 	l, hc := cfg.Library, cfg.HSM
 	var h core.HSMConfig
 	if (l.Enabled != nil && !*l.Enabled) || l.Drives <= 0 {
@@ -228,7 +228,7 @@ func hsmConfig(cfg config.Config, log *slog.Logger) (core.HSMConfig, *tape.Emula
 	if err != nil {
 		return h, nil, fmt.Errorf("config: library: %w", err)
 	}
-	lib, err := tape.OpenEmulator(l.Path, tape.Options{Generation: gen, Drives: l.Drives, Cartridges: l.Cartridges, Capacity: int64(l.Capacity), Clock: clk, Log: log})
+	lib, err := tape.OpenEmulator(l.Path, tape.Options{Generation: gen, Drives: l.Drives, Cartridges: l.Cartridges, Capacity: int64(l.Capacity), Clock: clk, Log: log, FS: fs})
 	if err != nil {
 		return h, nil, err
 	}
@@ -342,8 +342,9 @@ func (mn *moverNet) registration(cfg config.Config, m *mover.Mover) api.MoverReg
 // Options are what a server takes beyond its configuration.
 type Options struct {
 	Log *slog.Logger // nil: discard
-	// FS is what the devices' files go through; nil means fsio.OS. Tests
-	// inject faults and crashes with faultfs.
+	// FS is what the devices' and the emulated library's files go
+	// through; nil means fsio.OS. Tests inject faults and crashes with
+	// faultfs.
 	FS fsio.FS
 }
 
@@ -421,7 +422,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 	for _, r := range cfg.SizeRules {
 		cc.SizeRules = append(cc.SizeRules, core.SizeRule{MaxSize: int64(r.MaxSize), COS: r.COS})
 	}
-	if cc.HSM, s.Library, err = hsmConfig(cfg, log); err != nil {
+	if cc.HSM, s.Library, err = hsmConfig(cfg, o.FS, log); err != nil {
 		return nil, err
 	}
 	if s.Core, err = core.New(ctx, s.Store, secret, cc, log); err != nil {
@@ -859,7 +860,7 @@ func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slo
 		return res, err
 	}
 	defer lock.Close()
-	hc, _, err := hsmConfig(cfg, log)
+	hc, _, err := hsmConfig(cfg, nil, log)
 	if err != nil {
 		return res, err
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/clock"
+	"github.com/strata-storage/strata/internal/fsio"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
@@ -30,6 +31,9 @@ type Options struct {
 	Capacity   int64 // per cartridge; default the generation's
 	Clock      clock.Clock
 	Log        *slog.Logger
+	// FS is what the cartridges' files go through; nil means fsio.OS.
+	// Tests inject faults and crashes with faultfs.
+	FS fsio.FS
 }
 
 // Emulator is a tape library whose cartridges are directories on the host:
@@ -39,6 +43,7 @@ type Options struct {
 // SetUnreadable, FailRobot).
 type Emulator struct {
 	dir      string
+	fs       fsio.FS
 	gen      Generation
 	clk      clock.Clock
 	capacity int64
@@ -97,9 +102,12 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	e := &Emulator{dir: dir, gen: o.Generation, clk: o.Clock, capacity: o.Capacity, log: o.Log,
+	if o.FS == nil {
+		o.FS = fsio.OS
+	}
+	e := &Emulator{dir: dir, fs: o.FS, gen: o.Generation, clk: o.Clock, capacity: o.Capacity, log: o.Log,
 		carts: map[string]*cartridge{}, robot: make(chan struct{}, 1)}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := e.fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tape library %s: %w", dir, err)
 	}
 	ents, err := os.ReadDir(dir)
@@ -110,7 +118,7 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 		if !de.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, de.Name(), volumeLabel)); err != nil {
+		if _, err := e.fs.Stat(filepath.Join(dir, de.Name(), volumeLabel)); err != nil {
 			continue
 		}
 		c, err := e.loadCartridge(de.Name())
@@ -142,22 +150,24 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 
 func (e *Emulator) newCartridge(vol string) (*cartridge, error) {
 	d := filepath.Join(e.dir, vol)
-	if err := os.MkdirAll(d, 0o700); err != nil {
+	if err := e.fs.MkdirAll(d, 0o700); err != nil {
 		return nil, fmt.Errorf("tape: cartridge %s: %w", vol, err)
 	}
 	b, _ := json.Marshal(map[string]any{"volume": vol, "generation": e.gen.Name, "capacity": e.capacity})
-	if err := writeFileSync(filepath.Join(d, volumeLabel), b); err != nil {
+	if err := e.writeFileSync(filepath.Join(d, volumeLabel), b); err != nil {
 		return nil, fmt.Errorf("tape: label %s: %w", vol, err)
 	}
 	return &cartridge{volume: vol, dir: d}, nil
 }
 
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// writeFileSync writes a new file durably: its data, then its entry.
+func (e *Emulator) writeFileSync(path string, b []byte) error {
+	e.fs.Remove(path) // a label left by a start that failed before this
+	f, err := e.fs.Create(path, 0, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
+	if _, err := f.WriteAt(b, 0); err != nil {
 		f.Close()
 		return err
 	}
@@ -165,7 +175,23 @@ func writeFileSync(path string, b []byte) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return e.syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a directory's entries durable.
+func (e *Emulator) syncDir(dir string) error {
+	d, err := e.fs.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func fileName(seq int) string { return fmt.Sprintf("%07d", seq) }
@@ -184,7 +210,7 @@ func (e *Emulator) loadCartridge(vol string) (*cartridge, error) {
 	for _, de := range ents {
 		name := de.Name()
 		if strings.HasSuffix(name, ".partial") {
-			os.Remove(filepath.Join(c.dir, name))
+			e.fs.Remove(filepath.Join(c.dir, name))
 			continue
 		}
 		if n, err := strconv.Atoi(name); err == nil && n > 0 {
@@ -194,13 +220,13 @@ func (e *Emulator) loadCartridge(vol string) (*cartridge, error) {
 	sort.Ints(seqs)
 	for i, seq := range seqs {
 		path := filepath.Join(c.dir, fileName(seq))
-		tf, err := checkTapeFile(path)
+		tf, err := e.checkTapeFile(path)
 		if err == nil && seq != i+1 {
 			err = fmt.Errorf("tape file %d follows %d", seq, i)
 		}
 		if err != nil {
 			for _, s := range seqs[i:] {
-				os.Remove(filepath.Join(c.dir, fileName(s)))
+				e.fs.Remove(filepath.Join(c.dir, fileName(s)))
 			}
 			e.log.Warn("tape: discarded tape files after the end of data", "volume", vol, "from", seq, "reason", err)
 			break
@@ -214,8 +240,8 @@ func (e *Emulator) loadCartridge(vol string) (*cartridge, error) {
 
 // checkTapeFile checks that a tape file on the host is complete: a header,
 // data of the length the trailer states, the trailer, its length.
-func checkTapeFile(path string) (tapeFile, error) {
-	f, err := os.Open(path)
+func (e *Emulator) checkTapeFile(path string) (tapeFile, error) {
+	f, err := e.fs.Open(path)
 	if err != nil {
 		return tapeFile{}, err
 	}
@@ -224,7 +250,7 @@ func checkTapeFile(path string) (tapeFile, error) {
 	if err != nil {
 		return tapeFile{}, err
 	}
-	_, hdrLen, err := DecodeHeader(f)
+	_, hdrLen, err := DecodeHeader(io.NewSectionReader(f, 0, fi.Size()))
 	if err != nil {
 		return tapeFile{}, err
 	}
@@ -502,13 +528,12 @@ func (e *Emulator) Erase(ctx context.Context, driveID string) error {
 	}
 	c := d.cart
 	for _, tf := range c.files {
-		if err := os.Remove(tf.name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := e.fs.Remove(tf.name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("tape: erase %s: %w", c.volume, err)
 		}
 	}
-	if dir, err := os.Open(c.dir); err == nil {
-		dir.Sync()
-		dir.Close()
+	if err := e.syncDir(c.dir); err != nil {
+		return fmt.Errorf("tape: erase %s: %w", c.volume, err)
 	}
 	e.mu.Lock()
 	c.files, c.end, c.known = nil, 0, false
@@ -532,7 +557,7 @@ func (e *Emulator) flush(ctx context.Context, d *drive) error {
 		return nil
 	}
 	for _, p := range d.pending {
-		f, err := os.Open(p)
+		f, err := e.fs.Open(p)
 		if err != nil {
 			return fmt.Errorf("tape: flush %s: %w", p, err)
 		}
@@ -542,9 +567,8 @@ func (e *Emulator) flush(ctx context.Context, d *drive) error {
 			return fmt.Errorf("tape: flush %s: %w", p, err)
 		}
 	}
-	if dir, err := os.Open(d.cart.dir); err == nil {
-		dir.Sync()
-		dir.Close()
+	if err := e.syncDir(d.cart.dir); err != nil {
+		return fmt.Errorf("tape: flush %s: %w", d.cart.volume, err)
 	}
 	d.pending = d.pending[:0]
 	e.mu.Lock()
@@ -578,7 +602,8 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		return nil, err
 	}
 	final := filepath.Join(c.dir, fileName(h.Seq))
-	f, err := os.OpenFile(final+".partial", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	e.fs.Remove(final + ".partial") // an earlier attempt's, if any
+	f, err := e.fs.Create(final+".partial", 0, 0o600)
 	if err != nil {
 		e.release(d)
 		return nil, fmt.Errorf("tape: %s: %w", c.volume, err)
@@ -597,7 +622,8 @@ type fileWriter struct {
 	e      *Emulator
 	d      *drive
 	c      *cartridge
-	f      *os.File
+	f      fsio.File
+	off    int64 // where the next write goes in f
 	final  string
 	seq    int
 	start  int64
@@ -654,7 +680,8 @@ func (w *fileWriter) Seq() int { return w.seq }
 func (w *fileWriter) Start() int64 { return w.start }
 
 func (w *fileWriter) write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
 	if err != nil {
 		return n, fmt.Errorf("tape: write %s: %w", w.c.volume, err)
 	}
@@ -731,7 +758,7 @@ func (w *fileWriter) Close() error {
 		w.f = nil
 	}
 	if err == nil {
-		err = os.Rename(w.final+".partial", w.final)
+		err = w.e.fs.Rename(w.final+".partial", w.final)
 	}
 	if err != nil {
 		w.Abort()
@@ -759,7 +786,7 @@ func (w *fileWriter) Abort() {
 	if w.f != nil {
 		w.f.Close()
 	}
-	os.Remove(w.final + ".partial")
+	w.e.fs.Remove(w.final + ".partial")
 	w.e.mu.Lock()
 	w.d.off = -1 // somewhere past the end of data: the next access locates
 	w.e.mu.Unlock()
@@ -783,12 +810,12 @@ func (e *Emulator) fileAt(d *drive, seq int) (tapeFile, error) {
 
 // openLabels claims drive for reading a label of tape file seq; done
 // releases it.
-func (e *Emulator) openLabels(driveID string, seq int) (d *drive, tf tapeFile, f *os.File, done func(), err error) {
+func (e *Emulator) openLabels(driveID string, seq int) (d *drive, tf tapeFile, f fsio.File, done func(), err error) {
 	if d, err = e.acquire(driveID, true); err != nil {
 		return
 	}
 	if tf, err = e.fileAt(d, seq); err == nil {
-		if f, err = os.Open(tf.name); err != nil {
+		if f, err = e.fs.Open(tf.name); err != nil {
 			err = fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
 		}
 	}
@@ -809,7 +836,7 @@ func (e *Emulator) ReadHeader(ctx context.Context, driveID string, seq int) (*He
 	if err := e.locate(ctx, d, tf.start); err != nil {
 		return nil, err
 	}
-	h, n, err := DecodeHeader(f)
+	h, n, err := DecodeHeader(io.NewSectionReader(f, 0, tf.size))
 	if err != nil {
 		return nil, fmt.Errorf("tape: %s file %d: %w", d.cart.volume, seq, err)
 	}
@@ -882,9 +909,9 @@ func (e *Emulator) ReadData(ctx context.Context, driveID string, seq int, off, n
 	if err == nil {
 		err = e.locate(ctx, d, tf.start+tf.hdrLen+off)
 	}
-	var f *os.File
+	var f fsio.File
 	if err == nil {
-		f, err = os.Open(tf.name)
+		f, err = e.fs.Open(tf.name)
 	}
 	if err != nil {
 		e.release(d)
@@ -896,7 +923,7 @@ func (e *Emulator) ReadData(ctx context.Context, driveID string, seq int, off, n
 type dataReader struct {
 	e    *Emulator
 	d    *drive
-	f    *os.File
+	f    fsio.File
 	r    *io.SectionReader
 	ctx  context.Context
 	pace *pacer

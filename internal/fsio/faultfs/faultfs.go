@@ -73,6 +73,9 @@ type Rule struct {
 	Count int
 	// Err is the errno returned; nil means EIO.
 	Err error
+	// Crash, instead, crashes the FS at that operation (see Crash): it
+	// and everything after it fail, nothing more becomes durable.
+	Crash bool
 }
 
 type rule struct {
@@ -141,6 +144,13 @@ func (fs *FS) Crash() {
 	fs.mu.Unlock()
 }
 
+// Crashed reports whether the FS has crashed (by Crash or a rule).
+func (fs *FS) Crashed() bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.crashed
+}
+
 // Restore leaves every file as the crash would have: call it after Crash,
 // once the files' users have closed them. The FS then works again, with no
 // rules, and everything on it counts as durable.
@@ -193,6 +203,10 @@ func (fs *FS) faultLocked(op Op, path string) error {
 		}
 		r.fired++
 		fs.fired++
+		if r.Crash {
+			fs.crashed = true
+			return &os.PathError{Op: op.String(), Path: path, Err: syscall.EIO}
+		}
 		return &os.PathError{Op: op.String(), Path: path, Err: r.Err}
 	}
 	return nil
@@ -443,8 +457,14 @@ func (f *file) Sync() error {
 		f.fs.syncDir(filepath.Clean(f.path))
 		return nil
 	}
-	if f.st != nil {
-		return f.fs.syncFile(f.st)
+	// fsync through any descriptor of a file makes its data durable: a
+	// file created, closed and opened again is synced through the new one.
+	st := f.st
+	if st == nil {
+		st = f.fs.files[f.path]
+	}
+	if st != nil {
+		return f.fs.syncFile(st)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 //	write NAME TEXT   append TEXT through NAME's open handle
 //	sync NAME         fsync NAME
 //	close NAME
+//	reopen NAME       open NAME again and fsync it through that descriptor
 //	syncdir           fsync the directory
 //	syncfs            syncfs the file system
 //	remove NAME
@@ -45,6 +46,7 @@ func TestCrash(t *testing.T) {
 		{"rename of a durable file", "pre a x; rename a b", "a=x b!"},
 		{"recreated, unsynced", "pre a old; remove a; create a; write a new; sync a", "a=old"},
 		{"recreated, synced", "pre a old; remove a; create a; write a new; sync a; syncdir", "a=new"},
+		{"synced through another descriptor", "create a; write a x; close a; reopen a; syncdir", "a=x"},
 		{"written through a handle after rename", "create a; sync a; syncdir; rename a b; write a x; sync a; syncdir", "a! b=x"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,6 +68,12 @@ func TestCrash(t *testing.T) {
 					size[w[1]] += int64(len(w[2]))
 				case "sync":
 					err = open[w[1]].Sync()
+				case "reopen": // open again and fsync through the new descriptor
+					var f fsio.File
+					if f, err = fs.Open(p(w[1])); err == nil {
+						err = f.Sync()
+						f.Close()
+					}
 				case "close":
 					err = open[w[1]].Close()
 					delete(open, w[1])
@@ -167,5 +175,26 @@ func TestInject(t *testing.T) {
 				t.Errorf("a write after Clear: %v", err)
 			}
 		})
+	}
+}
+
+// A rule may crash the FS at its operation: that one and all after fail.
+func TestCrashRule(t *testing.T) {
+	dir := t.TempDir()
+	fs := faultfs.New(fsio.OS)
+	fs.Inject(faultfs.Rule{Op: faultfs.OpSync, Nth: 2, Crash: true})
+	f, err := fs.Create(filepath.Join(dir, "a"), 0, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil || fs.Crashed() {
+		t.Fatalf("first sync: %v, crashed %v", err, fs.Crashed())
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) || !fs.Crashed() {
+		t.Fatalf("second sync: %v, crashed %v", err, fs.Crashed())
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a write after the crash: %v", err)
 	}
 }
