@@ -7,8 +7,7 @@ import (
 )
 
 // The suite, in the order `strata bench list` shows it. Patterns name the
-// IOR, mdtest or fio run that does the same (see
-// ../shared/reference/hpcs-scenarios.md and docs/BENCHMARKS.md).
+// IOR, mdtest or fio run that does the same (see docs/BENCHMARKS.md).
 func init() {
 	register(Scenario{"hpcs01", "single stream, large blocks, half duplex", "ior -w -e -t B -b S (1 rank), then -r; fio rw=write then rw=read, numjobs=1", hpcs01})
 	register(Scenario{"hpcs02", "single stream, large blocks, full duplex", "fio: a rw=write and a rw=read job at once, same bs", hpcs02})

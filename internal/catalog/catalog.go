@@ -2,8 +2,9 @@
 // and files with their attributes), each file's bitfile (its data's copies
 // and segments on devices), the devices themselves, and the core's epoch.
 //
-// Store is the one interface over the database. Implementations (SQLite now,
-// PostgreSQL next) must pass catalogtest.Run. Every mutating method is one
+// Store is the one interface over the database. Its implementations
+// (sqlite, the embedded default, and postgres) pass catalogtest.Run, the
+// one conformance suite. Every mutating method is one
 // atomic transaction, so the invariants below hold after any crash:
 //
 //   - a file entry points only at a committed bitfile (or none, when empty);

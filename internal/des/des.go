@@ -3,9 +3,8 @@
 // seeded random streams, an event fingerprint, and fluid max-min sharing of
 // bandwidth (fluid.go).
 //
-// It is our own because nothing maintained fits (see
-// ../shared/reference/go-stack.md (n)): the Go DES libraries we could find
-// run each process as a goroutine with channel hand-offs (2–3 M resumes/s
+// It is our own because nothing maintained fits: the Go DES libraries we
+// could find (simgo, godes, discrete-events) run each process as a goroutine with channel hand-offs (2–3 M resumes/s
 // at best), are unmaintained, or are not reachable from this module proxy.
 // The kernel is small on purpose. What it must guarantee is repeatability:
 //

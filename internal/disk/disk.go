@@ -21,6 +21,10 @@
 // A device accounts its capacity (a configured size, never more than the
 // file system offers) and may be capped in bandwidth so that one machine can
 // emulate many slower devices.
+//
+// Its files go through an fsio.FS (Options.FS): the operating system's in
+// production, faultfs in the tests that make writes, fsyncs and syncfs
+// fail and that crash a server to check what its receipts promised.
 package disk
 
 import (

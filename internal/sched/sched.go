@@ -4,7 +4,8 @@
 // a decision path, so the same requests always give the same decisions —
 // which is what lets `strata sim` run this very code in virtual time.
 //
-// The rules follow CERN CTA's (../shared/reference/hsm-landscape.md): a
+// The rules follow CERN CTA's scheduler (Scheduler.cpp's mount criteria,
+// gitlab.cern.ch/cta/CTA): a
 // mount is worth its minutes only when enough is queued for a cartridge —
 // bytes, files, or a request old enough — or a request has priority; a
 // mounted cartridge serves everything queued for it before it is let go;

@@ -6,8 +6,9 @@ import (
 	"github.com/strata-storage/strata/internal/des"
 )
 
-// DiskParams describe one hard disk drive (defaults and sources:
-// ../shared/reference/device-and-validation-data.md §2.1).
+// DiskParams describe one hard disk drive (defaults from data sheets: WD
+// Ultrastar DC HC310, Seagate Exos X18, Hitachi Ultrastar 15K450; DiskSim's
+// Cheetah 9LP for the extracted seek curve).
 type DiskParams struct {
 	RPM       float64 `toml:"rpm"`
 	SeekAvg   float64 `toml:"seek_avg_ms"`   // average seek, ms

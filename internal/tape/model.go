@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Generation holds the physical parameters of one LTO generation, from
-// ../shared/reference/device-and-validation-data.md §2.4–2.5 (vendor
-// figures for IBM drives where they differ from the specification).
+// Generation holds the physical parameters of one LTO generation, from the
+// LTO Program's generation specifications and IBM's LTO drive data sheets
+// (IBM's figures where they differ from the specification).
 type Generation struct {
 	Name     string
 	Capacity int64   // native bytes per cartridge

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 					if !ok {
 						panic(r)
 					}
-					t.Fatalf("unexpected error: %v", f.err)
+					t.Fatalf("%s: unexpected error: %v", f.at, f.err)
 				}
 			}()
 			tc.fn(t, s)
@@ -70,13 +72,19 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 
 var ctx = context.Background()
 
-// failure carries an unexpected error out of must; Run turns it into a
-// test failure. It keeps the cases readable: one call, one line.
-type failure struct{ err error }
+// failure carries an unexpected error out of must, with the line of the
+// must that met it; Run turns it into a test failure there. It keeps the
+// cases readable: one call, one line. (must cannot take t and call
+// t.Helper: Go passes a call's two results only as the whole argument list.)
+type failure struct {
+	err error
+	at  string
+}
 
 func must[T any](v T, err error) T {
 	if err != nil {
-		panic(failure{err})
+		_, file, line, _ := runtime.Caller(1)
+		panic(failure{err, fmt.Sprintf("%s:%d", filepath.Base(file), line)})
 	}
 	return v
 }
