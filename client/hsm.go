@@ -102,11 +102,8 @@ func (c *Client) awaitRecall(ctx context.Context, path string, o GetOptions) err
 		case api.StageFailed:
 			return api.Errorf(api.ErrOffline, "get %s: recall failed: %s", path, st.Error)
 		case api.StageOffline: // the recall was lost (a server restart between polls): ask again
-			if sts, err = c.Stage(ctx, []string{path}, 0); err != nil {
+			if _, err := c.Stage(ctx, []string{path}, 0); err != nil {
 				return err
-			}
-			if len(sts) == 1 {
-				st = &sts[0]
 			}
 		}
 		// The server holds the question until the recall ends (or a

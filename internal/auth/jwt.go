@@ -154,10 +154,19 @@ func ParseJWKS(b []byte) (map[string]crypto.PublicKey, error) {
 			}
 			x, err1 := dec(k.X)
 			y, err2 := dec(k.Y)
-			if err1 != nil || err2 != nil || !elliptic.P256().IsOnCurve(x, y) {
+			var pub *ecdsa.PublicKey
+			if err1 == nil && err2 == nil && x.BitLen() <= 256 && y.BitLen() <= 256 {
+				// ParseUncompressedPublicKey checks the point is on the curve.
+				pt := make([]byte, 65)
+				pt[0] = 4
+				x.FillBytes(pt[1:33])
+				y.FillBytes(pt[33:])
+				pub, err1 = ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pt)
+			}
+			if pub == nil || err1 != nil {
 				return nil, fmt.Errorf("JWKS: EC key %q: not a P-256 point", k.Kid)
 			}
-			out[k.Kid] = &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
+			out[k.Kid] = pub
 		}
 	}
 	if len(out) == 0 {

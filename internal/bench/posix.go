@@ -245,12 +245,10 @@ func alignedBuf(n int) []byte {
 }
 
 type posixShared struct {
-	t             *posix
-	path          string
-	writers       int
-	block         int64
-	mu            sync.Mutex
-	closed, parts int
+	t       *posix
+	path    string
+	writers int
+	block   int64
 }
 
 func (t *posix) CreateShared(ctx context.Context, p string, size int64, writers int, block int64) (Shared, error) {

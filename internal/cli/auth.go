@@ -267,6 +267,7 @@ func (e *env) chownCmd() *cobra.Command {
 			}
 		}
 		if r.UID == nil && r.GID == nil {
+			//lint:ignore ST1005 "PATH..." is the usage line's syntax
 			return errors.New("usage: strata chown UID[:GID] PATH...")
 		}
 		return eachRemote(args[1:], func(p string) error {

@@ -396,9 +396,9 @@ func (e *env) lsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s:\n", p)
 			}
 			if dirOnly {
-				fi, err := c.Stat(ctx, p)
-				if err != nil {
-					return err
+				fi, serr := c.Stat(ctx, p)
+				if serr != nil {
+					return serr
 				}
 				fi.Layout = nil
 				err = write([]client.FileInfo{*fi})

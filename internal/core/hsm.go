@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"sync"
 	"time"
 
@@ -349,9 +348,4 @@ func geometry(lib tape.Library) *sched.Geometry {
 		g.Capacity = cs[0].Capacity
 	}
 	return g
-}
-
-func uniq(vs []string) []string {
-	slices.Sort(vs)
-	return slices.Compact(vs)
 }

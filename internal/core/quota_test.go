@@ -60,7 +60,7 @@ func TestQuotaRacingCreates(t *testing.T) {
 	}
 	// The message names the quota.
 	_, err := c.Create(alice, api.CreateRequest{Path: "/home/one-more", Size: 300})
-	if !errors.Is(err, api.ErrQuota) || !errors.Is(err, api.ErrQuota) || err.Error() == "" {
+	if !errors.Is(err, api.ErrQuota) || err.Error() == "" {
 		t.Fatal(err)
 	}
 	t.Log(err)

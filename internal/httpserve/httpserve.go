@@ -535,13 +535,12 @@ func (s *Server) logger() *slog.Logger {
 
 // response buffers a handler's output.
 type response struct {
-	hdr      http.Header
-	status   int
-	body     bytes.Buffer
-	head     bool
-	headLen  int // what a HEAD request's handler wrote (and was not sent)
-	close    bool
-	watching sync.WaitGroup
+	hdr     http.Header
+	status  int
+	body    bytes.Buffer
+	head    bool
+	headLen int // what a HEAD request's handler wrote (and was not sent)
+	close   bool
 }
 
 func (w *response) reset(req *http.Request) {
