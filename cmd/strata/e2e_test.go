@@ -504,6 +504,18 @@ func (s *server) objects() int {
 	return len(m)
 }
 
+// objectBytes is the size of every object on the devices.
+func (s *server) objectBytes() int64 {
+	m, _ := filepath.Glob(filepath.Join(s.dir, "data", "devices", "*", "objects", "*", "*"))
+	var n int64
+	for _, p := range m {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
 func (s *server) waitObjects(want int) {
 	s.t.Helper()
 	for i := 0; i < 200; i++ {
@@ -546,11 +558,12 @@ func crashDuringPut(t *testing.T, catalog string) {
 	if err := put.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the put's objects exist and are growing, then kill -9.
-	for i := 0; i < 200 && s.objects() <= before; i++ {
-		time.Sleep(20 * time.Millisecond)
+	// Wait until the put's objects hold data (a few MiB of its 64), then
+	// kill -9.
+	start := s.objectBytes()
+	for i := 0; i < 500 && s.objectBytes() < start+4<<20; i++ {
+		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
 	if s.objects() <= before {
 		t.Fatal("put never started writing")
 	}
@@ -711,7 +724,20 @@ func TestCrashDuringRecall(t *testing.T) {
 		args = append(args, p)
 	}
 	s.ok(args...)
-	time.Sleep(300 * time.Millisecond) // the mount has begun
+	// Kill once a recall has begun reading from tape.
+	read := func() (n int64) {
+		var drives []struct {
+			BytesRead int64 `json:"bytes_read"`
+		}
+		json.Unmarshal([]byte(s.ok("admin", "drives", "--json")), &drives)
+		for _, d := range drives {
+			n += d.BytesRead
+		}
+		return n
+	}
+	for i := 0; i < 500 && read() == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	s.kill9()
 	s.start()
 	deadline := time.Now().Add(60 * time.Second)

@@ -251,6 +251,8 @@ func TestHeaderTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
+	// Not a wait for an event: the connection must sit idle for longer
+	// than the header timeout before its request starts.
 	time.Sleep(300 * time.Millisecond)
 	io.WriteString(idle, "GET /q?path=late HTTP/1.1\r\nHost: x\r\n\r\n")
 	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
