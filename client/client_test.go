@@ -60,6 +60,7 @@ func roundTrip(t *testing.T, c *client.Client, path string, data []byte, o clien
 }
 
 func TestRoundTripSizes(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	const unit = 64 << 10
 	sizes := []int{0, 1, unit - 1, unit, unit + 1, 4*unit - 1, 4 * unit, 4*unit + 1, 37*unit + 12345, 3<<20 + 7}
@@ -99,6 +100,7 @@ func TestRoundTripSizes(t *testing.T) {
 }
 
 func TestStripeOverride(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, func(c *config.Config) {
 		for i := 4; i < 8; i++ {
 			c.Devices = append(c.Devices, config.Device{ID: fmt.Sprintf("disk%d", i)})
@@ -124,6 +126,7 @@ func TestStripeOverride(t *testing.T) {
 }
 
 func TestConcurrentPutGet(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	if _, err := c.Mkdir(ctx, "/conc", false, 0); err != nil {
 		t.Fatal(err)
@@ -166,6 +169,7 @@ func TestConcurrentPutGet(t *testing.T) {
 }
 
 func TestOverwriteIsAtomic(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	old := bytes.Repeat([]byte("old."), 100000)
 	roundTrip(t, c, "/f", old, client.PutOptions{})
@@ -218,6 +222,7 @@ func TestOverwriteIsAtomic(t *testing.T) {
 }
 
 func TestNamespaceErrors(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	c.Mkdir(ctx, "/d", false, 0)
 	c.Put(ctx, "/d/f", bytes.NewReader([]byte("x")), 1, client.PutOptions{})
@@ -265,6 +270,7 @@ func TestNamespaceErrors(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	c, err := client.New("127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
@@ -302,6 +308,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 
 // Small files (one stripe each) spread over all devices.
 func TestPlacementSpreads(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	count := map[string]int{}
 	for i := 0; i < 40; i++ {
@@ -324,6 +331,7 @@ func TestPlacementSpreads(t *testing.T) {
 // Reading a file records the access (relatime-style), which purge policies
 // rely on.
 func TestReadRecordsAccessTime(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	fi := roundTrip(t, c, "/a", []byte("accessed"), client.PutOptions{})
 	waitFor(t, func() bool {
@@ -337,6 +345,7 @@ func TestReadRecordsAccessTime(t *testing.T) {
 // with the algorithm the record names. An unknown algorithm fails before
 // anything is created.
 func TestFixityAlgorithms(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	data := randBytes(7, 3<<20+5)
 	for _, tc := range []struct{ alg, prefix string }{{"", "blake3:"}, {client.FixityBLAKE3, "blake3:"}, {client.FixitySHA256, "sha256:"}} {
@@ -372,6 +381,7 @@ func TestFixityAlgorithms(t *testing.T) {
 // core's Unix socket after its first request, and falls back to TCP
 // whenever the socket is off, refused by the caller, or gone.
 func TestControlSocket(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		off     bool // server without a socket
@@ -426,6 +436,7 @@ func TestControlSocket(t *testing.T) {
 // A client that learned "no socket" from a core asks again, once the answer
 // is old, and finds the socket of the core restarted with one.
 func TestControlSocketReprobe(t *testing.T) {
+	t.Parallel()
 	defer client.SetReprobeAfter(0)()
 	dir := filepath.Join(t.TempDir(), "data")
 	cfg := testutil.Config(dir)
@@ -478,6 +489,7 @@ func TestControlSocketReprobe(t *testing.T) {
 // need escaping; a caller's page size and a stop from the callback are
 // honoured; a file lists itself.
 func TestListPages(t *testing.T) {
+	t.Parallel()
 	s := testutil.Start(t, func(cfg *config.Config) { cfg.ListPage = 4 })
 	c := testutil.Client(t, s)
 	if _, err := c.Mkdir(ctx, "/d", false, 0o755); err != nil {

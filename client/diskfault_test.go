@@ -67,6 +67,7 @@ const (
 // objects the failed put left are reclaimed, and the server goes on
 // serving the same put once the fault is gone.
 func TestPutSurvivesDiskFaults(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		rule faultfs.Rule
@@ -130,6 +131,7 @@ func TestPutSurvivesDiskFaults(t *testing.T) {
 // back whole and verified, every visible file is one that was put whole,
 // and the objects of the puts cut short are reclaimed.
 func TestCrashKeepsAcknowledgedFiles(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		sizes []int
@@ -243,6 +245,7 @@ func crashWhilePutting(t *testing.T, sizes []int) {
 // cartridge), leaves no objects behind after reclaim, and succeeds once
 // the fault is gone.
 func TestTierMovesSurviveDiskFaults(t *testing.T) {
+	t.Parallel()
 	data := randBytes(7, 300<<10)
 	t.Run("migrate", func(t *testing.T) {
 		t.Parallel()
@@ -334,6 +337,7 @@ func TestTierMovesSurviveDiskFaults(t *testing.T) {
 // Tape files are named by their 7-digit sequence number (".partial" while
 // written), cartridges' directories by their volume.
 func TestMigrationSurvivesTapeFaults(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		rule faultfs.Rule
@@ -378,6 +382,7 @@ func TestMigrationSurvivesTapeFaults(t *testing.T) {
 // restart every file reads back from disk, and every tape copy the catalog
 // recorded reads back from tape once the disk copy is purged.
 func TestCrashAroundMigration(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		rule   faultfs.Rule

@@ -77,6 +77,7 @@ func (c *cutter) serve(in net.Conn) {
 }
 
 func TestStripeRetriesSurviveCutConnections(t *testing.T) {
+	t.Parallel()
 	cut := newCutter(t, 300<<10, 3)
 	s := testutil.Start(t, func(cfg *config.Config) {
 		// Clients reach the mover only through the proxy.
@@ -112,6 +113,7 @@ func TestStripeRetriesSurviveCutConnections(t *testing.T) {
 // advertised TCP address dead, transfers still work, and a client told to
 // use TCP only fails.
 func TestLocalClientsUseTheMoverSocket(t *testing.T) {
+	t.Parallel()
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

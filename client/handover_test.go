@@ -30,6 +30,7 @@ func fileOf(t *testing.T, data []byte) *os.File {
 // every stripe of 1 MiB or more and streams the rest; either way the bytes,
 // CRCs and fixity are those of the file. With handover off, all streams.
 func TestPutFromFile(t *testing.T) {
+	t.Parallel()
 	for _, handover := range []bool{true, false} {
 		t.Run(fmt.Sprintf("handover=%v", handover), func(t *testing.T) {
 			s := testutil.Start(t, nil)

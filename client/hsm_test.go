@@ -37,6 +37,7 @@ func residency(t *testing.T, c *client.Client, path string) *client.FileInfo {
 // migrated, purged, then recalled on read, with identical bytes and
 // checksums, on the emulated library in instant time.
 func TestMigratePurgeRecall(t *testing.T) {
+	t.Parallel()
 	c, dataDir := newClient(t, func(cfg *config.Config) { cfg.ReclaimEvery = "100ms" })
 	data := randBytes(31, 5*64<<10+12345) // several stripes
 	roundTrip(t, c, "/cold.dat", data, client.PutOptions{})
@@ -107,6 +108,7 @@ func TestMigratePurgeRecall(t *testing.T) {
 }
 
 func TestPurgeNeverDropsTheLastCopy(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	roundTrip(t, c, "/only", []byte("the only copy"), client.PutOptions{})
 	if _, err := c.Purge(ctx, "/only"); !errors.Is(err, client.ErrInvalid) {
@@ -117,6 +119,7 @@ func TestPurgeNeverDropsTheLastCopy(t *testing.T) {
 
 // A tape-only class keeps no disk copy once the tape copy is verified.
 func TestTapeOnlyClass(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	data := randBytes(32, 70000)
 	if _, err := c.Put(ctx, "/a", bytes.NewReader(data), int64(len(data)), client.PutOptions{COS: "archive"}); err != nil {
@@ -168,6 +171,7 @@ func getBytes(c *client.Client, path string) ([]byte, error) {
 // A drive that fails during a recall is taken out of service and the
 // recall is served by another drive.
 func TestRecallSurvivesDriveFailure(t *testing.T) {
+	t.Parallel()
 	s, c := tapeServer(t, nil)
 	data := randBytes(41, 300000)
 	onTape(t, c, "/f", data, "")
@@ -198,6 +202,7 @@ func TestRecallSurvivesDriveFailure(t *testing.T) {
 // first is unreadable; a file with one copy on an unreadable cartridge
 // fails with a clear error.
 func TestUnreadableCartridge(t *testing.T) {
+	t.Parallel()
 	s, c := tapeServer(t, nil)
 	two := randBytes(42, 200000)
 	onTape(t, c, "/two", two, "dual")
@@ -224,6 +229,7 @@ func TestUnreadableCartridge(t *testing.T) {
 // The catalog rebuilt from the cartridges alone matches the namespace of
 // the files on tape: paths, attributes, fixity and every tape copy.
 func TestRebuildCatalogFromTapes(t *testing.T) {
+	t.Parallel()
 	s, c := tapeServer(t, func(cfg *config.Config) { cfg.HSM.Aggregate = 150 << 10 }) // a few files per tape file
 	want := map[string]*client.FileInfo{}
 	for i, p := range []string{"/a", "/d1/b", "/d1/c", "/d1/d2/e", "/d3/f", "/d3/g", "/d3/h"} {
@@ -313,6 +319,7 @@ func TestRebuildCatalogFromTapes(t *testing.T) {
 // Repack moves the live files off a cartridge (recalling those on tape
 // only), drops the dead ones' space, and leaves the cartridge empty.
 func TestRepack(t *testing.T) {
+	t.Parallel()
 	_, c := tapeServer(t, nil)
 	keep := randBytes(61, 90000)
 	cold := randBytes(62, 120000)
@@ -367,6 +374,7 @@ func TestRepack(t *testing.T) {
 // A file's class of service: asked for at put, else its nearest
 // directory's default, else the first size rule it fits, else the default.
 func TestClassOfServiceChoice(t *testing.T) {
+	t.Parallel()
 	_, c := tapeServer(t, func(cfg *config.Config) {
 		cfg.SizeRules = []config.SizeRule{{MaxSize: 1000, COS: "disk"}, {MaxSize: 100000, COS: "single"}}
 	})
@@ -408,6 +416,7 @@ func TestClassOfServiceChoice(t *testing.T) {
 // Classes of service edited at run time apply to new files at once and to
 // existing files' migration (TestCOSEditSurvivesRestart: and persist).
 func TestEditClassOfService(t *testing.T) {
+	t.Parallel()
 	_, c := tapeServer(t, nil)
 	d := randBytes(80, 100000)
 	if _, err := c.Put(ctx, "/d", bytes.NewReader(d), int64(len(d)), client.PutOptions{COS: "disk"}); err != nil {
@@ -439,6 +448,7 @@ func TestEditClassOfService(t *testing.T) {
 // once; the recall reads the stripes back (on several drives) into a disk
 // copy with the same striping; the catalog rebuilt from tape has it too.
 func TestStripedTapeCopy(t *testing.T) {
+	t.Parallel()
 	s, c := tapeServer(t, func(cfg *config.Config) {
 		cfg.HSM.StripeMin = 100 << 10
 		cfg.HSM.MigrateDrives = 2
@@ -503,6 +513,7 @@ func TestStripedTapeCopy(t *testing.T) {
 // (internal/sched's TestThousandRecallsOnTenCartridges checks the tape
 // order and compares positioning with first come, first served.)
 func TestThousandRecallsThroughTheServer(t *testing.T) {
+	t.Parallel()
 	const files, size = 1000, 4096
 	s, c := tapeServer(t, func(cfg *config.Config) {
 		cfg.Library.Drives, cfg.Library.Cartridges = 4, 12
@@ -567,6 +578,7 @@ func TestThousandRecallsThroughTheServer(t *testing.T) {
 // short gaps between them instead of locating before each one: a locate
 // costs seconds, reading 192 KiB on an LTO-5 drive about a millisecond.
 func TestRecallReadsThroughShortGaps(t *testing.T) {
+	t.Parallel()
 	const files, size = 40, 64 << 10
 	s, c := tapeServer(t, func(cfg *config.Config) {
 		cfg.Library.Generation = "LTO-5" // full-size cartridges: gaps are what they are
@@ -621,6 +633,7 @@ func TestRecallReadsThroughShortGaps(t *testing.T) {
 // among them still stops its tape file, names the file, and records no
 // copy of any file of that tape file, and the others migrate afterwards.
 func TestMigrationStopsAtADamagedSmallFile(t *testing.T) {
+	t.Parallel()
 	c, dataDir := newClient(t, nil)
 	const files = 40
 	var paths []string
@@ -662,6 +675,7 @@ func TestMigrationStopsAtADamagedSmallFile(t *testing.T) {
 // directory hands down, and setting, changing or moving a directory must
 // not leave that cache behind.
 func TestDirectoryClassOfServiceInherited(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	if _, err := c.Mkdir(ctx, "/a/b/c", true, 0); err != nil {
 		t.Fatal(err)
@@ -716,6 +730,7 @@ func TestDirectoryClassOfServiceInherited(t *testing.T) {
 // device lives on a 64 MiB tmpfs the test mounts (as root, as the test
 // suite runs), which a foreign file then fills.
 func TestPurgeFollowsFullFileSystem(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
 	}

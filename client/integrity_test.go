@@ -19,6 +19,7 @@ import (
 // A flipped byte is caught whether the mover streams the object or hands
 // its file over to the client on its host.
 func TestCorruptionIsDetected(t *testing.T) {
+	t.Parallel()
 	for _, handover := range []bool{true, false} {
 		t.Run(fmt.Sprintf("handover=%v", handover), func(t *testing.T) { testCorruptionIsDetected(t, handover) })
 	}
@@ -85,6 +86,7 @@ func dfUsed(t *testing.T, c *client.Client) int64 {
 }
 
 func TestFullDevice(t *testing.T) {
+	t.Parallel()
 	const capacity = 1 << 20
 	c, dataDir := newClient(t, func(c *config.Config) {
 		c.Devices = []config.Device{{ID: "small", Capacity: capacity}}
@@ -126,6 +128,7 @@ var sources = []struct {
 }
 
 func TestSourceShorterThanSaid(t *testing.T) {
+	t.Parallel()
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {
 			c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
@@ -178,6 +181,7 @@ func (s *changingSource) ReadAt(p []byte, off int64) (int, error) {
 // put without fixity read once, and store what they read, with a BLAKE3
 // fixity that describes exactly that.
 func TestSourceChangingDuringPut(t *testing.T) {
+	t.Parallel()
 	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms" })
 	data := randBytes(12, 3<<20+5)
 	for _, at := range []int64{0, 1<<20 + 17, int64(len(data)) - 1} { // stripes 0, 1, 0 of 2
@@ -215,6 +219,7 @@ func TestSourceChangingDuringPut(t *testing.T) {
 // A cancelled put leaves nothing, whether the client streams or the mover
 // reads the client's file (it notices the client has gone).
 func TestCancelledPutLeavesNothing(t *testing.T) {
+	t.Parallel()
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {
 			c, dataDir := newClient(t, func(c *config.Config) {
@@ -245,6 +250,7 @@ func TestCancelledPutLeavesNothing(t *testing.T) {
 // TestReclaimGrace: a file removed while a reader holds its layout stays
 // readable for the reclaim grace, and its space comes back after it.
 func TestReclaimGrace(t *testing.T) {
+	t.Parallel()
 	c, dataDir := newClient(t, func(c *config.Config) { c.ReclaimEvery = "50ms"; c.ReclaimGrace = "2s" })
 	data := randBytes(21, 3<<20)
 	roundTrip(t, c, "/f", data, client.PutOptions{Stripes: 2, StripeUnit: 1 << 20})

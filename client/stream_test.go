@@ -15,6 +15,7 @@ import (
 // TestUploadWrite streams files in file order through Write, in odd-sized
 // pieces, and reads them back whole and at random ranges.
 func TestUploadWrite(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	const unit = 64 << 10
 	cases := []struct {
@@ -105,6 +106,7 @@ func checkRanges(t *testing.T, c *client.Client, p string, data []byte) {
 // owning one stripe, as N-1 checkpoint writers do: writer k's blocks are
 // the file's blocks k, k+w, k+2w ….
 func TestUploadStripes(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	for _, tc := range []struct {
 		writers int
@@ -162,6 +164,7 @@ func TestUploadStripes(t *testing.T) {
 // TestUploadFailures: a short or long upload, and an abort, leave nothing
 // visible.
 func TestUploadFailures(t *testing.T) {
+	t.Parallel()
 	c, _ := newClient(t, nil)
 	u, err := c.Create(ctx, "/short", 1000, client.PutOptions{})
 	if err != nil {

@@ -83,8 +83,10 @@ if ! cmp -s go.mod /tmp/strata-go.mod.$$ || ! cmp -s go.sum /tmp/strata-go.sum.$
 fi
 rm -f /tmp/strata-go.mod.$$ /tmp/strata-go.sum.$$
 
+# Tests that only wait on their own servers run side by side (t.Parallel);
+# four at a time keeps two cores busy.
 echo "== go test"
-go test -count=1 -timeout 15m ./...
+go test -count=1 -parallel 4 -timeout 15m ./...
 
 # Every package under the race detector but cmd/strata, whose tests drive
 # the binary they build (its code is raced through the other packages'
