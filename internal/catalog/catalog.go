@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 )
@@ -175,6 +176,34 @@ type Attr struct {
 // can never hit newer data.
 func ObjectName(bitfile int64, copy, stripe int) string {
 	return fmt.Sprintf("%016x.%d.%d", bitfile, copy, stripe)
+}
+
+// Optional capabilities a Store may have beyond the interface. The server
+// uses them where a store offers them (both SQL stores do); a store
+// without them still serves.
+
+// GroupCounter reports how many group transactions the catalog's writer
+// has run and how many operations they held (their ratio is the group
+// size).
+type GroupCounter interface {
+	Groups() (groups, ops int64)
+}
+
+// GroupObserver calls fn with the size and duration of every group
+// transaction, for /metrics.
+type GroupObserver interface {
+	ObserveGroups(fn func(ops int, took time.Duration))
+}
+
+// CacheReporter reports the inode cache's entries, hits and misses.
+type CacheReporter interface {
+	CacheStats() (entries, hits, misses int64)
+}
+
+// PriorityWriter raises the writer goroutine's scheduling priority; the
+// error says why it could not.
+type PriorityWriter interface {
+	WriterPriority() error
 }
 
 // Store is the catalog database.

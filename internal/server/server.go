@@ -401,7 +401,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 	if s.Store, err = openCatalog(cfg.Catalog); err != nil {
 		return nil, err
 	}
-	if p, ok := s.Store.(interface{ WriterPriority() error }); ok {
+	if p, ok := s.Store.(catalog.PriorityWriter); ok {
 		if err := p.WriterPriority(); err != nil {
 			log.Info("catalog writer runs at default priority (metadata writes slower under load)", "why", err)
 		}
@@ -606,16 +606,14 @@ func (s *Server) controlHandler() http.Handler {
 			st := s.Mover.Stats()
 			return st.FilesHanded, st.FilesRead
 		}}
-	if g, ok := s.Store.(interface{ Groups() (int64, int64) }); ok {
+	if g, ok := s.Store.(catalog.GroupCounter); ok {
 		src.Groups = g.Groups
 	}
-	if g, ok := s.Store.(interface{ CacheStats() (int64, int64, int64) }); ok {
+	if g, ok := s.Store.(catalog.CacheReporter); ok {
 		src.Cache = g.CacheStats
 	}
 	reg := metrics.New(src)
-	if o, ok := s.Store.(interface {
-		ObserveGroups(func(int, time.Duration))
-	}); ok {
+	if o, ok := s.Store.(catalog.GroupObserver); ok {
 		o.ObserveGroups(reg.ObserveGroup)
 	}
 	h := reg.Handler(s.Core.Handler())

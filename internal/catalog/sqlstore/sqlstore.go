@@ -93,7 +93,13 @@ type Store struct {
 	observe         atomic.Pointer[func(ops int, took time.Duration)]
 }
 
-var _ catalog.Store = (*Store)(nil)
+var (
+	_ catalog.Store          = (*Store)(nil)
+	_ catalog.GroupCounter   = (*Store)(nil)
+	_ catalog.GroupObserver  = (*Store)(nil)
+	_ catalog.CacheReporter  = (*Store)(nil)
+	_ catalog.PriorityWriter = (*Store)(nil)
+)
 
 // MaxBatch bounds how many operations share one transaction.
 const MaxBatch = 512
