@@ -1,0 +1,347 @@
+package sqlstore
+
+// The writer: one goroutine that runs queued operations in group
+// transactions, each in its own savepoint, and the Tx they run in.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxBatch bounds how many operations share one transaction.
+const MaxBatch = 512
+
+// unboostAfter is how many groups of one operation in a row end the
+// writer's priority boost.
+const unboostAfter = 64
+
+type op struct {
+	fn  func(*Tx) error
+	err chan error
+	// one: fn changes the database in at most one statement, so when it
+	// fails nothing of it is left and it needs no savepoint of its own (a
+	// failed statement undoes itself). Two statements less for every
+	// create.
+	one bool
+}
+
+// The id spaces the writer issues from, and their rows in the ids table.
+const (
+	inodeIDs = iota
+	bitfileIDs
+	nIDSpaces
+)
+
+var idNames = [nIDSpaces]string{"inodes", "bitfiles"}
+
+// idBlock is how many ids one reservation adds: a restart skips at most
+// this many.
+const idBlock = 1024
+
+// idRange is what an id space may still issue: next up to end (excluded).
+type idRange struct{ next, end int64 }
+
+var errClosed = errors.New("catalog: closed")
+
+// write runs fn in the writer's current group transaction.
+func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
+	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1)})
+}
+
+// writeOne is write for an fn that changes the database in at most one
+// statement (see op.one).
+func (s *Store) writeOne(ctx context.Context, fn func(*Tx) error) error {
+	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: true})
+}
+
+func (s *Store) queue(ctx context.Context, o *op) error {
+	select {
+	case s.ops <- o:
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued the operation will run; wait for its outcome so a caller
+	// never mistakes a committed change for a failed one.
+	return <-o.err
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	lone := 0
+	for {
+		var first *op
+		select {
+		case first = <-s.ops:
+		case <-s.closing:
+			// Drain what was queued before close.
+			for {
+				select {
+				case o := <-s.ops:
+					s.runBatch([]*op{o})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*op{first}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		// Boost while operations queue behind each other; drop it after a
+		// run of lone ones (a single client, or a quiet system).
+		if len(batch) > 1 {
+			lone = 0
+			s.boost.set(true)
+		} else if lone++; lone == unboostAfter {
+			s.boost.set(false)
+		}
+		s.runBatch(batch)
+	}
+}
+
+// Groups reports how many group transactions the writer has run and how
+// many operations they held: their ratio is the group size, which sets how
+// far one commit's fsync is shared.
+func (s *Store) Groups() (groups, ops int64) { return s.groups.Load(), s.grouped.Load() }
+
+// ObserveGroups has fn told of every group transaction the writer runs:
+// how many operations it held and how long it took from BEGIN to the end
+// of its COMMIT (the durable sync included). fn runs on the writer's
+// goroutine and must be quick.
+func (s *Store) ObserveGroups(fn func(ops int, took time.Duration)) { s.observe.Store(&fn) }
+
+func (s *Store) runBatch(batch []*op) {
+	s.groups.Add(1)
+	s.grouped.Add(int64(len(batch)))
+	defer s.prepareNew()
+	start := time.Now()
+	if s.runGroup(batch, false) {
+		s.runGroup(batch, true)
+	}
+	if fn := s.observe.Load(); fn != nil {
+		(*fn)(len(batch), time.Since(start))
+	}
+}
+
+// runGroup runs batch as one transaction and answers its operations, each
+// of them all or nothing. A group first runs with no savepoints at all:
+// they cost two statements per operation (a third of the statements of a
+// small file's create and commit on SQLite; two round trips to the
+// database on PostgreSQL, where a failed statement aborts the whole
+// transaction anyway). If an operation fails where that could leave part
+// of it done (any failure on PostgreSQL; on SQLite, one of an operation of
+// several statements), the group is rolled back unanswered and runGroup
+// reports that the batch must run again, carefully: each operation inside
+// a savepoint of its own, so that one's failure undoes only itself.
+// SQLite spares the savepoint for an operation of at most one statement
+// (op.one): a failed statement undoes itself. Failures are rare; the
+// common case does not pay for them.
+func (s *Store) runGroup(batch []*op, careful bool) (retry bool) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		for _, o := range batch {
+			o.err <- fmt.Errorf("catalog: begin: %w", err)
+		}
+		return false
+	}
+	t := &Tx{s: s, tx: tx, ctx: ctx, ids: s.ids}
+	if err := t.reserveIDs(len(batch)); err != nil {
+		tx.Rollback()
+		for _, o := range batch {
+			o.err <- err
+		}
+		return false
+	}
+	single := len(batch) == 1
+	var after []func()
+	for i, o := range batch {
+		t.after = t.after[:0]
+		if single || (o.one && !s.d.AbortsOnError) || !careful {
+			errs[i] = o.fn(t)
+			if errs[i] != nil && !single && (s.d.AbortsOnError || !o.one) {
+				tx.Rollback()
+				return true
+			}
+		} else if _, err := t.Exec("SAVEPOINT op"); err != nil {
+			errs[i] = fmt.Errorf("catalog: savepoint: %w", err)
+			continue
+		} else {
+			if errs[i] = o.fn(t); errs[i] != nil {
+				if _, err := t.Exec("ROLLBACK TO SAVEPOINT op"); err != nil {
+					errs[i] = errors.Join(errs[i], err)
+				}
+			}
+			t.Exec("RELEASE SAVEPOINT op")
+		}
+		if errs[i] == nil {
+			after = append(after, t.after...)
+		}
+	}
+	if single && errs[0] != nil {
+		tx.Rollback()
+		batch[0].err <- errs[0]
+		return false
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("catalog: commit: %w", err)
+			}
+		}
+	} else {
+		s.ids = t.ids
+		for _, fn := range after {
+			fn()
+		}
+	}
+	for i, o := range batch {
+		o.err <- errs[i]
+	}
+	return false
+}
+
+func (s *Store) prepareNew() {
+	for q := range s.unprepared {
+		if st, err := s.wdb.Prepare(s.rebind(q)); err == nil {
+			s.wstmt[q] = st
+		}
+		delete(s.unprepared, q)
+	}
+}
+
+// Tx is the writer's transaction handle.
+type Tx struct {
+	s     *Store
+	tx    *sql.Tx
+	ctx   context.Context
+	after []func() // cache updates of the current op, applied after commit
+	// ids: the store's id ranges as this transaction leaves them, theirs
+	// once it commits.
+	ids [nIDSpaces]idRange
+}
+
+// reserveIDs makes sure each id space can issue n ids in this transaction
+// (an operation inserts at most one inode and one bitfile), reserving a
+// block in the ids table when it cannot. It runs first, outside every
+// operation's savepoint, so no operation's rollback can undo a reservation
+// that ids were then issued from.
+func (t *Tx) reserveIDs(n int) error {
+	for i := range t.ids {
+		r := &t.ids[i]
+		if r.end-r.next >= int64(n) {
+			continue
+		}
+		end := r.next + max(idBlock, int64(n))
+		k, err := t.Exec("UPDATE ids SET next = ? WHERE name = ?", end, idNames[i])
+		if err == nil && k != 1 {
+			err = fmt.Errorf("%d rows in ids", k)
+		}
+		if err != nil {
+			return fmt.Errorf("catalog: reserve %s ids: %w", idNames[i], err)
+		}
+		r.end = end
+	}
+	return nil
+}
+
+// newID issues the next id of a space.
+func (t *Tx) newID(space int) (int64, error) {
+	r := &t.ids[space]
+	if r.next >= r.end {
+		return 0, fmt.Errorf("catalog: %s ids: more than one per operation", idNames[space])
+	}
+	r.next++
+	return r.next - 1, nil
+}
+
+func (t *Tx) stmt(q string) (*sql.Stmt, error) {
+	st, ok := t.s.wstmt[q]
+	if !ok {
+		t.s.unprepared[q] = true
+		return t.tx.PrepareContext(t.ctx, t.s.rebind(q))
+	}
+	return t.tx.StmtContext(t.ctx, st), nil
+}
+
+// Exec runs a statement and returns the rows it affected.
+func (t *Tx) Exec(q string, args ...any) (int64, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.Exec(args...)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: %s: %w", firstWord(q), err)
+	}
+	return res.RowsAffected()
+}
+
+// QueryRow runs a query returning one row.
+func (t *Tx) QueryRow(q string, args ...any) *sql.Row {
+	st, err := t.stmt(q)
+	if err != nil {
+		return t.tx.QueryRowContext(t.ctx, "SELECT broken WHERE 0") // surfaces as a scan error
+	}
+	return st.QueryRow(args...)
+}
+
+// Query runs a query returning rows.
+func (t *Tx) Query(q string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(args...)
+}
+
+func firstWord(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.IndexAny(q, " \n\t"); i > 0 {
+		return strings.ToLower(q[:i])
+	}
+	return q
+}
+
+func (s *Store) rstmtFor(q string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.rstmt[q]
+	if !ok {
+		var err error
+		if st, err = s.rdb.Prepare(s.rebind(q)); err != nil {
+			return nil, fmt.Errorf("catalog: prepare %q: %w", q, err)
+		}
+		s.rstmt[q] = st
+	}
+	return st, nil
+}
+
+func (s *Store) readRow(ctx context.Context, q string, args ...any) (*sql.Row, error) {
+	st, err := s.rstmtFor(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(ctx, args...), nil
+}
+
+func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.rstmtFor(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
