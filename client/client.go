@@ -31,7 +31,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 )
 
 // Types shared with the server.
@@ -98,7 +98,7 @@ const DefaultServer = "http://127.0.0.1:7420"
 type Client struct {
 	base string
 	hc   *http.Client
-	pool *mover.Pool
+	pool *moverconn.Pool
 	// Retries is how many times a failed stripe transfer is retried on a
 	// new connection before the operation fails (default 3).
 	Retries int
@@ -115,7 +115,7 @@ type Client struct {
 
 // newClient is a client of base through tr.
 func newClient(base string, tr *transport) *Client {
-	c := &Client{base: base, hc: &http.Client{Transport: tr}, pool: mover.NewPool(), Retries: 3}
+	c := &Client{base: base, hc: &http.Client{Transport: tr}, pool: moverconn.NewPool(), Retries: 3}
 	c.creates.send = func(qs []api.CreateRequest) ([]api.CreateResponse, []error) {
 		return sendBatch(c, "/v1/creates", qs, func(ctx context.Context, q api.CreateRequest) (api.CreateResponse, error) {
 			var r api.CreateResponse
@@ -222,7 +222,7 @@ func (c *Client) Handover(on bool) { c.pool.SetHandles(on) }
 
 // TCPOnly makes the client reach the core and movers over TCP even when
 // they run on this host and offer a Unix socket (which is faster; see
-// mover.Endpoint). Tests and benchmarks of the network path use it.
+// moverconn.Endpoint). Tests and benchmarks of the network path use it.
 func (c *Client) TCPOnly(on bool) {
 	c.pool.SetTCPOnly(on)
 	if t, ok := c.hc.Transport.(*transport); ok {
@@ -250,8 +250,8 @@ func (c *Client) ControlSocket() string {
 	return t.socket
 }
 
-func endpoint(t api.StripeTarget) mover.Endpoint {
-	return mover.Endpoint{Addr: t.Mover, Socket: t.Socket, Host: t.Host, TLS: t.TLS}
+func endpoint(t api.StripeTarget) moverconn.Endpoint {
+	return moverconn.Endpoint{Addr: t.Mover, Socket: t.Socket, Host: t.Host, TLS: t.TLS}
 }
 
 // Close releases idle connections.

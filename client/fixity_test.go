@@ -11,7 +11,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
@@ -116,8 +116,8 @@ func TestTreeHash(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				buf := make([]byte, mover.FrameSize)
-				sr := mover.NewStripeReader(r, wire.Source{Size: tc.size, Unit: tc.unit, Width: tc.width, Stripe: k})
+				buf := make([]byte, moverconn.FrameSize)
+				sr := wire.NewStripeReader(r, wire.Source{Size: tc.size, Unit: tc.unit, Width: tc.width, Stripe: k})
 				for {
 					if _, err := io.ReadFull(sr, buf); err != nil {
 						return

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -189,16 +189,16 @@ type frameSink struct {
 	total int64
 }
 
-// Buffer implements mover.FrameSink: frames are read straight into pooled
+// Buffer implements moverconn.FrameSink: frames are read straight into pooled
 // buffers that travel to the assembler.
 func (s *frameSink) Buffer(n int) []byte {
-	if n > mover.FrameSize {
+	if n > moverconn.FrameSize {
 		return make([]byte, n)
 	}
 	return (*bufPool.Get().(*[]byte))[:n]
 }
 
-// Deliver implements mover.FrameSink. The frame's CRC was verified on
+// Deliver implements moverconn.FrameSink. The frame's CRC was verified on
 // arrival, so the segment CRC is derived from it rather than rescanned.
 func (s *frameSink) Deliver(p []byte, crc uint32) error {
 	select {
@@ -278,7 +278,7 @@ func (c *Client) readRange(ctx context.Context, t api.StripeTarget, off, length 
 			break
 		}
 		attempts = append(attempts, err)
-		var de *mover.DamagedError
+		var de *moverconn.DamagedError
 		if errors.As(err, &de) {
 			verify = true // damaged at rest or in transit: the mover checks
 			continue

@@ -14,7 +14,7 @@ import (
 // streamed 0.26 of `strata put`).
 //
 // The reader either reads (Read) or borrows (Lend and Return, the
-// mover.Lender a stripe stream sends from without copying), not both.
+// moverconn.Lender a stripe stream sends from without copying), not both.
 type pipe struct {
 	mu      sync.Mutex
 	changed sync.Cond
@@ -77,7 +77,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 	return k, nil
 }
 
-// Lend implements mover.Lender: the next bytes, in place in the ring, up
+// Lend implements moverconn.Lender: the next bytes, in place in the ring, up
 // to max and to the ring's end; it waits for a full max while the writer
 // may still add to it.
 func (p *pipe) Lend(max int) ([]byte, error) {
@@ -100,7 +100,7 @@ func (p *pipe) Lend(max int) ([]byte, error) {
 	}
 }
 
-// Return implements mover.Lender.
+// Return implements moverconn.Lender.
 func (p *pipe) Return(n int) {
 	p.mu.Lock()
 	p.r = (p.r + n) % len(p.buf)

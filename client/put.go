@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -168,7 +168,7 @@ func (c *Client) writeSmall(ctx context.Context, path string, src io.ReaderAt, s
 		}
 	}
 	t := cr.Stripes[0]
-	receipt, err := c.sendStripe(ctx, t, o.Progress, func(conn *mover.Conn, req wire.Request, report func(int)) (wire.Status, error) {
+	receipt, err := c.sendStripe(ctx, t, o.Progress, func(conn *moverconn.Conn, req wire.Request, report func(int)) (wire.Status, error) {
 		st, err := conn.WriteBytes(ctx, req, p)
 		if err == nil {
 			report(len(p))
@@ -199,7 +199,7 @@ func fixityOf(ctx context.Context, alg string, src io.ReaderAt, size, unit int64
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bp := bufPool.Get().(*[]byte)
-	chunks := mover.ReadAhead(ctx, io.NewSectionReader(src, 0, size), *bp)
+	chunks := moverconn.ReadAhead(ctx, io.NewSectionReader(src, 0, size), *bp)
 	defer func() {
 		for ch := range chunks {
 			ch.Release()
@@ -247,7 +247,7 @@ func attemptsError(errs []error) error {
 	return fmt.Errorf("%w (after %d attempts; earlier: %s)", last, len(errs), strings.Join(msgs, "; "))
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, mover.FrameSize); return &b }}
+var bufPool = sync.Pool{New: func() any { b := make([]byte, moverconn.FrameSize); return &b }}
 
 // handOverMin is the smallest stripe a put passes to a mover on its host as
 // a file: below it, the extra round trip costs more than the copies saved.
@@ -289,7 +289,7 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 	defer bufPool.Put(bp)
 	part := wire.Source{Size: size, Unit: unit, Width: w, Stripe: k}
 	attempts := 0
-	return c.sendStripe(ctx, t, progress, func(conn *mover.Conn, req wire.Request, report func(int)) (wire.Status, error) {
+	return c.sendStripe(ctx, t, progress, func(conn *moverconn.Conn, req wire.Request, report func(int)) (wire.Status, error) {
 		if attempts++; attempts > 1 && tree != nil {
 			tree.spoil()
 		}
@@ -297,13 +297,13 @@ func (c *Client) putStripe(ctx context.Context, src io.ReaderAt, size, unit int6
 			req.Source = &part
 			return conn.WriteFile(ctx, req, f, report)
 		}
-		return conn.Write(ctx, req, mover.NewStripeReader(src, part), *bp, report)
+		return conn.Write(ctx, req, wire.NewStripeReader(src, part), *bp, report)
 	})
 }
 
 // sendStripe stores stripe target t with send, on a pooled connection to
 // its mover, retrying what may succeed on another attempt.
-func (c *Client) sendStripe(ctx context.Context, t api.StripeTarget, progress func(int64), send func(*mover.Conn, wire.Request, func(int)) (wire.Status, error)) (api.SegmentReceipt, error) {
+func (c *Client) sendStripe(ctx context.Context, t api.StripeTarget, progress func(int64), send func(*moverconn.Conn, wire.Request, func(int)) (wire.Status, error)) (api.SegmentReceipt, error) {
 	req := wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}
 	var attempts []error // every attempt's failure, so a retried failure explains itself
 	for attempt := 0; attempt <= c.Retries; attempt++ {

@@ -137,7 +137,7 @@ func (sr *stripeRange) read(ctx context.Context, c *Client) error {
 }
 
 // scatterSink writes a stream across a list of buffers in turn. As a
-// mover.FrameSink it has each frame or chunk read straight into its place
+// moverconn.FrameSink it has each frame or chunk read straight into its place
 // in the caller's buffer when the place is contiguous (a stripe unit is a
 // whole number of chunks and frames, so all but a range's ragged ends
 // are): a read through the mount copied every byte once more than its
@@ -149,7 +149,7 @@ type scatterSink struct {
 	scratch []byte // for a frame that spans two places
 }
 
-// Buffer implements mover.FrameSink.
+// Buffer implements moverconn.FrameSink.
 func (s *scatterSink) Buffer(n int) []byte {
 	if len(s.dst) > 0 && len(s.dst[0]) >= n {
 		return s.dst[0][:n]
@@ -160,7 +160,7 @@ func (s *scatterSink) Buffer(n int) []byte {
 	return s.scratch[:n]
 }
 
-// Deliver implements mover.FrameSink: p is where Buffer placed it, or in
+// Deliver implements moverconn.FrameSink: p is where Buffer placed it, or in
 // the scratch buffer to be scattered.
 func (s *scatterSink) Deliver(p []byte, crc uint32) error {
 	if len(p) > 0 && len(s.dst) > 0 && len(s.dst[0]) >= len(p) && &s.dst[0][0] == &p[0] {

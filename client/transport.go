@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 )
 
 // transport is the control plane's http.RoundTripper: HTTP/1.1 keep-alive
@@ -243,7 +243,7 @@ func (t *transport) probe(ctx context.Context, pc *pconn) (string, error) {
 	if resp.Close {
 		return "", fmt.Errorf("ask for the local socket: server closed the connection")
 	}
-	if l.Socket == "" || l.Host == "" || l.Host != mover.HostID() {
+	if l.Socket == "" || l.Host == "" || l.Host != moverconn.HostID() {
 		return noSocket, nil
 	}
 	return l.Socket, nil

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -246,7 +246,7 @@ type stripeResult struct {
 func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64, progress func(int64)) *stripeStream {
 	// A stripe unit of buffer: a writer in file order hands each stripe
 	// a whole unit and moves on.
-	pr := newPipe(int(min(max(unit, mover.FrameSize), maxPipe)))
+	pr := newPipe(int(min(max(unit, moverconn.FrameSize), maxPipe)))
 	s := &stripeStream{p: pr, result: make(chan stripeResult, 1)}
 	go func() {
 		bp := bufPool.Get().(*[]byte)

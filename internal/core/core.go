@@ -31,7 +31,7 @@ import (
 	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 )
 
@@ -107,7 +107,7 @@ type Core struct {
 	cfg    Config
 	cos    classStore
 	log    *slog.Logger
-	pool   *mover.Pool
+	pool   *moverconn.Pool
 	now    func() time.Time
 	dc     dcache
 
@@ -147,7 +147,7 @@ type inflight struct {
 
 type moverState struct {
 	id    string
-	ep    mover.Endpoint
+	ep    moverconn.Endpoint
 	local bool // runs in this process: always online
 	seen  time.Time
 }
@@ -177,7 +177,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 		cfg.Umask = 0o022
 	}
 	c := &Core{store: store, signer: token.NewSigner(secret), secret: secret, cfg: cfg, log: log,
-		pool: mover.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, devFS: map[string]deviceFS{}, held: map[string]int64{},
+		pool: moverconn.NewPool(), now: time.Now, movers: map[string]*moverState{}, devMover: map[string]string{}, devFree: map[string]int64{}, devFS: map[string]deviceFS{}, held: map[string]int64{},
 		inflight: map[int64]inflight{}, load: map[string]int{}, atimes: make(chan catalog.Inode, 1024)}
 	c.dc.init()
 	c.pool.TLS = cfg.MoverTLS
@@ -270,7 +270,7 @@ func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool
 		m = &moverState{id: id}
 		c.movers[id] = m
 	}
-	m.ep, m.local, m.seen = mover.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host, TLS: r.TLS}, local, c.now()
+	m.ep, m.local, m.seen = moverconn.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host, TLS: r.TLS}, local, c.now()
 	var fresh []api.DeviceInfo
 	for _, d := range devs {
 		if owner, ok := c.devMover[d.ID]; ok && owner != id {
@@ -302,12 +302,12 @@ func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool
 }
 
 // moverFor returns the endpoint of the mover holding device, if online.
-func (c *Core) moverFor(device string) (mover.Endpoint, error) {
+func (c *Core) moverFor(device string) (moverconn.Endpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.movers[c.devMover[device]]
 	if m == nil {
-		return mover.Endpoint{}, api.Errorf(api.ErrNotFound, "device %s: no mover has registered it", device)
+		return moverconn.Endpoint{}, api.Errorf(api.ErrNotFound, "device %s: no mover has registered it", device)
 	}
 	if !m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout {
 		return m.ep, fmt.Errorf("device %s: mover %s offline since %s: %w", device, m.id, m.seen.Format(time.RFC3339), api.ErrInternal)
@@ -316,7 +316,7 @@ func (c *Core) moverFor(device string) (mover.Endpoint, error) {
 }
 
 // target is the part of a stripe target that says where its mover is.
-func target(ep mover.Endpoint, t api.StripeTarget) api.StripeTarget {
+func target(ep moverconn.Endpoint, t api.StripeTarget) api.StripeTarget {
 	t.Mover, t.Socket, t.Host, t.TLS = ep.Addr, ep.Socket, ep.Host, ep.TLS
 	return t
 }
@@ -346,7 +346,7 @@ func stripeLen(size, unit int64, w, k int) int64 {
 
 type candidate struct {
 	dev  catalog.Device
-	ep   mover.Endpoint
+	ep   moverconn.Endpoint
 	free int64
 	load int
 	turn int // rotated position, breaks ties

@@ -19,7 +19,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/token"
@@ -556,7 +556,7 @@ const readAheadUnits = 2
 // frameBufs are the buffers disk copies are read into, one frame each:
 // a migration of small files reads one per file, and a fresh megabyte
 // each time cost more CPU (zeroing it, collecting it) than the file.
-var frameBufs = sync.Pool{New: func() any { b := make([]byte, mover.FrameSize); return &b }}
+var frameBufs = sync.Pool{New: func() any { b := make([]byte, moverconn.FrameSize); return &b }}
 
 // unitWriter cuts a stripe's stream into stripe units, sent on out.
 type unitWriter struct {

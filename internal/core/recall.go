@@ -11,7 +11,7 @@ import (
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/clock"
-	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/token"
@@ -617,13 +617,13 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 
 // writeObject streams n bytes of src into a new object through its mover
 // and checks the mover's receipt.
-func (c *Core) writeObject(ctx context.Context, ep mover.Endpoint, dev, obj string, n int64, src interface{ Read([]byte) (int, error) }) (wire.Status, error) {
+func (c *Core) writeObject(ctx context.Context, ep moverconn.Endpoint, dev, obj string, n int64, src interface{ Read([]byte) (int, error) }) (wire.Status, error) {
 	conn, err := c.pool.Get(ctx, ep)
 	if err != nil {
 		return wire.Status{}, err
 	}
 	req := wire.Request{Op: token.OpWrite, Token: c.sign(auth.Root, token.OpWrite, dev, obj, n, c.cfg.TokenTTL), Device: dev, Object: obj}
-	st, err := conn.Write(ctx, req, src, make([]byte, mover.FrameSize), nil)
+	st, err := conn.Write(ctx, req, src, make([]byte, moverconn.FrameSize), nil)
 	c.pool.Put(conn)
 	if err != nil {
 		return st, err

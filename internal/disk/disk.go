@@ -819,7 +819,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 
 // OpenFile reads object of device dev from f, an object file opened by
 // someone else: a client on a mover's host reads the file the mover handed
-// over (see mover.Conn.Read) with the same checks a mover makes. It checks
+// over (see moverconn.Conn.Read) with the same checks a mover makes. It checks
 // the trailer and takes ownership of f. Reads are not paced: movers hand
 // over files of uncapped devices only.
 func OpenFile(ctx context.Context, f *os.File, dev, object string) (*Reader, error) {

@@ -387,7 +387,7 @@ type storer struct {
 const inFlight = 4
 
 func newStorer(w *disk.Writer, maxLen int64) *storer {
-	st := &storer{w: w, inline: maxLen <= FrameSize}
+	st := &storer{w: w, inline: maxLen <= wire.FrameSize}
 	if st.inline {
 		return st
 	}

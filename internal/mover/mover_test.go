@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -23,8 +24,8 @@ type fixture struct {
 	m      *Mover
 	signer *token.Signer
 	addr   string
-	ep     Endpoint // TCP and the Unix socket
-	pool   *Pool
+	ep     moverconn.Endpoint // TCP and the Unix socket
+	pool   *moverconn.Pool
 	dir    string // the device's directory
 	tr     string // transport: tcp, unix (streams) or handle
 }
@@ -53,8 +54,8 @@ func startWith(t *testing.T, o disk.Options) *fixture {
 		t.Fatal(err)
 	}
 	go m.Serve(ul)
-	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: NewPool(), dir: dir, tr: "tcp"}
-	f.ep = Endpoint{Addr: f.addr, Socket: sock, Host: HostID()}
+	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: moverconn.NewPool(), dir: dir, tr: "tcp"}
+	f.ep = moverconn.Endpoint{Addr: f.addr, Socket: sock, Host: moverconn.HostID()}
 	f.pool.SetTCPOnly(true)
 	t.Cleanup(func() { f.pool.Close(); m.Close(); d.Close() })
 	return f
@@ -70,7 +71,7 @@ func (f *fixture) write(t *testing.T, tok, obj string, data []byte) (wire.Status
 		t.Fatal(err)
 	}
 	defer f.pool.Put(c)
-	return c.Write(context.Background(), wire.Request{Op: token.OpWrite, Token: tok, Device: "d0", Object: obj}, bytes.NewReader(data), make([]byte, FrameSize), nil)
+	return c.Write(context.Background(), wire.Request{Op: token.OpWrite, Token: tok, Device: "d0", Object: obj}, bytes.NewReader(data), make([]byte, moverconn.FrameSize), nil)
 }
 
 func (f *fixture) read(t *testing.T, tok, obj string) ([]byte, error) {
@@ -80,7 +81,7 @@ func (f *fixture) read(t *testing.T, tok, obj string) ([]byte, error) {
 	}
 	defer f.pool.Put(c)
 	var out bytes.Buffer
-	_, err = c.Read(context.Background(), wire.Request{Op: token.OpRead, Token: tok, Device: "d0", Object: obj}, &out, make([]byte, FrameSize))
+	_, err = c.Read(context.Background(), wire.Request{Op: token.OpRead, Token: tok, Device: "d0", Object: obj}, &out, make([]byte, moverconn.FrameSize))
 	return out.Bytes(), err
 }
 
@@ -153,11 +154,11 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.Write(context.Background(), wire.Request{Op: token.OpWrite, Token: tc.tok, Device: "d0", Object: tc.obj}, bytes.NewReader(data), make([]byte, FrameSize), nil)
+			_, err := c.Write(context.Background(), wire.Request{Op: token.OpWrite, Token: tc.tok, Device: "d0", Object: tc.obj}, bytes.NewReader(data), make([]byte, moverconn.FrameSize), nil)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("want %v, got %v", tc.want, err)
 			}
-			if c.broken {
+			if c.Broken() {
 				t.Fatal("a refusal broke the connection")
 			}
 		})
@@ -237,7 +238,7 @@ func (f *fixture) readInto(t *testing.T, obj string, off, n int64, verify bool, 
 	}
 	defer f.pool.Put(c)
 	req := wire.Request{Op: token.OpRead, Token: f.tok(token.OpRead, obj, 0, 5, time.Minute), Device: "d0", Object: obj, Offset: off, Length: n, Verify: verify}
-	_, err = c.Read(context.Background(), req, dst, make([]byte, FrameSize))
+	_, err = c.Read(context.Background(), req, dst, make([]byte, moverconn.FrameSize))
 	return err
 }
 
@@ -248,7 +249,7 @@ type frames struct {
 	data []byte
 }
 
-func (s *frames) Buffer(n int) []byte { return make([]byte, n, FrameSize) }
+func (s *frames) Buffer(n int) []byte { return make([]byte, n, moverconn.FrameSize) }
 
 func (s *frames) Deliver(p []byte, crc uint32) error {
 	if got := crc32.Checksum(p, wire.Castagnoli); got != crc {
@@ -259,7 +260,7 @@ func (s *frames) Deliver(p []byte, crc uint32) error {
 }
 
 func (s *frames) Write(p []byte) (int, error) {
-	s.t.Error("Write called on a FrameSink")
+	s.t.Error("Write called on a moverconn.FrameSink")
 	return len(p), nil
 }
 
@@ -344,7 +345,7 @@ func TestHandOver(t *testing.T) {
 }
 
 // Damage at rest reaches an unverified reader, streamed or from a handed-over
-// file, as a DamagedError (never as data); asked to verify, the mover reads
+// file, as a moverconn.DamagedError (never as data); asked to verify, the mover reads
 // the object itself and names it and the offset.
 func TestDamageAtRest(t *testing.T) {
 	transports(t, func(t *testing.T, f *fixture) {
@@ -367,7 +368,7 @@ func TestDamageAtRest(t *testing.T) {
 		fh.Close()
 
 		got, err := f.readRange(t, "v", 0, 0, false)
-		var de *DamagedError
+		var de *moverconn.DamagedError
 		if !errors.As(err, &de) || !errors.Is(err, api.ErrCorrupt) {
 			t.Fatalf("unverified read of a damaged chunk: want a damaged frame, got %v", err)
 		}
@@ -386,39 +387,4 @@ func TestDamageAtRest(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// A transfer whose context ends just as it finishes leaves the connection's
-// deadline set; such a connection must not go back to the pool, or its next
-// user fails with a timeout.
-func TestContextEndingAtTheFinishBreaksTheConnection(t *testing.T) {
-	f := start(t)
-	c, err := f.pool.Get(context.Background(), f.ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.pool.Put(c)
-	c, _ = f.pool.Get(context.Background(), f.ep)
-	if stop := c.watch(context.Background()); true {
-		stop()
-	}
-	if c.broken {
-		t.Fatal("a transfer whose context did not end broke the connection")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stop := c.watch(ctx)
-	cancel() // after the transfer's last read, before its deferred stop
-	stop()
-	if !c.broken {
-		t.Fatal("connection with its deadline set is still reusable")
-	}
-	f.pool.Put(c)
-	c2, err := f.pool.Get(context.Background(), f.ep)
-	if err != nil || c2 == c {
-		t.Fatalf("the pool gave back the broken connection (%v)", err)
-	}
-	f.pool.Put(c2)
-	if _, err := f.write(t, f.tok(token.OpWrite, "after", 3, 5, time.Minute), "after", []byte("abc")); err != nil {
-		t.Fatalf("write after: %v", err)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/token"
 )
@@ -43,7 +44,7 @@ func TestTLSDataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	go m.Serve(tls.NewListener(ln, srv))
-	ep := Endpoint{Addr: ln.Addr().String(), TLS: true}
+	ep := moverconn.Endpoint{Addr: ln.Addr().String(), TLS: true}
 	f := &fixture{m: m, signer: signer, ep: ep}
 
 	for _, tc := range []struct {
@@ -56,7 +57,7 @@ func TestTLSDataPath(t *testing.T) {
 		{"its CA", &mine, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.pool = NewPool()
+			f.pool = moverconn.NewPool()
 			defer f.pool.Close()
 			if tc.trust != nil {
 				if f.pool.TLS, err = pki.ClientConfig(tc.trust.CA, "", ""); err != nil {

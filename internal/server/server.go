@@ -42,6 +42,7 @@ import (
 	"github.com/strata-storage/strata/internal/httpserve"
 	"github.com/strata-storage/strata/internal/metrics"
 	"github.com/strata-storage/strata/internal/mover"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/s3"
 	"github.com/strata-storage/strata/internal/sched"
@@ -260,7 +261,7 @@ func hsmConfig(cfg config.Config, fs fsio.FS, log *slog.Logger) (core.HSMConfig,
 }
 
 // moverNet is where a mover listens: TCP for everyone, and a Unix socket
-// for clients on the same host (see mover.Endpoint).
+// for clients on the same host (see moverconn.Endpoint).
 type moverNet struct {
 	tcp, unix net.Listener
 	adv       string // the TCP address clients dial
@@ -334,7 +335,7 @@ func (mn *moverNet) serve(m *mover.Mover, wg *sync.WaitGroup) {
 func (mn *moverNet) registration(cfg config.Config, m *mover.Mover) api.MoverRegistration {
 	r := api.MoverRegistration{ID: cfg.Mover.ID, Addr: mn.adv, TLS: mn.tls, Devices: m.Devices(poolOf(cfg), mn.adv)}
 	if mn.socket != "" {
-		r.Socket, r.Host = mn.socket, mover.HostID()
+		r.Socket, r.Host = mn.socket, moverconn.HostID()
 	}
 	return r
 }
@@ -465,7 +466,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 			log.Warn("control socket unavailable, local clients will use TCP", "socket", p, "err", err)
 		} else {
 			ctlSock = p
-			s.Core.SetLocal(api.Local{Socket: p, Host: mover.HostID()})
+			s.Core.SetLocal(api.Local{Socket: p, Host: moverconn.HostID()})
 			s.wg.Add(1)
 			go func() { defer s.wg.Done(); s.httpSrv.Serve(ul) }()
 		}

@@ -29,6 +29,10 @@ import (
 )
 
 // Frame types.
+// FrameSize is the data frame size senders use: large enough to amortise
+// per-frame costs, small enough that a CRC failure costs little to resend.
+const FrameSize = 1 << 20
+
 const (
 	TypeData  byte = 1 // payload is data; CRC over the payload
 	TypeEnd   byte = 2 // end of a data stream; CRC of the whole stream

@@ -1,4 +1,14 @@
-package mover
+// Package moverconn is the client side of the data plane: the pool of
+// connections to movers (TCP, TLS, or a mover's Unix socket on its host),
+// and the transfers on them — a stripe written from a stream, from bytes
+// or from a file handed to the mover; a segment read into a writer or a
+// frame sink, or from the object's file the mover hands over, verified
+// against its stored CRCs either way. Clients, the core (migration and
+// recall move data between movers and the tape tier) and every front end
+// reach movers through it; the mover server is internal/mover, which
+// this package does not link. It reads the at-rest object format
+// (internal/disk) for the files movers hand over.
+package moverconn
 
 import (
 	"bufio"
@@ -20,9 +30,12 @@ import (
 	"github.com/strata-storage/strata/internal/wire"
 )
 
-// FrameSize is the data frame size senders use: large enough to amortise
-// per-frame costs, small enough that a CRC failure costs little to resend.
-const FrameSize = 1 << 20
+// FrameSize is the data frame size senders use (wire.FrameSize).
+const FrameSize = wire.FrameSize
+
+// bufPool holds chunk-sized buffers aligned for direct I/O, for reading
+// ahead of a send.
+var bufPool = sync.Pool{New: func() any { b := disk.AlignedBuffer(disk.ChunkSize); return &b }}
 
 // Pool keeps idle data-plane connections per mover address, so small
 // transfers skip the TCP handshake.
@@ -125,6 +138,10 @@ type Conn struct {
 // Reused reports whether the connection came from the idle pool (a failure
 // on it before any reply may just mean the mover restarted).
 func (c *Conn) Reused() bool { return c.reused }
+
+// Broken reports whether the connection is out of step (a transfer failed
+// or was cancelled): Put closes it instead of keeping it.
+func (c *Conn) Broken() bool { return c.broken }
 
 // Get returns an idle or new connection to ep.
 func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {

@@ -1,15 +1,13 @@
-package mover
+package wire
 
 import (
 	"io"
-
-	"github.com/strata-storage/strata/internal/wire"
 )
 
 // NewStripeReader returns a reader of the part of src that s names: the
 // bytes of units s.Stripe, s.Stripe+s.Width, … of its first s.Size bytes.
 // A source shorter than s.Size ends the stripe with io.ErrUnexpectedEOF.
-func NewStripeReader(src io.ReaderAt, s wire.Source) io.Reader {
+func NewStripeReader(src io.ReaderAt, s Source) io.Reader {
 	return &stripeReader{src: src, size: s.Size, unit: s.Unit, w: s.Width, k: s.Stripe}
 }
 
