@@ -229,7 +229,10 @@ func ReadTrace(r io.Reader) ([]RecallRequest, error) {
 		t, e1 := strconv.ParseFloat(rec[0], 64)
 		off, e2 := strconv.ParseInt(rec[2], 10, 64)
 		size, e3 := strconv.ParseInt(rec[3], 10, 64)
-		if err := errors.Join(e1, e2, e3); err != nil || t < 0 || math.IsNaN(t) || math.IsInf(t, 0) || off < 0 || size < 0 || rec[1] == "" {
+		// A volume is a cartridge's label: printable, never empty (and a
+		// control character would not survive CSV's line-end rules).
+		badVol := rec[1] == "" || strings.IndexFunc(rec[1], func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0
+		if err := errors.Join(e1, e2, e3); err != nil || t < 0 || math.IsNaN(t) || math.IsInf(t, 0) || off < 0 || size < 0 || badVol {
 			return nil, fmt.Errorf("trace: row %d: want time_s ≥ 0, volume, offset ≥ 0, size ≥ 0: %q", line, strings.Join(rec, ","))
 		}
 		out = append(out, RecallRequest{Time: t, Volume: rec[1], Offset: off, Size: size})

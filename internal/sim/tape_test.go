@@ -238,7 +238,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	if len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
 		t.Errorf("round trip: %+v", out)
 	}
-	for _, bad := range []string{"", "time_s,volume,offset,size\n", "1,V,2\n", "x,V,0,1\n", "-1,V,0,1\n", "1,,0,1\n", "1,V,-5,1\n", "NaN,V,0,1\n"} {
+	for _, bad := range []string{"", "time_s,volume,offset,size\n", "1,V,2\n", "x,V,0,1\n", "-1,V,0,1\n", "1,,0,1\n", "1,\"V\r\n\",0,1\n", "1,V,-5,1\n", "NaN,V,0,1\n"} {
 		if _, err := ReadTrace(strings.NewReader(bad)); err == nil {
 			t.Errorf("trace %q read without error", bad)
 		}
