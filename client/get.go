@@ -56,12 +56,30 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 			return nil, fmt.Errorf("get %s: %w", path, err)
 		}
 	}
+	out := &countingWriter{w: dst}
+	err = c.get(ctx, path, or, out, h, o.Progress)
+	// A copy damaged at rest: once the core has it repaired (see repair),
+	// the rest comes from the good copy.
+	for tries := 0; err != nil && tries < maxRepairs; tries++ {
+		if or, err = c.repair(ctx, path, or, err, o); err == nil {
+			err = c.resume(ctx, path, or, out.n, &hashWriter{w: out, h: h, progress: o.Progress}, o)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &fi, checkFixity(path, &fi, alg, h)
+}
+
+// get writes the file laid out as or to dst, all stripes read in parallel.
+func (c *Client) get(ctx context.Context, path string, or api.OpenResponse, dst io.Writer, h hash.Hash, progress func(int64)) error {
+	fi := or.File
 	if len(or.Stripes) == 1 {
 		t := or.Stripes[0]
-		if err := c.readSegment(ctx, t, &directSink{dst: dst, h: h, progress: o.Progress}); err != nil {
-			return nil, fmt.Errorf("get %s: segment 0 (device %s, object %s): %w", path, t.Device, t.Object, err)
+		if err := c.readSegment(ctx, t, &directSink{dst: dst, h: h, progress: progress}); err != nil {
+			return fmt.Errorf("get %s: segment 0 (device %s, object %s): %w", path, t.Device, t.Object, err)
 		}
-		return &fi, checkFixity(path, &fi, alg, h)
+		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -81,7 +99,7 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 			}
 		}()
 	}
-	werr := assemble(ctx, dst, streams, fi.Size, or.StripeUnit, h, o.Progress)
+	werr := assemble(ctx, dst, streams, fi.Size, or.StripeUnit, h, progress)
 	if werr != nil {
 		// Stop the stripes still reading. After a whole file they are all
 		// finishing on their own: cancelling then would catch some at
@@ -97,13 +115,32 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 	for k, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t := or.Stripes[k]
-			return nil, fmt.Errorf("get %s: segment %d (device %s, object %s): %w", path, k, t.Device, t.Object, err)
+			return fmt.Errorf("get %s: segment %d (device %s, object %s): %w", path, k, t.Device, t.Object, err)
 		}
 	}
 	if werr != nil {
-		return nil, fmt.Errorf("get %s: %w", path, werr)
+		return fmt.Errorf("get %s: %w", path, werr)
 	}
-	return &fi, checkFixity(path, &fi, alg, h)
+	return nil
+}
+
+// hashWriter passes bytes on, adding them to a fixity hash (if any) and
+// reporting progress (if asked).
+type hashWriter struct {
+	w        io.Writer
+	h        hash.Hash
+	progress func(int64)
+}
+
+func (hw *hashWriter) Write(p []byte) (int, error) {
+	n, err := hw.w.Write(p)
+	if hw.h != nil {
+		hw.h.Write(p[:n])
+	}
+	if hw.progress != nil {
+		hw.progress(int64(n))
+	}
+	return n, err
 }
 
 // open fetches a file's read layout, waiting for its recall from tape
@@ -282,6 +319,11 @@ func (c *Client) readRange(ctx context.Context, t api.StripeTarget, off, length 
 		if errors.As(err, &de) {
 			verify = true // damaged at rest or in transit: the mover checks
 			continue
+		}
+		if errors.Is(err, api.ErrCorrupt) {
+			// The mover read the object and found it damaged at rest:
+			// asking again will not help, another copy may.
+			return &damagedCopy{t: t, err: err}
 		}
 		if !retryable(err) || errors.Is(err, api.ErrExist) {
 			return attemptsError(attempts)

@@ -20,8 +20,11 @@ type Reader struct {
 	c    *Client
 	ctx  context.Context
 	path string
-	or   api.OpenResponse
+	o    GetOptions
 	off  int64 // position of Read
+
+	mu sync.Mutex
+	or api.OpenResponse // replaced when a damaged copy is repaired
 }
 
 // Open prepares path for reading, waiting for its recall from tape as Get
@@ -31,20 +34,28 @@ func (c *Client) Open(ctx context.Context, path string, o GetOptions) (*Reader, 
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{c: c, ctx: ctx, path: path, or: or}, nil
+	return &Reader{c: c, ctx: ctx, path: path, o: o, or: or}, nil
 }
 
 // Info describes the file as it was opened.
-func (r *Reader) Info() *FileInfo { fi := r.or.File; return &fi }
+func (r *Reader) Info() *FileInfo { fi := r.layout().File; return &fi }
 
 // Width is the file's stripe width and stripe unit: a reader that reads
 // ahead fetches width × unit at a time to keep every stripe busy.
 func (r *Reader) Width() (stripes int, unit int64) {
-	return len(r.or.Stripes), r.or.StripeUnit
+	or := r.layout()
+	return len(or.Stripes), or.StripeUnit
 }
 
 // Size is the file's length.
-func (r *Reader) Size() int64 { return r.or.File.Size }
+func (r *Reader) Size() int64 { return r.layout().File.Size }
+
+// layout is the file's read layout as of now.
+func (r *Reader) layout() api.OpenResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.or
+}
 
 // Close releases the reader (connections stay pooled in the client).
 func (r *Reader) Close() error { return nil }
@@ -62,7 +73,24 @@ func (r *Reader) Read(p []byte) (int, error) {
 // ReadAt reads len(p) bytes at off, as io.ReaderAt: fewer only at the end
 // of the file, with io.EOF.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
-	size := r.or.File.Size
+	or := r.layout()
+	n, err := r.readAt(p, off, or)
+	// A copy damaged at rest: read again from the good copy the core
+	// repaired it from (see repair).
+	for tries := 0; err != nil && tries < maxRepairs; tries++ {
+		if or, err = r.c.repair(r.ctx, r.path, or, err, r.o); err == nil {
+			r.mu.Lock()
+			r.or = or
+			r.mu.Unlock()
+			n, err = r.readAt(p, off, or)
+		}
+	}
+	return n, err
+}
+
+// readAt is ReadAt on layout or.
+func (r *Reader) readAt(p []byte, off int64, or api.OpenResponse) (int, error) {
+	size := or.File.Size
 	if off < 0 {
 		return 0, api.Errorf(api.ErrInvalid, "read %s: negative offset %d", r.path, off)
 	}
@@ -70,7 +98,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := int(min(int64(len(p)), size-off))
-	ranges := r.plan(p[:n], off)
+	ranges := plan(or, p[:n], off)
 	errs := make([]error, len(ranges))
 	if len(ranges) == 1 {
 		errs[0] = ranges[0].read(r.ctx, r.c)
@@ -107,10 +135,10 @@ type stripeRange struct {
 }
 
 // plan maps the file range [off, off+len(p)) onto the stripes.
-func (r *Reader) plan(p []byte, off int64) []*stripeRange {
-	w, unit := int64(len(r.or.Stripes)), r.or.StripeUnit
+func plan(or api.OpenResponse, p []byte, off int64) []*stripeRange {
+	w, unit := int64(len(or.Stripes)), or.StripeUnit
 	if w == 1 {
-		return []*stripeRange{{t: r.or.Stripes[0], off: off, len: int64(len(p)), dst: [][]byte{p}}}
+		return []*stripeRange{{t: or.Stripes[0], off: off, len: int64(len(p)), dst: [][]byte{p}}}
 	}
 	byStripe := make([]*stripeRange, w)
 	var out []*stripeRange
@@ -121,7 +149,7 @@ func (r *Reader) plan(p []byte, off int64) []*stripeRange {
 		k := u % w
 		sr := byStripe[k]
 		if sr == nil {
-			sr = &stripeRange{t: r.or.Stripes[k], off: (u/w)*unit + in}
+			sr = &stripeRange{t: or.Stripes[k], off: (u/w)*unit + in}
 			byStripe[k] = sr
 			out = append(out, sr)
 		}

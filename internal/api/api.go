@@ -286,6 +286,9 @@ type HSMResult struct {
 	Files     int   `json:"files"`
 	Bytes     int64 `json:"bytes"`
 	TapeFiles int   `json:"tape_files,omitempty"`
+	// Damaged are the files left out because their disk copy was found
+	// damaged, each "path: what was done about it".
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // Add adds o's counts to r.
@@ -293,6 +296,7 @@ func (r *HSMResult) Add(o HSMResult) {
 	r.Files += o.Files
 	r.Bytes += o.Bytes
 	r.TapeFiles += o.TapeFiles
+	r.Damaged = append(r.Damaged, o.Damaged...)
 }
 
 // Cartridge is one tape cartridge as admin commands show it.
@@ -459,6 +463,43 @@ type OpenResponse struct {
 	File       FileInfo       `json:"file"`
 	StripeUnit int64          `json:"stripe_unit"`
 	Stripes    []StripeTarget `json:"stripes"`
+}
+
+// DamageReport tells the core that a stripe of a file's disk copy failed
+// its check at rest: the mover, asked to verify what it read, found the
+// object damaged. The core verifies it again itself before acting.
+type DamageReport struct {
+	Path   string `json:"path"`
+	Device string `json:"device"`
+	Object string `json:"object"`
+}
+
+// What the core found and did about a DamageReport.
+const (
+	// DamageGood: the copy verified whole (the damage was in transit):
+	// read it again.
+	DamageGood = "good"
+	// DamageStale: the object is no longer the file's copy (the file was
+	// replaced, or repaired already): open it again.
+	DamageStale = "stale"
+	// DamageRecalling: the damaged disk copy was dropped and the file is
+	// being recalled from a good tape copy: open it again, which waits.
+	DamageRecalling = "recalling"
+)
+
+// DamageReply answers a DamageReport. A file with no good copy left is
+// not a reply but an ErrCorrupt error saying it is lost.
+type DamageReply struct {
+	State string `json:"state"`
+}
+
+// Integrity counts what the server's checks of stored data found and
+// repaired since it started.
+type Integrity struct {
+	DamagedDisk int64 `json:"damaged_disk"` // disk copies found damaged
+	DamagedTape int64 `json:"damaged_tape"` // tape copies found damaged
+	Repaired    int64 `json:"repaired"`     // copies re-made from a good one
+	Lost        int64 `json:"lost"`         // files found with no good copy left
 }
 
 // RenameRequest moves Src to Dst.

@@ -185,6 +185,12 @@ own for files older than [hsm] migrate_after.`,
 			return err
 		}
 		fmt.Fprintf(e.stdout, "migrated %d files, %s, in %d tape files\n", res.Files, human(res.Bytes), res.TapeFiles)
+		for _, d := range res.Damaged {
+			fmt.Fprintf(e.stderr, "strata: migrate: %s\n", d)
+		}
+		if n := len(res.Damaged); n > 0 {
+			return fmt.Errorf("migrate: %d file(s) left out: their disk copies are damaged", n)
+		}
 		return nil
 	})
 	return cmd

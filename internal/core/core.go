@@ -133,7 +133,8 @@ type Core struct {
 	quota  quotas
 	audit  *audit.Log
 
-	hsm *hsm // nil without a tape library
+	hsm   *hsm // nil without a tape library
+	integ integrity
 }
 
 // inflight is a write in progress: where it is placed, and who started it

@@ -114,6 +114,8 @@ type recall struct {
 	segs    map[int]catalog.Segment // stripes on disk so far
 	tried   map[string]bool         // cartridges that failed it
 	active  bool
+	repair  bool // it re-makes a disk copy dropped as damaged
+	remake  bool // it found a damaged tape copy, dropped: make it again
 	done    chan struct{}
 	err     error
 }

@@ -80,6 +80,14 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 			var r api.HSMResult
 			r, err = h.writeStriped(ctx, cd)
 			res.Add(r)
+			if errors.Is(err, api.ErrCorrupt) {
+				if p, perr := h.c.store.Path(ctx, cd.Inode.ID); perr == nil {
+					if what := h.c.damagedInMigration(ctx, cd, p); what != "" {
+						res.Damaged = append(res.Damaged, what)
+						err = nil // dealt with; the other files go on
+					}
+				}
+			}
 		}
 		total.Add(res)
 		if err != nil {
@@ -111,7 +119,7 @@ func (h *hsm) candidates(ctx context.Context, paths []string, age time.Duration)
 			if err != nil {
 				return nil, fmt.Errorf("migrate %s: %w", p, err)
 			}
-			if len(b.Tapes) < c.copiesWanted(in.COS, true) && b.OnDisk {
+			if len(b.Tapes) < c.copiesWanted(in.COS, true) && b.OnDisk && c.lostFile(b.ID) == "" {
 				out = append(out, catalog.Candidate{Inode: in, Bitfile: b})
 			}
 		}
@@ -128,7 +136,7 @@ func (h *hsm) candidates(ctx context.Context, paths []string, age time.Duration)
 				return nil, err
 			}
 			for _, cd := range page {
-				if len(cd.Bitfile.Tapes) < c.copiesWanted(cd.Inode.COS, false) {
+				if len(cd.Bitfile.Tapes) < c.copiesWanted(cd.Inode.COS, false) && c.lostFile(cd.Bitfile.ID) == "" {
 					out = append(out, cd)
 				}
 				after = cd.Bitfile.ID
@@ -280,6 +288,35 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		}
 		w.volume = vol
 	}
+	for len(b.files) > 0 {
+		bad, damaged, err := w.append(ctx, b)
+		if err != nil {
+			return res, err
+		}
+		if bad < 0 {
+			if w.bytes >= h.cfg.FlushBytes {
+				r, err := w.flush(ctx)
+				res.Add(r)
+				return res, err
+			}
+			return res, nil
+		}
+		// A file whose disk copy is damaged was dealt with (recalled
+		// from tape to repair it, or found lost): the tape file is
+		// written again without it, so the healthy files migrate.
+		res.Damaged = append(res.Damaged, damaged)
+		b.bytes -= b.files[bad].Bitfile.Size
+		b.files = slices.Delete(slices.Clone(b.files), bad, bad+1)
+	}
+	return res, nil
+}
+
+// append writes b's files to one tape file. When a file's disk copy turns
+// out damaged at rest, it abandons the tape file, acts on the damage
+// (diskDamaged) and returns the file's index and what was done; otherwise
+// -1.
+func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
+	h := w.h
 	hdr := &tape.Header{}
 	var off int64
 	dirs := map[int64]string{} // the files of a tape file share few directories: each is named once
@@ -294,7 +331,7 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		if errors.Is(err, tape.ErrDriveFailed) {
 			h.driveFailed(ctx, w.drive, err)
 		}
-		return res, fmt.Errorf("migrate to %s: %w", w.volume, err)
+		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
 	crcs := make([]uint32, len(b.files))
 	ra := h.c.readAhead(ctx, b.files)
@@ -322,7 +359,12 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		}
 		if err != nil {
 			fw.Abort()
-			return res, fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
+			if errors.Is(err, api.ErrCorrupt) {
+				if what := h.c.damagedInMigration(ctx, cd, hdr.Entries[i].Path); what != "" {
+					return i, what, nil
+				}
+			}
+			return -1, "", fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
 		}
 		crcs[i] = cw.crc
 		if one {
@@ -330,16 +372,11 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		}
 	}
 	if err := fw.Close(); err != nil {
-		return res, fmt.Errorf("migrate to %s: %w", w.volume, err)
+		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
 	w.pending = append(w.pending, written{b: b, hdr: hdr, crcs: crcs, tapes: fw.EntryCRCs(), seq: fw.Seq(), start: fw.Start()})
 	w.bytes += b.bytes
-	if w.bytes >= h.cfg.FlushBytes {
-		r, err := w.flush(ctx)
-		res.Add(r)
-		return res, err
-	}
-	return res, nil
+	return -1, "", nil
 }
 
 // flush forces the pending tape files to tape and records their copies.

@@ -706,25 +706,8 @@ func (c *Core) Abort(ctx context.Context, r api.AbortRequest) error {
 // Open returns a read layout with tokens for every stripe. It needs read
 // permission on the file.
 func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
-	who, err := caller(ctx)
+	who, path, in, err := c.readable(ctx, p, "open")
 	if err != nil {
-		return api.OpenResponse{}, err
-	}
-	if err := scoped(who, auth.ScopeRead, p); err != nil {
-		return api.OpenResponse{}, err
-	}
-	comps, in, err := c.statPath(ctx, who, p)
-	if err != nil {
-		return api.OpenResponse{}, fmt.Errorf("open: %w", err)
-	}
-	path := joinPath(comps)
-	if in.Kind == catalog.KindDir {
-		return api.OpenResponse{}, api.Errorf(api.ErrIsDir, "open %s", path)
-	}
-	if in.Kind == catalog.KindSymlink {
-		return api.OpenResponse{}, api.Errorf(api.ErrInvalid, "open %s: a symbolic link (to %q), which the server does not follow", path, in.Target)
-	}
-	if err := may(who, in, path, path, auth.Read); err != nil {
 		return api.OpenResponse{}, err
 	}
 	resp := api.OpenResponse{File: info(path, in)}
@@ -752,6 +735,32 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 	}
 	c.touch(in)
 	return resp, nil
+}
+
+// readable resolves p to a file the caller may read (read permission and
+// a read scope), for op, which names the operation in errors.
+func (c *Core) readable(ctx context.Context, p, op string) (who *auth.Identity, path string, in catalog.Inode, err error) {
+	if who, err = caller(ctx); err != nil {
+		return nil, "", in, err
+	}
+	if err := scoped(who, auth.ScopeRead, p); err != nil {
+		return nil, "", in, err
+	}
+	comps, in, err := c.statPath(ctx, who, p)
+	if err != nil {
+		return nil, "", in, fmt.Errorf("%s: %w", op, err)
+	}
+	path = joinPath(comps)
+	if in.Kind == catalog.KindDir {
+		return nil, "", in, api.Errorf(api.ErrIsDir, "%s %s", op, path)
+	}
+	if in.Kind == catalog.KindSymlink {
+		return nil, "", in, api.Errorf(api.ErrInvalid, "%s %s: a symbolic link (to %q), which the server does not follow", op, path, in.Target)
+	}
+	if err := may(who, in, path, path, auth.Read); err != nil {
+		return nil, "", in, err
+	}
+	return who, path, in, nil
 }
 
 // touch records an access, relatime-style: at most once a day unless the

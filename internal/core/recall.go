@@ -142,6 +142,9 @@ func (c *Core) stageOne(ctx context.Context, who *auth.Identity, p string, prio 
 	if b.OnDisk {
 		return st, 0, nil
 	}
+	if why := c.lostFile(b.ID); why != "" {
+		return st, 0, api.Errorf(api.ErrCorrupt, "stage %s: lost: %s", path, why)
+	}
 	h := c.hsm
 	if h == nil {
 		return st, 0, api.Errorf(api.ErrOffline, "stage %s: on tape, and no tape library is configured", path)
@@ -459,6 +462,10 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 			retry = d.Requests[i:]
 			return
 		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, api.ErrCorrupt):
+			var td *tapeDamage
+			if errors.As(err, &td) {
+				h.tapeDamaged(ctx, keyID(q.Key), td.copy, td.err)
+			}
 			h.fallback(ctx, d.Requests[i:], err)
 			return
 		default:
@@ -520,6 +527,8 @@ func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
 	if r != nil {
 		if err != nil {
 			h.c.log.Warn("hsm: recall failed", "path", r.path, "err", err)
+		} else {
+			h.repaired(ctx, r)
 		}
 		r.err = err
 		close(r.done)
@@ -586,7 +595,7 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	}
 	if st.Length != tc.Length || st.CRC32C != tc.CRC32C {
 		c.deleteObject(ctx, dev, obj)
-		return false, api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)
+		return false, &tapeDamage{copy: cp, err: api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)}
 	}
 	h.mu.Lock()
 	if r.copy != cp { // given up on meanwhile
@@ -614,6 +623,16 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	h.mu.Unlock()
 	return true, nil
 }
+
+// tapeDamage is a tape copy whose data, read whole, is not what the
+// catalog recorded.
+type tapeDamage struct {
+	copy int
+	err  error
+}
+
+func (e *tapeDamage) Error() string { return e.err.Error() }
+func (e *tapeDamage) Unwrap() error { return e.err }
 
 // writeObject streams n bytes of src into a new object through its mover
 // and checks the mover's receipt.

@@ -992,6 +992,26 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	return done, nil
 }
 
+// Verify reads the whole object, every chunk checked against the CRC32C
+// stored with it and the chunks' CRCs against the whole-object CRC, and
+// reports the first damage as a *CorruptError. buf must hold a chunk. It
+// is charged to the device's bandwidth like any read, so a scrub at a
+// capped device stays within its cap.
+func (r *Reader) Verify(buf []byte) error {
+	var crc uint32
+	for i := int64(0); i*ChunkSize < r.n; i++ {
+		p, err := r.Chunk(i, buf)
+		if err != nil {
+			return err
+		}
+		crc = wire.CombineCRC(crc, r.table[i], int64(len(p)))
+	}
+	if crc != r.crc {
+		return r.corrupt(0, fmt.Sprintf("chunk checksums make %08x, the object records %08x", crc, r.crc))
+	}
+	return nil
+}
+
 // Close releases the reader.
 func (r *Reader) Close() error {
 	if r.whole != nil {

@@ -109,6 +109,50 @@ func TestCorruptionDetected(t *testing.T) {
 	}
 }
 
+// Verify reads a whole object and finds damage in any chunk, and a chunk
+// table that does not add up to the object's CRC.
+func TestVerify(t *testing.T) {
+	d := openDev(t, Options{})
+	data := bytes.Repeat([]byte("0123456789"), 300000)
+	buf := make([]byte, ChunkSize)
+	for _, tc := range []struct {
+		name   string
+		damage int64 // file offset to flip, -1 for none
+		want   int64 // the damaged chunk's offset
+	}{
+		{"whole", -1, 0},
+		{"first chunk", 7, 0},
+		{"last chunk", int64(len(data)) - 3, int64(len(data)) / ChunkSize * ChunkSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := "v-" + strconv.Itoa(int(tc.damage)+1)
+			put(t, d, obj, data)
+			if tc.damage >= 0 {
+				p, _ := d.path(obj)
+				f, err := os.OpenFile(p, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteAt([]byte{'X'}, tc.damage)
+				f.Close()
+			}
+			r, err := d.OpenObject(context.Background(), obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			err = r.Verify(buf)
+			var ce *CorruptError
+			switch {
+			case tc.damage < 0 && err != nil:
+				t.Fatalf("a whole object: %v", err)
+			case tc.damage >= 0 && (!errors.As(err, &ce) || ce.Offset != tc.want):
+				t.Fatalf("want damage at %d, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
 func TestTruncatedObjectIsCorrupt(t *testing.T) {
 	d := openDev(t, Options{})
 	put(t, d, "t", []byte("hello"))

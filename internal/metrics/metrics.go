@@ -1,11 +1,12 @@
 // Package metrics exposes what a Strata server is doing, in the Prometheus
 // text format at /metrics on the control listener: the control API's
 // requests (count by route and status, latency by route), the catalog's
-// group commits (how many, their duration and size), capacity and use per disk device, the embedded mover's
-// hand-overs, and the tape library (per drive: state, mounts, locates,
-// positioning time, bytes; per cartridge: use; per cartridge queue: files,
-// bytes, when the oldest request was queued), with the Go runtime and process
-// metrics beside them.
+// group commits (how many, their duration and size), capacity and use per
+// disk device, the embedded mover's hand-overs, the copies found damaged,
+// made again and lost, and the tape library (per drive: state, mounts,
+// locates, positioning time, bytes; per cartridge: use; per cartridge
+// queue: files, bytes, when the oldest request was queued), with the Go
+// runtime and process metrics beside them.
 //
 // State (devices, library) is read from its owner when scraped, not kept
 // twice: a scrape costs what `strata df` and `strata library` cost. Only
@@ -45,6 +46,9 @@ type Sources struct {
 	// Mover reports the embedded mover's files handed to clients on its
 	// host and files it read from them.
 	Mover func() (handed, read int64)
+	// Integrity reports the copies found damaged, the repairs and the
+	// files lost.
+	Integrity func() api.Integrity
 }
 
 // Registry holds one server's metrics.
@@ -210,12 +214,16 @@ var (
 	cartUsed         = prometheus.NewDesc("strata_tape_cartridge_used_bytes", "Bytes written to a cartridge.", cartLabels, nil)
 	queueFiles       = prometheus.NewDesc("strata_recall_queue_files", "Files waiting to be recalled from a cartridge.", cartLabels, nil)
 	queueBytes       = prometheus.NewDesc("strata_recall_queue_bytes", "Bytes waiting to be recalled from a cartridge.", cartLabels, nil)
+	damagedCopies    = prometheus.NewDesc("strata_damaged_copies_total", "Copies of files found damaged at rest (by readers, migration, recalls), by where the copy was.", []string{"copy"}, nil)
+	repairedCopies   = prometheus.NewDesc("strata_repaired_copies_total", "Copies made again from a good copy after one was found damaged.", nil, nil)
+	lostFiles        = prometheus.NewDesc("strata_lost_files_total", "Files found with no good copy left.", nil, nil)
 	queueOldest      = prometheus.NewDesc("strata_recall_queue_oldest_timestamp_seconds", "When the oldest recall request waiting for a cartridge was queued (Unix time; time() minus it is its age).", cartLabels, nil)
 )
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{deviceCapacity, deviceUsed, deviceOnline, catalogGroups, catalogOps, cacheEntries, cacheLookups, moverHanded, moverRead,
-		driveState, driveMounts, driveLocates, driveReadThrough, drivePositioning, driveRead, driveWritten, cartCapacity, cartUsed, queueFiles, queueBytes, queueOldest} {
+		driveState, driveMounts, driveLocates, driveReadThrough, drivePositioning, driveRead, driveWritten, cartCapacity, cartUsed, queueFiles, queueBytes, queueOldest,
+		damagedCopies, repairedCopies, lostFiles} {
 		ch <- d
 	}
 }
@@ -247,6 +255,13 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 		h, r := s.src.Mover()
 		counter(moverHanded, float64(h))
 		counter(moverRead, float64(r))
+	}
+	if s.src.Integrity != nil {
+		in := s.src.Integrity()
+		counter(damagedCopies, float64(in.DamagedDisk), "disk")
+		counter(damagedCopies, float64(in.DamagedTape), "tape")
+		counter(repairedCopies, float64(in.Repaired))
+		counter(lostFiles, float64(in.Lost))
 	}
 	if s.src.DF != nil {
 		df, err := s.src.DF(ctx)

@@ -139,8 +139,9 @@ func TestState(t *testing.T) {
 				Queue:      []api.QueueEntry{{Volume: "T00000", Files: 4, Bytes: 1 << 20, Oldest: oldest}},
 			}, nil
 		},
-		Groups: func() (int64, int64) { return 10, 42 },
-		Mover:  func() (int64, int64) { return 5, 6 },
+		Groups:    func() (int64, int64) { return 10, 42 },
+		Mover:     func() (int64, int64) { return 5, 6 },
+		Integrity: func() api.Integrity { return api.Integrity{DamagedDisk: 3, DamagedTape: 1, Repaired: 2, Lost: 1} },
 	}
 	m := New(src)
 	const want = `
@@ -150,6 +151,10 @@ strata_catalog_group_commits_total 10
 # HELP strata_catalog_operations_total Namespace changes committed; divided by group commits, the group size.
 # TYPE strata_catalog_operations_total counter
 strata_catalog_operations_total 42
+# HELP strata_damaged_copies_total Copies of files found damaged at rest (by readers, migration, recalls), by where the copy was.
+# TYPE strata_damaged_copies_total counter
+strata_damaged_copies_total{copy="disk"} 3
+strata_damaged_copies_total{copy="tape"} 1
 # HELP strata_device_capacity_bytes Capacity of a disk device.
 # TYPE strata_device_capacity_bytes gauge
 strata_device_capacity_bytes{device="d0",mover="m0",pool="disk"} 1000
@@ -162,6 +167,9 @@ strata_device_online{device="d1",mover="m1",pool="disk"} 0
 # TYPE strata_device_used_bytes gauge
 strata_device_used_bytes{device="d0",mover="m0",pool="disk"} 250
 strata_device_used_bytes{device="d1",mover="m1",pool="disk"} 0
+# HELP strata_lost_files_total Files found with no good copy left.
+# TYPE strata_lost_files_total counter
+strata_lost_files_total 1
 # HELP strata_mover_files_handed_total Reads the mover answered by handing the object's file to a client on its host.
 # TYPE strata_mover_files_handed_total counter
 strata_mover_files_handed_total 5
@@ -177,6 +185,9 @@ strata_recall_queue_files{volume="T00000"} 4
 # HELP strata_recall_queue_oldest_timestamp_seconds When the oldest recall request waiting for a cartridge was queued (Unix time; time() minus it is its age).
 # TYPE strata_recall_queue_oldest_timestamp_seconds gauge
 strata_recall_queue_oldest_timestamp_seconds{volume="T00000"} 1.7000000005e+09
+# HELP strata_repaired_copies_total Copies made again from a good copy after one was found damaged.
+# TYPE strata_repaired_copies_total counter
+strata_repaired_copies_total 2
 # HELP strata_tape_cartridge_capacity_bytes Capacity of a cartridge.
 # TYPE strata_tape_cartridge_capacity_bytes gauge
 strata_tape_cartridge_capacity_bytes{volume="T00000"} 1.8e+13
@@ -222,6 +233,7 @@ strata_tape_drive_written_bytes_total{drive="drive0"} 8192
 
 func stateNames() []string {
 	return []string{"strata_catalog_group_commits_total", "strata_catalog_operations_total", "strata_device_capacity_bytes", "strata_device_online",
+		"strata_damaged_copies_total", "strata_lost_files_total", "strata_repaired_copies_total",
 		"strata_device_used_bytes", "strata_mover_files_handed_total", "strata_mover_files_read_total", "strata_recall_queue_bytes",
 		"strata_recall_queue_files", "strata_recall_queue_oldest_timestamp_seconds", "strata_tape_cartridge_capacity_bytes",
 		"strata_tape_cartridge_used_bytes", "strata_tape_drive_locates_total", "strata_tape_drive_mounts_total",

@@ -212,6 +212,8 @@ func (m *Mover) serveConn(c net.Conn) {
 			err = m.read(req, c, fw)
 		case token.OpDelete:
 			err = m.delete(req, fw)
+		case wire.OpVerify:
+			err = m.verify(req, fw)
 		default:
 			err = fw.Error(status(api.Errorf(api.ErrInvalid, "mover: unknown op %q", req.Op)))
 		}
@@ -644,6 +646,30 @@ func (m *Mover) sendVerified(r *disk.Reader, off, end int64, fw *wire.Writer) (u
 		pos += int64(len(p))
 	}
 	return crc, nil
+}
+
+// verify reads a whole object and checks it (disk.Reader.Verify),
+// answering with its length and CRC32C or with the damage found, which it
+// also logs.
+func (m *Mover) verify(req wire.Request, fw *wire.Writer) error {
+	d, _, err := m.authorize(req, token.OpRead)
+	var r *disk.Reader
+	if err == nil {
+		r, err = d.OpenObject(m.ctx, req.Object)
+	}
+	if err == nil {
+		defer r.Close()
+		bp := bufPool.Get().(*[]byte)
+		err = r.Verify(*bp)
+		bufPool.Put(bp)
+	}
+	if err != nil {
+		if errors.Is(err, api.ErrCorrupt) {
+			m.log.Warn("mover: verify found damage", "device", req.Device, "object", req.Object, "err", err)
+		}
+		return fw.Error(status(err))
+	}
+	return fw.Msg(wire.Status{OK: true, Length: r.Len(), CRC32C: r.CRC()})
 }
 
 func (m *Mover) delete(req wire.Request, fw *wire.Writer) error {

@@ -606,7 +606,7 @@ func (s *Server) controlHandler() http.Handler {
 		Library: func(ctx context.Context) (api.Library, error) { return s.Core.Library(internal(ctx)) }, Mover: func() (int64, int64) {
 			st := s.Mover.Stats()
 			return st.FilesHanded, st.FilesRead
-		}}
+		}, Integrity: s.Core.Integrity}
 	if g, ok := s.Store.(catalog.GroupCounter); ok {
 		src.Groups = g.Groups
 	}

@@ -367,10 +367,17 @@ type StatusError struct{ Status Status }
 
 func (e *StatusError) Error() string { return e.Status.Error }
 
+// OpVerify asks a mover to read a whole object and check it against its
+// stored CRC32Cs, sending no data: the Status says the object is whole
+// (with its length and CRC32C) or names the damage. A read token grants it.
+// The core verifies a copy a reader reports damaged, and scrubs, this way,
+// so checking data at rest moves no data off the mover's host.
+const OpVerify = "verify"
+
 // Request opens a transfer on a mover connection. A connection carries any
 // number of requests, one after the other.
 type Request struct {
-	Op     string `json:"op"` // token.OpWrite, OpRead, OpDelete
+	Op     string `json:"op"` // token.OpWrite, OpRead, OpDelete; OpVerify
 	Token  string `json:"token"`
 	Device string `json:"device"`
 	Object string `json:"object"`

@@ -1,0 +1,226 @@
+package client_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/server"
+)
+
+// damage flips a byte at off in the disk object named object.
+func damage(t *testing.T, dataDir, object string, off int64) {
+	t.Helper()
+	for _, p := range objects(t, dataDir) {
+		if strings.HasSuffix(p, object) {
+			flip(t, p, off)
+			return
+		}
+	}
+	t.Fatalf("object %s not found", object)
+}
+
+func flip(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A disk copy damaged at rest does not fail a read of a file with a good
+// tape copy: the reader reports it, the core verifies it, drops it and
+// recalls the file, and the reader goes on from where it was. The damaged
+// objects are reclaimed, and the repair counted.
+func TestReadRepairsADamagedDiskCopy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		cos      string
+		size     int
+		stripe   int // the stripe damaged
+		handover bool
+		reader   bool // read with Open/ReadAt (the mount's way) instead of Get
+	}{
+		{"one stripe, streamed", "single", 300 << 10, 0, false, false},
+		{"one stripe, handed over", "single", 300 << 10, 0, true, false},
+		{"striped, third stripe", "", 5<<20 + 99, 2, false, false},
+		{"striped, handed over", "", 5<<20 + 99, 1, true, false},
+		{"striped, ReadAt", "", 5<<20 + 99, 3, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, c := tapeServer(t, nil)
+			c.Handover(tc.handover)
+			data := randBytes(uint64(tc.size), tc.size)
+			if _, err := c.Put(ctx, "/f", bytes.NewReader(data), int64(len(data)), client.PutOptions{COS: tc.cos}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Migrate(ctx, "/f"); err != nil {
+				t.Fatal(err)
+			}
+			before := residency(t, c, "/f").Layout
+			if len(before.Segments) <= tc.stripe {
+				t.Fatalf("%d stripes, want more than %d", len(before.Segments), tc.stripe)
+			}
+			bad := before.Segments[tc.stripe]
+			damage(t, s.Cfg.DataDir, bad.Object, 5000)
+
+			var got []byte
+			var err error
+			if tc.reader {
+				got, err = readAll(c, "/f", len(data))
+			} else {
+				got, err = getBytes(c, "/f")
+			}
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read over a damaged disk copy: %d bytes, %v", len(got), err)
+			}
+			after := residency(t, c, "/f")
+			if after.Residency != "disk+tape" {
+				t.Fatalf("after the repair the file is %q", after.Residency)
+			}
+			for _, sg := range after.Layout.Segments {
+				if sg.Object == bad.Object {
+					t.Fatalf("the damaged object %s is still the file's copy", bad.Object)
+				}
+			}
+			if in := s.Core.Integrity(); in.DamagedDisk != 1 || in.Repaired != 1 || in.Lost != 0 {
+				t.Fatalf("integrity counts %+v", in)
+			}
+			if _, err := s.Core.Reclaim(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range objects(t, s.Cfg.DataDir) {
+				if strings.HasSuffix(p, bad.Object) {
+					t.Fatalf("the damaged object %s was not reclaimed", bad.Object)
+				}
+			}
+			// And it reads as it should from now on.
+			if got, err := getBytes(c, "/f"); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read after the repair: %v", err)
+			}
+		})
+	}
+}
+
+// readAll reads path through a Reader, a megabyte at a time at offsets out
+// of order, as a mount reads.
+func readAll(c *client.Client, path string, size int) ([]byte, error) {
+	r, err := c.Open(ctx, path, client.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := make([]byte, size)
+	const step = 1 << 20
+	for _, first := range []bool{false, true} { // the second half, then the first
+		for off := 0; off < size; off += step {
+			if (off < size/2) != first {
+				continue
+			}
+			n, err := r.ReadAt(out[off:min(off+step, size)], int64(off))
+			if err != nil && !(errors.Is(err, io.EOF) && off+n == size) {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// A file whose only copy is damaged is lost: a read fails with one error
+// that says so and names the file, again on the next read, and migration
+// leaves it out instead of stopping at it.
+func TestDamagedOnlyCopyIsLost(t *testing.T) {
+	t.Parallel()
+	s, c := tapeServer(t, nil)
+	data := randBytes(7, 200000)
+	if _, err := c.Put(ctx, "/only", bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, s.Cfg.DataDir, residency(t, c, "/only").Layout.Segments[0].Object, 100)
+	for i := 0; i < 2; i++ {
+		_, err := getBytes(c, "/only")
+		if !errors.Is(err, client.ErrCorrupt) || !strings.Contains(err.Error(), "/only is lost") {
+			t.Fatalf("read %d of a file whose only copy is damaged: %v", i, err)
+		}
+	}
+	res, err := c.Migrate(ctx, "/only")
+	if err != nil || res.Files != 0 {
+		t.Fatalf("migrating a lost file: %+v, %v", res, err)
+	}
+	if in := s.Core.Integrity(); in.DamagedDisk < 1 || in.Lost != 1 || in.Repaired != 0 {
+		t.Fatalf("integrity counts %+v", in)
+	}
+}
+
+// A tape copy that fails its checksum when recalled is dropped, the file
+// is recalled from its other copy, and the missing copy is made again.
+// With no other copy, the file is reported lost and not queued again.
+func TestDamagedTapeCopy(t *testing.T) {
+	t.Parallel()
+	s, c := tapeServer(t, nil)
+	two := randBytes(8, 200000)
+	onTape(t, c, "/two", two, "dual")
+	fi := residency(t, c, "/two")
+	if len(fi.Layout.Tapes) != 2 {
+		t.Fatalf("dual class: tape copies %+v", fi.Layout.Tapes)
+	}
+	damageOnTape(t, s, fi.Layout.Tapes[0].Volume, two)
+	got, err := getBytes(c, "/two")
+	if err != nil || !bytes.Equal(got, two) {
+		t.Fatalf("recall past a damaged tape copy: %v", err)
+	}
+	waitFor(t, func() bool {
+		fi := residency(t, c, "/two")
+		return len(fi.Layout.Tapes) == 2 && fi.Layout.Tapes[0].Copy != 1 && fi.Layout.Tapes[1].Copy != 1
+	}, "the damaged tape copy dropped and made again")
+	if in := s.Core.Integrity(); in.DamagedTape != 1 || in.Repaired != 1 || in.Lost != 0 {
+		t.Fatalf("integrity counts %+v", in)
+	}
+
+	one := randBytes(9, 150000)
+	onTape(t, c, "/one", one, "")
+	damageOnTape(t, s, residency(t, c, "/one").Layout.Tapes[0].Volume, one)
+	for i := 0; i < 2; i++ {
+		_, err := getBytes(c, "/one")
+		if err == nil || !strings.Contains(err.Error(), "/one") || !strings.Contains(err.Error(), "damaged") {
+			t.Fatalf("read %d of a file whose only copy, on tape, is damaged: %v", i, err)
+		}
+	}
+	if in := s.Core.Integrity(); in.Lost != 1 {
+		t.Fatalf("integrity counts %+v", in)
+	}
+}
+
+// damageOnTape flips a byte of data in the emulated cartridge volume,
+// found by its content.
+func damageOnTape(t *testing.T, s *server.Server, volume string, data []byte) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(s.Cfg.DataDir, "tapes", volume, "*"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, data[1000:1064]); i >= 0 {
+			flip(t, p, int64(i))
+			return
+		}
+	}
+	t.Fatalf("no tape file on %s holds the data", volume)
+}

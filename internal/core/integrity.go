@@ -1,0 +1,304 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/token"
+	"github.com/strata-storage/strata/internal/wire"
+)
+
+// Self-healing copies. A copy found damaged at rest — by a reader (a get,
+// the mount), by migration reading a disk copy, or by a recall reading a
+// tape copy — is verified, dropped when another good copy exists and made
+// again from that copy:
+//
+//   - a damaged disk copy of a file with a tape copy is dropped (its
+//     objects become garbage, reclaimed as after a purge) and the file is
+//     recalled; readers wait for the recall and go on from where they
+//     were, as for any file on tape;
+//   - a damaged tape copy is dropped when the file has another copy, and
+//     made again by migration once the file is on disk;
+//   - a file whose only copy is damaged is lost: it is reported (an
+//     ErrCorrupt error naming it, the log, /metrics), its data is kept for
+//     an administrator, and neither migration nor recall tries it again
+//     until the server restarts.
+//
+// Movers check data at rest themselves (wire.OpVerify), so verifying a
+// disk copy moves no data off its mover's host.
+
+// integrity is the core's record of damage found and repaired.
+type integrity struct {
+	mu       sync.Mutex
+	checking map[int64]*check // bitfile → its verification in progress
+	lost     map[int64]string // bitfile → why it is lost
+
+	damagedDisk, damagedTape, repaired, lostFiles atomic.Int64
+}
+
+// check is one verification of a bitfile's disk copy, shared by every
+// reader that reports it meanwhile.
+type check struct {
+	done  chan struct{}
+	reply api.DamageReply
+	err   error
+}
+
+// Integrity reports what the checks of stored data found and repaired
+// since the server started.
+func (c *Core) Integrity() api.Integrity {
+	g := &c.integ
+	return api.Integrity{DamagedDisk: g.damagedDisk.Load(), DamagedTape: g.damagedTape.Load(), Repaired: g.repaired.Load(), Lost: g.lostFiles.Load()}
+}
+
+// ReportDamage acts on a reader's report that a stripe of p's disk copy is
+// damaged at rest. The caller must be able to read p; the core verifies
+// the object itself, so a report cannot make it drop a good copy.
+func (c *Core) ReportDamage(ctx context.Context, r api.DamageReport) (api.DamageReply, error) {
+	_, path, in, err := c.readable(ctx, r.Path, "report damage")
+	if err != nil {
+		return api.DamageReply{}, err
+	}
+	if in.Bitfile == 0 {
+		return api.DamageReply{State: api.DamageStale}, nil
+	}
+	b, err := c.store.Bitfile(ctx, in.Bitfile)
+	if err != nil {
+		return api.DamageReply{}, fmt.Errorf("report damage %s: %w", path, err)
+	}
+	if why := c.lostFile(b.ID); why != "" {
+		return api.DamageReply{}, api.Errorf(api.ErrCorrupt, "%s is lost: %s", path, why)
+	}
+	for _, s := range b.Segments {
+		if s.Device == r.Device && s.Object == r.Object {
+			return c.verifyDiskCopy(ctx, path, in.COS, b, []catalog.Segment{s})
+		}
+	}
+	return api.DamageReply{State: api.DamageStale}, nil
+}
+
+// lostFile reports why bitfile is lost, or "" if it is not known to be.
+func (c *Core) lostFile(bitfile int64) string {
+	c.integ.mu.Lock()
+	defer c.integ.mu.Unlock()
+	return c.integ.lost[bitfile]
+}
+
+// markLost records a file with no good copy left.
+func (c *Core) markLost(b catalog.Bitfile, path, why string) {
+	g := &c.integ
+	g.mu.Lock()
+	_, had := g.lost[b.ID]
+	if g.lost == nil {
+		g.lost = map[int64]string{}
+	}
+	g.lost[b.ID] = why
+	g.mu.Unlock()
+	if !had {
+		g.lostFiles.Add(1)
+		c.log.Error("integrity: file lost: no good copy left", "path", path, "bitfile", b.ID, "why", why)
+	}
+}
+
+// verifyDiskCopy verifies segs of b's disk copy (one verification per
+// bitfile at a time; reports meanwhile share its outcome) and, if one is
+// damaged, acts on it (diskDamaged).
+func (c *Core) verifyDiskCopy(ctx context.Context, path, cos string, b catalog.Bitfile, segs []catalog.Segment) (api.DamageReply, error) {
+	g := &c.integ
+	g.mu.Lock()
+	if ch := g.checking[b.ID]; ch != nil {
+		g.mu.Unlock()
+		select {
+		case <-ch.done:
+			return ch.reply, ch.err
+		case <-ctx.Done():
+			return api.DamageReply{}, ctx.Err()
+		}
+	}
+	if g.checking == nil {
+		g.checking = map[int64]*check{}
+	}
+	ch := &check{done: make(chan struct{}), reply: api.DamageReply{State: api.DamageGood}}
+	g.checking[b.ID] = ch
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.checking, b.ID)
+		g.mu.Unlock()
+		close(ch.done)
+	}()
+	for _, s := range segs {
+		err := c.verifySegment(ctx, s)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, api.ErrCorrupt) {
+			ch.err = err
+		} else {
+			ch.reply, ch.err = c.diskDamaged(ctx, path, cos, b, s, err)
+		}
+		break
+	}
+	return ch.reply, ch.err
+}
+
+// verifySegment has s's mover read and check its object, and checks its
+// length and CRC32C against the catalog's.
+func (c *Core) verifySegment(ctx context.Context, s catalog.Segment) error {
+	ep, err := c.moverFor(s.Device)
+	if err != nil {
+		return err
+	}
+	conn, err := c.pool.Get(ctx, ep)
+	if err != nil {
+		return err
+	}
+	st, err := conn.Do(ctx, wire.Request{Op: wire.OpVerify, Token: c.sign(auth.Root, token.OpRead, s.Device, s.Object, 0, c.cfg.TokenTTL),
+		Device: s.Device, Object: s.Object})
+	c.pool.Put(conn)
+	if err != nil {
+		return fmt.Errorf("verify %s/%s: %w", s.Device, s.Object, err)
+	}
+	if st.Length != s.Length || st.CRC32C != s.CRC32C {
+		return api.Errorf(api.ErrCorrupt, "verify %s/%s: %d bytes crc32c %08x, the catalog records %d bytes %08x", s.Device, s.Object, st.Length, st.CRC32C, s.Length, s.CRC32C)
+	}
+	return nil
+}
+
+// diskDamaged acts on a damaged stripe s of b's disk copy: with a tape
+// copy and a library, the disk copy is dropped and the file recalled;
+// else the file is lost.
+func (c *Core) diskDamaged(ctx context.Context, path, cos string, b catalog.Bitfile, s catalog.Segment, cause error) (api.DamageReply, error) {
+	c.integ.damagedDisk.Add(1)
+	if len(b.Tapes) == 0 || c.hsm == nil {
+		why := fmt.Sprintf("its disk copy is damaged (%v) and it has no tape copy", cause)
+		if len(b.Tapes) > 0 {
+			why = fmt.Sprintf("its disk copy is damaged (%v) and no tape library is configured to read its tape copy", cause)
+		}
+		c.markLost(b, path, why)
+		return api.DamageReply{}, api.Errorf(api.ErrCorrupt, "%s is lost: %s", path, why)
+	}
+	c.log.Error("integrity: disk copy damaged; dropping it and recalling the file from tape", "path", path, "bitfile", b.ID,
+		"device", s.Device, "object", s.Object, "err", cause)
+	c.quota.markStale() // what is on disk changes
+	if err := c.store.DropDiskCopy(ctx, b.ID); err != nil {
+		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalid) {
+			return api.DamageReply{State: api.DamageStale}, nil // replaced, removed or purged meanwhile
+		}
+		return api.DamageReply{}, fmt.Errorf("%s: drop the damaged disk copy: %w", path, err)
+	}
+	if err := c.hsm.repair(ctx, b.ID, path, c.poolOf(cos)); err != nil {
+		return api.DamageReply{}, fmt.Errorf("%s: recall to repair the damaged disk copy: %w", path, err)
+	}
+	return api.DamageReply{State: api.DamageRecalling}, nil
+}
+
+// repair queues the recall that re-makes a dropped disk copy; its success
+// counts as a repair.
+func (h *hsm) repair(ctx context.Context, bitfile int64, path, pool string) error {
+	b, err := h.c.store.Bitfile(ctx, bitfile)
+	if err != nil {
+		return err
+	}
+	now := h.clk.Now()
+	if _, err := h.c.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: now.UnixNano()}); err != nil {
+		return err
+	}
+	if err := h.enqueue(b, now, 0, path, pool); err != nil {
+		h.c.store.DoneRecall(ctx, b.ID)
+		return err
+	}
+	h.mu.Lock()
+	if r := h.recalls[b.ID]; r != nil {
+		r.repair = true
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// tapeDamaged acts on a tape copy a recall found damaged: it is dropped if
+// the file has another copy (and made again once the file is on disk),
+// else the file is lost.
+func (h *hsm) tapeDamaged(ctx context.Context, bitfile int64, copy int, cause error) {
+	c := h.c
+	c.integ.damagedTape.Add(1)
+	b, err := c.store.Bitfile(ctx, bitfile)
+	if err != nil {
+		return // removed meanwhile
+	}
+	path := fmt.Sprintf("<bitfile %d>", bitfile)
+	h.mu.Lock()
+	if r := h.recalls[bitfile]; r != nil {
+		path = r.path
+		r.remake = true
+	}
+	h.mu.Unlock()
+	copies := map[int]bool{}
+	for _, tc := range b.Tapes {
+		copies[tc.Copy] = true
+	}
+	if !b.OnDisk && len(copies) <= 1 {
+		c.markLost(b, path, fmt.Sprintf("its only copy, on tape, is damaged (%v)", cause))
+		return
+	}
+	c.log.Error("integrity: tape copy damaged; dropping it (migration makes it again)", "path", path, "bitfile", bitfile, "copy", copy, "err", cause)
+	if err := c.store.DropTapeCopy(ctx, bitfile, copy); err != nil && !errors.Is(err, api.ErrNotFound) {
+		c.log.Warn("integrity: the damaged tape copy stays recorded", "path", path, "copy", copy, "err", err)
+	}
+}
+
+// repaired runs when a recall that re-makes a damaged copy, or that
+// found a damaged tape copy on its way, has brought the file back to
+// disk: it counts the repair and makes the missing tape copy again.
+func (h *hsm) repaired(ctx context.Context, r *recall) {
+	if r.repair {
+		h.c.integ.repaired.Add(1)
+		h.c.log.Info("integrity: disk copy re-made from tape", "path", r.path, "bitfile", r.bitfile)
+	}
+	if !r.remake {
+		return
+	}
+	if strings.HasPrefix(r.path, "<") { // a recall resumed after a restart: no path at hand
+		h.c.log.Warn("integrity: the damaged tape copy is left to the migration policy to make again", "bitfile", r.bitfile)
+		return
+	}
+	go func() {
+		res, err := h.migrate(ctx, []string{r.path}, 0)
+		if err != nil {
+			h.c.log.Warn("integrity: the damaged tape copy is not made again yet; the migration policy will", "path", r.path, "err", err)
+			return
+		}
+		if res.Files > 0 {
+			h.c.integ.repaired.Add(1)
+			h.c.log.Info("integrity: tape copy made again", "path", r.path)
+		}
+	}()
+}
+
+// damagedInMigration verifies the disk copy of a file migration could not
+// read whole. When the copy is damaged at rest it was acted on (the file
+// recalled to repair it, or found lost) and the batch goes on without it:
+// it returns what was done, for the migration's result. Damage in transit
+// only ("") makes the batch fail, to be tried again.
+func (c *Core) damagedInMigration(ctx context.Context, cd catalog.Candidate, path string) string {
+	reply, err := c.verifyDiskCopy(ctx, path, cd.Inode.COS, cd.Bitfile, cd.Bitfile.Segments)
+	switch {
+	case errors.Is(err, api.ErrCorrupt):
+		return err.Error() // lost
+	case err != nil:
+		c.log.Warn("integrity: a disk copy migration could not read is not verified", "path", path, "err", err)
+		return ""
+	case reply.State == api.DamageRecalling:
+		return path + ": disk copy damaged; recalled from tape to repair it, migrated after"
+	case reply.State == api.DamageStale:
+		return path + ": changed while it was migrated"
+	}
+	return ""
+}
