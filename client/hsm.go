@@ -136,6 +136,21 @@ func (c *Client) Repack(ctx context.Context, volume string) (*HSMResult, error) 
 	return &r, c.do(ctx, "POST", "/v1/repack", nil, api.RepackRequest{Volume: volume}, &r)
 }
 
+// Scrub verifies the disk copies of the named files against their
+// checksums; a damaged one is made again from a good copy (or reported
+// lost) and listed in the result. Admin only.
+func (c *Client) Scrub(ctx context.Context, paths ...string) (*HSMResult, error) {
+	var r HSMResult
+	return &r, c.do(ctx, "POST", "/v1/scrub", nil, api.ScrubRequest{Paths: paths}, &r)
+}
+
+// ScrubVolume reads every copy on a cartridge and verifies it as Scrub
+// does. It holds a drive until it is done. Admin only.
+func (c *Client) ScrubVolume(ctx context.Context, volume string) (*HSMResult, error) {
+	var r HSMResult
+	return &r, c.do(ctx, "POST", "/v1/scrub", nil, api.ScrubRequest{Volume: volume}, &r)
+}
+
 // SetCOS defines or changes a class of service on the server (stored in
 // its catalog; it overrides the configuration's class of that name).
 func (c *Client) SetCOS(ctx context.Context, k COS) (*COS, error) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/server"
 )
 
@@ -223,4 +224,107 @@ func damageOnTape(t *testing.T, s *server.Server, volume string, data []byte) {
 		}
 	}
 	t.Fatalf("no tape file on %s holds the data", volume)
+}
+
+// Scrub verifies named files' disk copies: a damaged one with a tape copy
+// is re-made from it, one without is reported lost, a whole one is left
+// alone.
+func TestScrub(t *testing.T) {
+	t.Parallel()
+	s, c := tapeServer(t, nil)
+	data := randBytes(10, 400000)
+	for _, p := range []string{"/kept", "/lone", "/whole"} {
+		if _, err := c.Put(ctx, p, bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Migrate(ctx, "/kept"); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, s.Cfg.DataDir, residency(t, c, "/kept").Layout.Segments[1].Object, 10)
+	damage(t, s.Cfg.DataDir, residency(t, c, "/lone").Layout.Segments[0].Object, 10)
+	res, err := c.Scrub(ctx, "/kept", "/lone", "/whole")
+	if err != nil || res.Files != 3 || res.Bytes != 3*int64(len(data)) || len(res.Damaged) != 2 ||
+		!strings.HasPrefix(res.Damaged[0], "/kept: disk copy damaged") || !strings.HasPrefix(res.Damaged[1], "/lone is lost") {
+		t.Fatalf("scrub: %+v, %v", res, err)
+	}
+	if got, err := getBytes(c, "/kept"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after the scrub: %v", err)
+	}
+	if in := s.Core.Integrity(); in.DamagedDisk != 2 || in.Repaired != 1 || in.Lost != 1 {
+		t.Fatalf("integrity counts %+v", in)
+	}
+}
+
+// Scrubbing a cartridge reads every copy on it: a damaged copy of a file
+// on disk is made again from the disk copy, one of a file on tape only
+// from its other tape copy (recalled for that), and whole ones are left.
+func TestScrubVolume(t *testing.T) {
+	t.Parallel()
+	s, c := tapeServer(t, nil)
+	onDisk, onTapeOnly, whole := randBytes(11, 300000), randBytes(12, 200000), randBytes(13, 100000)
+	for p, d := range map[string][]byte{"/ondisk": onDisk, "/tapeonly": onTapeOnly, "/whole": whole} {
+		if _, err := c.Put(ctx, p, bytes.NewReader(d), int64(len(d)), client.PutOptions{COS: "dual"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Migrate(ctx, "/ondisk", "/tapeonly", "/whole"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Purge(ctx, "/tapeonly"); err != nil {
+		t.Fatal(err)
+	}
+	vol := residency(t, c, "/ondisk").Layout.Tapes[0].Volume
+	if v := residency(t, c, "/tapeonly").Layout.Tapes[0].Volume; v != vol {
+		t.Fatalf("the first copies are on %s and %s", vol, v)
+	}
+	damageOnTape(t, s, vol, onDisk)
+	damageOnTape(t, s, vol, onTapeOnly)
+	res, err := c.ScrubVolume(ctx, vol)
+	if err != nil || res.Files != 3 || len(res.Damaged) != 2 {
+		t.Fatalf("scrub %s: %+v, %v", vol, res, err)
+	}
+	for _, p := range []string{"/ondisk", "/tapeonly"} {
+		waitFor(t, func() bool {
+			fi := residency(t, c, p)
+			return len(fi.Layout.Tapes) == 2 && fi.Layout.Tapes[0].Copy != 1 && fi.Layout.Tapes[1].Copy != 1
+		}, p+"'s damaged tape copy made again")
+	}
+	if fi := residency(t, c, "/whole"); len(fi.Layout.Tapes) != 2 || fi.Layout.Tapes[0].Copy != 1 {
+		t.Fatalf("a whole file's copies changed: %+v", fi.Layout.Tapes)
+	}
+	for p, d := range map[string][]byte{"/ondisk": onDisk, "/tapeonly": onTapeOnly, "/whole": whole} {
+		if got, err := getBytes(c, p); err != nil || !bytes.Equal(got, d) {
+			t.Fatalf("%s after the scrub: %v", p, err)
+		}
+	}
+	if in := s.Core.Integrity(); in.DamagedTape != 2 || in.Repaired != 2 || in.Lost != 0 {
+		t.Fatalf("integrity counts %+v", in)
+	}
+}
+
+// The background scrubber finds a damaged disk copy nobody reads and
+// re-makes it from the tape copy.
+func TestBackgroundScrub(t *testing.T) {
+	t.Parallel()
+	s, c := tapeServer(t, func(cfg *config.Config) {
+		cfg.Integrity.ScrubRate = 1 << 30
+		cfg.Integrity.ScrubEvery = "100ms"
+	})
+	data := randBytes(14, 300000)
+	if _, err := c.Mkdir(ctx, "/d", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "/d/f", bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Migrate(ctx, "/d/f"); err != nil {
+		t.Fatal(err)
+	}
+	bad := residency(t, c, "/d/f").Layout.Segments[0].Object
+	damage(t, s.Cfg.DataDir, bad, 10)
+	waitFor(t, func() bool { return s.Core.Integrity().Repaired == 1 }, "the scrubber to repair the file")
+	if fi := residency(t, c, "/d/f"); fi.Residency != "disk+tape" || fi.Layout.Segments[0].Object == bad {
+		t.Fatalf("after the scrub: %s %+v", fi.Residency, fi.Layout.Segments)
+	}
 }

@@ -12,7 +12,8 @@ import (
 // object does not fail `strata get` (the file comes back whole from its
 // tape copy, and the damaged object goes); in a file with no tape copy it
 // fails with one line saying the file is lost; and `strata migrate` of a
-// directory migrates every healthy file and names the damaged one.
+// directory migrates every healthy file and names the damaged one, as
+// `strata scrub` does.
 func TestDamagedCopyThroughTheCLI(t *testing.T) {
 	s := newServer(t, "")
 	src := filepath.Join(s.dir, "src")
@@ -74,6 +75,11 @@ func TestDamagedCopyThroughTheCLI(t *testing.T) {
 	out, errs, code := s.run("migrate", "-r", "/batch")
 	if code != 1 || !strings.Contains(out, "migrated 2 files") || !strings.Contains(errs, "/batch/b is lost") {
 		t.Fatalf("migrate past a damaged file: exit %d, %q, %q", code, out, errs)
+	}
+	// A scrub of the whole namespace names what is still damaged.
+	out, errs, code = s.run("scrub", "-r", "/")
+	if code != 1 || !strings.Contains(out, "verified 5 copies") || strings.Count(errs, " is lost") != 2 {
+		t.Fatalf("scrub -r /: exit %d, %q, %q", code, out, errs)
 	}
 	fams := s.scrape()
 	for _, c := range []struct {

@@ -286,8 +286,8 @@ type HSMResult struct {
 	Files     int   `json:"files"`
 	Bytes     int64 `json:"bytes"`
 	TapeFiles int   `json:"tape_files,omitempty"`
-	// Damaged are the files left out because their disk copy was found
-	// damaged, each "path: what was done about it".
+	// Damaged are the copies found damaged (by migration: the files left
+	// out), each "path: what was done about it".
 	Damaged []string `json:"damaged,omitempty"`
 }
 
@@ -491,6 +491,16 @@ const (
 // not a reply but an ErrCorrupt error saying it is lost.
 type DamageReply struct {
 	State string `json:"state"`
+}
+
+// ScrubRequest asks the core to verify copies against their checksums and
+// repair what it can: the disk copies of the files named, or every copy on
+// one cartridge (read on a drive, as a recall reads). The answer is an
+// HSMResult: the copies verified (Files: a striped tape copy counts each
+// stripe on the cartridge), their bytes, and the damage found.
+type ScrubRequest struct {
+	Paths  []string `json:"paths,omitempty"`
+	Volume string   `json:"volume,omitempty"`
 }
 
 // Integrity counts what the server's checks of stored data found and

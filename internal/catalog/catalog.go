@@ -298,9 +298,9 @@ type Store interface {
 	Recalls(ctx context.Context) ([]Recall, error)
 	// DoneRecall removes a recall request.
 	DoneRecall(ctx context.Context, bitfile int64) error
-	// CopiesOn returns the committed files with a tape copy on volume, in
-	// tape order.
-	CopiesOn(ctx context.Context, volume string, limit int) ([]Candidate, error)
+	// CopiesOn returns up to limit committed files with a tape copy on
+	// volume, in bitfile order, from the first bitfile after after.
+	CopiesOn(ctx context.Context, volume string, after int64, limit int) ([]Candidate, error)
 	// DropTapeCopy forgets one tape copy; never the last copy of a file
 	// (ErrInvalid).
 	DropTapeCopy(ctx context.Context, bitfile int64, copy int) error

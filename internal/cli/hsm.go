@@ -185,13 +185,60 @@ own for files older than [hsm] migrate_after.`,
 			return err
 		}
 		fmt.Fprintf(e.stdout, "migrated %d files, %s, in %d tape files\n", res.Files, human(res.Bytes), res.TapeFiles)
-		for _, d := range res.Damaged {
-			fmt.Fprintf(e.stderr, "strata: migrate: %s\n", d)
+		return e.damaged("migrate", &res, "file(s) left out: their disk copies are damaged")
+	})
+	return cmd
+}
+
+// damaged prints the damage a migration or scrub found, one line each,
+// and fails the command if there was any.
+func (e *env) damaged(what string, res *client.HSMResult, summary string) error {
+	for _, d := range res.Damaged {
+		fmt.Fprintf(e.stderr, "strata: %s: %s\n", what, d)
+	}
+	if n := len(res.Damaged); n > 0 {
+		return fmt.Errorf("%s: %d %s", what, n, summary)
+	}
+	return nil
+}
+
+func (e *env) scrubCmd() *cobra.Command {
+	var recursive bool
+	var volume string
+	cmd := &cobra.Command{
+		Use:   "scrub [-r] PATH... | scrub --volume VOLUME",
+		Short: "Verify copies against their checksums and repair what is damaged (admin)",
+		Long: `Read the disk copies of the named files (with -r, of every file under the
+named directories) on their movers and check every byte against the
+checksums stored with it; with --volume, read every copy on a cartridge on
+a drive instead. A damaged copy is dropped and made again from a good one
+(a disk copy from a tape copy, a tape copy from the disk copy or another
+tape copy); a file with no good copy left is reported lost. Each damaged
+copy is named on its own line and the command exits 1. The server also
+scrubs disk copies in the background at [integrity] scrub_rate.`,
+	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "every file under the named directories")
+	cmd.Flags().StringVar(&volume, "volume", "", "verify every copy on this cartridge")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		paths, err := remotes(args)
+		if err != nil {
+			return err
 		}
-		if n := len(res.Damaged); n > 0 {
-			return fmt.Errorf("migrate: %d file(s) left out: their disk copies are damaged", n)
+		if (volume == "") == (len(paths) == 0) {
+			return fmt.Errorf("scrub: name files or directories (with -r), or --volume, not both (see 'strata scrub --help')")
 		}
-		return nil
+		var res client.HSMResult
+		if volume != "" {
+			r, err := c.ScrubVolume(ctx, volume)
+			if err != nil {
+				return err
+			}
+			res = *r
+		} else if err := e.hsmBatches(ctx, c, "scrub", paths, recursive, nil, c.Scrub, &res); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "verified %d copies, %s\n", res.Files, human(res.Bytes))
+		return e.damaged("scrub", &res, "damaged copies (see above)")
 	})
 	return cmd
 }

@@ -174,6 +174,19 @@ type Config struct {
 	TLS       TLS        `toml:"tls"`
 	Audit     Audit      `toml:"audit"`
 	S3        S3         `toml:"s3"`
+	Integrity Integrity  `toml:"integrity"`
+}
+
+// Integrity configures the background scrubber, which reads every disk
+// copy on its mover and checks it against its checksums, repairing what is
+// damaged from a good copy (see docs/INTEGRITY.md).
+type Integrity struct {
+	// ScrubRate is how fast, in bytes/s, it reads ("0", the default: no
+	// background scrub; `strata scrub` runs on demand).
+	ScrubRate Size `toml:"scrub_rate"`
+	// ScrubEvery is the time from the start of one pass over the
+	// namespace to the next (default 168h, a week).
+	ScrubEvery string `toml:"scrub_every"`
 }
 
 // S3 configures the S3 gateway strata serve runs beside the control API
@@ -358,6 +371,7 @@ func merge(c *Config, f Config) {
 	mergeFields(&c.HSM, f.HSM)
 	mergeFields(&c.Auth, f.Auth)
 	mergeFields(&c.TLS, f.TLS)
+	mergeFields(&c.Integrity, f.Integrity)
 	mergeFields(&c.Audit, f.Audit)
 	mergeFields(&c.S3, f.S3)
 	if f.Devices != nil {

@@ -1,8 +1,10 @@
 // Package core owns the control plane: the namespace API, placement of new
 // data on devices, the registry of movers, capability tokens, reclaim of
-// space no file uses any more, and the HSM engine that moves files between
+// space no file uses any more, the HSM engine that moves files between
 // disk and the tape library (migrate, purge, recall; hsm.go) by the
-// decisions of package sched.
+// decisions of package sched, and the integrity of stored copies: damage
+// verified, repaired from a good copy or reported lost, and scrubbing
+// (integrity.go, scrub.go).
 //
 // The core never touches file data. A client asks it for a layout (which
 // devices, which objects, signed tokens), streams the stripes to the movers
@@ -75,6 +77,12 @@ type Config struct {
 	// false); set UmaskSet to use 0.
 	Umask    uint32
 	UmaskSet bool
+	// ScrubRate is the pace, in bytes/s, of the background scrubber that
+	// verifies every disk copy (0: no background scrub; `strata scrub`
+	// still runs on demand). ScrubEvery is the time from the start of one
+	// pass to the next (default a week).
+	ScrubRate  int64
+	ScrubEvery time.Duration
 	// AdminGroups are the groups whose members are admins (besides uid
 	// 0).
 	AdminGroups []uint32
@@ -161,6 +169,9 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	}
 	if cfg.TokenTTL == 0 {
 		cfg.TokenTTL = 24 * time.Hour
+	}
+	if cfg.ScrubEvery == 0 {
+		cfg.ScrubEvery = 7 * 24 * time.Hour
 	}
 	if cfg.ReclaimEvery == 0 {
 		cfg.ReclaimEvery = 30 * time.Second

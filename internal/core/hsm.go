@@ -98,6 +98,7 @@ type hsm struct {
 	failedRecalls map[int64]error
 	nextID        int64
 	wake          chan struct{}
+	remakes       chan string // paths whose damaged tape copies are to be made again
 
 	migrateMu sync.Mutex // one migration pass at a time
 }
@@ -128,7 +129,8 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 	sch := sched.New(cfg.Rules)
 	sch.Tape = geometry(cfg.Library)
 	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sch,
-		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1)}
+		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
+		remakes: make(chan string, 1024)}
 }
 
 func (h *hsm) staging(bitfile int64) bool {
@@ -167,8 +169,9 @@ func (h *hsm) run(ctx context.Context) {
 		h.c.log.Warn("hsm: cannot reload queued recalls", "err", err)
 	}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); h.recaller(ctx) }()
+	go func() { defer wg.Done(); h.remaker(ctx) }()
 	go func() {
 		defer wg.Done()
 		mt := time.NewTicker(h.cfg.MigrateEvery)

@@ -176,7 +176,9 @@ func (c *Core) verifySegment(ctx context.Context, s catalog.Segment) error {
 // copy and a library, the disk copy is dropped and the file recalled;
 // else the file is lost.
 func (c *Core) diskDamaged(ctx context.Context, path, cos string, b catalog.Bitfile, s catalog.Segment, cause error) (api.DamageReply, error) {
-	c.integ.damagedDisk.Add(1)
+	if c.lostFile(b.ID) == "" { // counted once
+		c.integ.damagedDisk.Add(1)
+	}
 	if len(b.Tapes) == 0 || c.hsm == nil {
 		why := fmt.Sprintf("its disk copy is damaged (%v) and it has no tape copy", cause)
 		if len(b.Tapes) > 0 {
@@ -203,6 +205,12 @@ func (c *Core) diskDamaged(ctx context.Context, path, cos string, b catalog.Bitf
 // repair queues the recall that re-makes a dropped disk copy; its success
 // counts as a repair.
 func (h *hsm) repair(ctx context.Context, bitfile int64, path, pool string) error {
+	return h.recallFor(ctx, bitfile, path, pool, func(r *recall) { r.repair = true })
+}
+
+// recallFor queues a recall of bitfile for the core's own purpose, marked
+// on the recall by mark.
+func (h *hsm) recallFor(ctx context.Context, bitfile int64, path, pool string, mark func(*recall)) error {
 	b, err := h.c.store.Bitfile(ctx, bitfile)
 	if err != nil {
 		return err
@@ -217,19 +225,16 @@ func (h *hsm) repair(ctx context.Context, bitfile int64, path, pool string) erro
 	}
 	h.mu.Lock()
 	if r := h.recalls[b.ID]; r != nil {
-		r.repair = true
+		mark(r)
 	}
 	h.mu.Unlock()
 	return nil
 }
 
-// tapeDamaged acts on a tape copy a recall found damaged: it is dropped if
-// the file has another copy (and made again once the file is on disk),
-// else the file is lost.
-func (h *hsm) tapeDamaged(ctx context.Context, bitfile int64, copy int, cause error) {
-	c := h.c
-	c.integ.damagedTape.Add(1)
-	b, err := c.store.Bitfile(ctx, bitfile)
+// recallDamaged acts on a tape copy a recall found damaged (tapeDamaged),
+// the path being the recall's.
+func (h *hsm) recallDamaged(ctx context.Context, bitfile int64, copy int, cause error) {
+	b, err := h.c.store.Bitfile(ctx, bitfile)
 	if err != nil {
 		return // removed meanwhile
 	}
@@ -237,49 +242,112 @@ func (h *hsm) tapeDamaged(ctx context.Context, bitfile int64, copy int, cause er
 	h.mu.Lock()
 	if r := h.recalls[bitfile]; r != nil {
 		path = r.path
-		r.remake = true
 	}
 	h.mu.Unlock()
+	h.tapeDamaged(ctx, b, path, "", copy, cause)
+}
+
+// tapeDamaged acts on a damaged tape copy of b and says what it did. The
+// copy is dropped if the file has another one, and made again by
+// migration once the file is on disk: at once if it is, after the recall
+// under way or queued here (from another copy) if not. With no other
+// copy, the file is lost.
+func (h *hsm) tapeDamaged(ctx context.Context, b catalog.Bitfile, path, cos string, copy int, cause error) string {
+	c := h.c
+	c.integ.damagedTape.Add(1)
 	copies := map[int]bool{}
 	for _, tc := range b.Tapes {
 		copies[tc.Copy] = true
 	}
 	if !b.OnDisk && len(copies) <= 1 {
-		c.markLost(b, path, fmt.Sprintf("its only copy, on tape, is damaged (%v)", cause))
-		return
+		why := fmt.Sprintf("its only copy, on tape, is damaged (%v)", cause)
+		c.markLost(b, path, why)
+		return path + " is lost: " + why
 	}
-	c.log.Error("integrity: tape copy damaged; dropping it (migration makes it again)", "path", path, "bitfile", bitfile, "copy", copy, "err", cause)
-	if err := c.store.DropTapeCopy(ctx, bitfile, copy); err != nil && !errors.Is(err, api.ErrNotFound) {
+	c.log.Error("integrity: tape copy damaged; dropping it (migration makes it again)", "path", path, "bitfile", b.ID, "copy", copy, "err", cause)
+	if err := c.store.DropTapeCopy(ctx, b.ID, copy); err != nil && !errors.Is(err, api.ErrNotFound) {
 		c.log.Warn("integrity: the damaged tape copy stays recorded", "path", path, "copy", copy, "err", err)
+		return fmt.Sprintf("%s: tape copy %d damaged; it stays recorded: %v", path, copy, err)
 	}
+	h.mu.Lock()
+	r := h.recalls[b.ID]
+	if r != nil {
+		r.remake = true
+	}
+	h.mu.Unlock()
+	switch {
+	case r != nil:
+	case b.OnDisk:
+		h.remake(path)
+	default:
+		if err := h.recallFor(ctx, b.ID, path, c.poolOf(cos), func(r *recall) { r.remake = true }); err != nil {
+			return fmt.Sprintf("%s: tape copy %d damaged and dropped; recalling the file to make it again failed: %v", path, copy, err)
+		}
+	}
+	return fmt.Sprintf("%s: tape copy %d damaged; dropped, and made again from a good copy", path, copy)
 }
 
 // repaired runs when a recall that re-makes a damaged copy, or that
 // found a damaged tape copy on its way, has brought the file back to
 // disk: it counts the repair and makes the missing tape copy again.
-func (h *hsm) repaired(ctx context.Context, r *recall) {
+func (h *hsm) repaired(r *recall) {
 	if r.repair {
 		h.c.integ.repaired.Add(1)
 		h.c.log.Info("integrity: disk copy re-made from tape", "path", r.path, "bitfile", r.bitfile)
 	}
-	if !r.remake {
+	if r.remake {
+		h.remake(r.path)
+	}
+}
+
+// remake queues path for the remaker, which makes the tape copies it
+// lacks.
+func (h *hsm) remake(path string) {
+	if strings.HasPrefix(path, "<") { // a recall resumed after a restart: no path at hand
+		h.c.log.Warn("integrity: a damaged tape copy is left to the migration policy to make again", "file", path)
 		return
 	}
-	if strings.HasPrefix(r.path, "<") { // a recall resumed after a restart: no path at hand
-		h.c.log.Warn("integrity: the damaged tape copy is left to the migration policy to make again", "bitfile", r.bitfile)
-		return
+	select {
+	case h.remakes <- path:
+	default:
+		h.c.log.Warn("integrity: too many tape copies to make again at once; the migration policy will make this one", "path", path)
 	}
-	go func() {
-		res, err := h.migrate(ctx, []string{r.path}, 0)
-		if err != nil {
-			h.c.log.Warn("integrity: the damaged tape copy is not made again yet; the migration policy will", "path", r.path, "err", err)
+}
+
+// remaker makes again the tape copies dropped as damaged, one file after
+// another, for as long as the HSM runs.
+func (h *hsm) remaker(ctx context.Context) {
+	for {
+		var path string
+		select {
+		case <-ctx.Done():
 			return
+		case path = <-h.remakes:
 		}
-		if res.Files > 0 {
+		res, err := h.migrate(ctx, []string{path}, 0)
+		switch {
+		case err != nil:
+			h.c.log.Warn("integrity: a damaged tape copy is not made again yet; the migration policy will", "path", path, "err", err)
+		case res.Files > 0:
 			h.c.integ.repaired.Add(1)
-			h.c.log.Info("integrity: tape copy made again", "path", r.path)
+			h.c.log.Info("integrity: tape copy made again", "path", path)
 		}
-	}()
+	}
+}
+
+// damageNote says what was done about a disk copy verifyDiskCopy found
+// damaged ("" when it found none); errors other than a file lost are
+// returned.
+func damageNote(path string, reply api.DamageReply, err error) (string, error) {
+	switch {
+	case errors.Is(err, api.ErrCorrupt):
+		return err.Error(), nil // lost
+	case err != nil:
+		return "", err
+	case reply.State == api.DamageRecalling:
+		return path + ": disk copy damaged; dropped, and being made again from its tape copy", nil
+	}
+	return "", nil
 }
 
 // damagedInMigration verifies the disk copy of a file migration could not
@@ -289,16 +357,9 @@ func (h *hsm) repaired(ctx context.Context, r *recall) {
 // only ("") makes the batch fail, to be tried again.
 func (c *Core) damagedInMigration(ctx context.Context, cd catalog.Candidate, path string) string {
 	reply, err := c.verifyDiskCopy(ctx, path, cd.Inode.COS, cd.Bitfile, cd.Bitfile.Segments)
-	switch {
-	case errors.Is(err, api.ErrCorrupt):
-		return err.Error() // lost
-	case err != nil:
+	note, err := damageNote(path, reply, err)
+	if err != nil {
 		c.log.Warn("integrity: a disk copy migration could not read is not verified", "path", path, "err", err)
-		return ""
-	case reply.State == api.DamageRecalling:
-		return path + ": disk copy damaged; recalled from tape to repair it, migrated after"
-	case reply.State == api.DamageStale:
-		return path + ": changed while it was migrated"
 	}
-	return ""
+	return note
 }

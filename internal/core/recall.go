@@ -464,7 +464,7 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, api.ErrCorrupt):
 			var td *tapeDamage
 			if errors.As(err, &td) {
-				h.tapeDamaged(ctx, keyID(q.Key), td.copy, td.err)
+				h.recallDamaged(ctx, keyID(q.Key), td.copy, td.err)
 			}
 			h.fallback(ctx, d.Requests[i:], err)
 			return
@@ -528,7 +528,7 @@ func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
 		if err != nil {
 			h.c.log.Warn("hsm: recall failed", "path", r.path, "err", err)
 		} else {
-			h.repaired(ctx, r)
+			h.repaired(r)
 		}
 		r.err = err
 		close(r.done)

@@ -20,6 +20,11 @@ func (c *Core) Run(ctx context.Context) {
 		go func() { defer close(done); c.hsm.run(ctx) }()
 		defer func() { <-done }()
 	}
+	if c.cfg.ScrubRate > 0 {
+		done := make(chan struct{})
+		go func() { defer close(done); c.scrubber(ctx) }()
+		defer func() { <-done }()
+	}
 	t := time.NewTicker(c.cfg.ReclaimEvery)
 	defer t.Stop()
 	for {

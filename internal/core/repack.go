@@ -26,11 +26,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 	if h == nil {
 		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "repack: no tape library configured")
 	}
-	found := false
-	for _, ci := range h.lib.Cartridges() {
-		found = found || ci.Volume == r.Volume
-	}
-	if !found {
+	if !h.hasVolume(r.Volume) {
 		return api.HSMResult{}, api.Errorf(api.ErrNotFound, "repack: no cartridge %q", r.Volume)
 	}
 	h.migrateMu.Lock()
@@ -45,7 +41,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 	}()
 	var total api.HSMResult
 	for {
-		cands, err := c.store.CopiesOn(ctx, r.Volume, 1000)
+		cands, err := c.store.CopiesOn(ctx, r.Volume, 0, 1000)
 		if err != nil || len(cands) == 0 {
 			if err != nil {
 				return total, err

@@ -407,7 +407,15 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 			log.Info("catalog writer runs at default priority (metadata writes slower under load)", "why", err)
 		}
 	}
-	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ReclaimGrace: grace, ListPage: cfg.ListPage, MoverTLS: tlsc.trust}
+	scrubEvery, err := parseDur(cfg.Integrity.ScrubEvery, "integrity scrub_every")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Integrity.ScrubRate < 0 {
+		return nil, fmt.Errorf("config: integrity scrub_rate must not be negative (0: no background scrub)")
+	}
+	cc := core.Config{DefaultCOS: cfg.DefaultCOS, TokenTTL: ttl, ReclaimEvery: every, ReclaimGrace: grace, ListPage: cfg.ListPage, MoverTLS: tlsc.trust,
+		ScrubRate: int64(cfg.Integrity.ScrubRate), ScrubEvery: scrubEvery}
 	if cfg.Audit.Path != "" {
 		if s.audit, err = audit.Open(cfg.Audit.Path, int64(cfg.Audit.MaxSize), cfg.Audit.Keep, func(err error) { log.Error("audit log", "err", err) }); err != nil {
 			return nil, err

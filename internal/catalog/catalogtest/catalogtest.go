@@ -978,9 +978,12 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 
 	// Repack's part: the copies on a volume, and dropping one (never the
 	// last); copy numbers are not reused.
-	on := must(s.CopiesOn(ctx, "T00001", 10))
+	on := must(s.CopiesOn(ctx, "T00001", 0, 10))
 	if len(on) != 1 || on[0].Bitfile.ID != old.ID || on[0].Inode.Name != "old" {
 		t.Fatalf("copies on T00001: %+v", on)
+	}
+	if on := must(s.CopiesOn(ctx, "T00001", old.ID, 10)); len(on) != 0 {
+		t.Fatalf("copies on T00001 after bitfile %d: %+v", old.ID, on)
 	}
 	if err := s.DropDiskCopy(ctx, old.ID); err != nil {
 		t.Fatal(err)
@@ -997,7 +1000,7 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 		t.Fatal(err)
 	}
 	b = must(s.Bitfile(ctx, old.ID))
-	if len(b.Tapes) != 2 || b.Tapes[0].Copy != 2 || b.Tapes[1].Copy != 3 || len(must(s.CopiesOn(ctx, "T00001", 10))) != 0 {
+	if len(b.Tapes) != 2 || b.Tapes[0].Copy != 2 || b.Tapes[1].Copy != 3 || len(must(s.CopiesOn(ctx, "T00001", 0, 10))) != 0 {
 		t.Fatalf("tape copies after drop and add: %+v", b.Tapes)
 	}
 
@@ -1010,7 +1013,7 @@ func testTapeCopies(t *testing.T, s catalog.Store) {
 	if len(b.Tapes) != 4 || b.Tapes[2].Copy != 4 || b.Tapes[3].Copy != 4 || b.Tapes[3].Stripe != 1 || b.Tapes[3].Volume != "T00005" {
 		t.Fatalf("striped copy: %+v", b.Tapes)
 	}
-	if on := must(s.CopiesOn(ctx, "T00005", 10)); len(on) != 1 {
+	if on := must(s.CopiesOn(ctx, "T00005", 0, 10)); len(on) != 1 {
 		t.Fatalf("copies on T00005: %+v", on)
 	}
 	if err := s.DropTapeCopy(ctx, old.ID, 4); err != nil {

@@ -351,9 +351,9 @@ func (s *Store) Path(ctx context.Context, id int64) (string, error) {
 }
 
 // CopiesOn implements catalog.Store.
-func (s *Store) CopiesOn(ctx context.Context, volume string, limit int) ([]catalog.Candidate, error) {
-	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.id IN (SELECT bitfile FROM tape_copies WHERE volume = ?) AND b.state = ? ORDER BY b.id LIMIT ?",
-		volume, catalog.Committed, limit)
+func (s *Store) CopiesOn(ctx context.Context, volume string, after int64, limit int) ([]catalog.Candidate, error) {
+	out, err := s.candidates(ctx, "SELECT "+candidateCols+" FROM bitfiles b JOIN inodes i ON i.bitfile = b.id WHERE b.id IN (SELECT bitfile FROM tape_copies WHERE volume = ?) AND b.state = ? AND b.id > ? ORDER BY b.id LIMIT ?",
+		volume, catalog.Committed, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: copies on %s: %w", volume, err)
 	}
