@@ -2,10 +2,14 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // As a new user would see it: one byte flipped in a migrated file's disk
@@ -94,5 +98,67 @@ func TestDamagedCopyThroughTheCLI(t *testing.T) {
 		if got := sum(fams, c.name, c.match); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.match, got, c.want)
 		}
+	}
+}
+
+// A server killed while a recall writes its disk object leaves nothing
+// behind: whether the recall resumes after the restart (the file comes
+// back whole) or the file is removed first (nothing resumes it), every
+// object of the cut-short attempt is reclaimed and df counts exactly what
+// is stored.
+func TestCrashWhileRecallWrites(t *testing.T) {
+	for _, then := range []string{"get", "rm"} {
+		t.Run(then, func(t *testing.T) {
+			devs := ""
+			for i := 0; i < 4; i++ {
+				devs += fmt.Sprintf("[[device]]\nid = \"disk%d\"\nbandwidth = \"8MB/s\"\n", i)
+			}
+			s := newServer(t, devs)
+			src := filepath.Join(s.dir, "big")
+			data := writeRandom(t, src, 24<<20)
+			s.ok("put", src, "/big")
+			s.ok("migrate", "/big")
+			s.ok("purge", "/big")
+			s.waitObjects(0)
+
+			get := exec.Command(bin, "get", "/big", filepath.Join(s.dir, "first"))
+			get.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
+			if err := get.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 1000 && s.objectBytes() < 4<<20; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if s.objectBytes() < 4<<20 {
+				t.Fatal("the recall never started writing")
+			}
+			s.kill9()
+			get.Wait()
+			s.start()
+
+			want := int64(0)
+			if then == "get" {
+				out := filepath.Join(s.dir, "out")
+				s.ok("get", "/big", out)
+				if b, _ := os.ReadFile(out); !bytes.Equal(b, data) {
+					t.Fatal("the file recalled after the crash differs")
+				}
+				want = int64(len(data))
+			} else {
+				s.ok("rm", "/big")
+			}
+			s.waitObjects(map[string]int{"get": 1, "rm": 0}[then])
+			var df struct {
+				Devices []struct{ Used int64 }
+			}
+			json.Unmarshal([]byte(s.ok("df", "--json")), &df)
+			var used int64
+			for _, d := range df.Devices {
+				used += d.Used
+			}
+			if used != want {
+				t.Fatalf("df says %d bytes used, want %d", used, want)
+			}
+		})
 	}
 }

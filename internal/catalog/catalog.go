@@ -142,6 +142,13 @@ type Recall struct {
 	Priority int
 }
 
+// RecallObject is a disk object a recall of Bitfile is about to write, by
+// the core of Epoch.
+type RecallObject struct {
+	Bitfile, Epoch int64
+	Device, Object string
+}
+
 // Segment is one stripe of one copy on one device. For a pending bitfile,
 // Length is the space reserved; after commit, the bytes stored.
 type Segment struct {
@@ -255,7 +262,8 @@ type Store interface {
 	// Abort kills a pending bitfile.
 	Abort(ctx context.Context, id int64) error
 	// ExpirePending kills pending bitfiles from an epoch before epoch or
-	// whose lease ended before now; it returns how many.
+	// whose lease ended before now; it returns how many. The recall
+	// objects of epochs before epoch become garbage.
 	ExpirePending(ctx context.Context, epoch, now int64) (int, error)
 	// DeadBitfiles returns up to limit bitfiles that died before before
 	// (Unix ns), with their segments. A committed bitfile dies when its
@@ -296,8 +304,14 @@ type Store interface {
 	QueueRecall(ctx context.Context, r Recall) (bool, error)
 	// Recalls lists queued recalls in bitfile order.
 	Recalls(ctx context.Context) ([]Recall, error)
-	// DoneRecall removes a recall request.
+	// DoneRecall removes a recall request. The objects recorded for its
+	// recall (AddRecallObject) that no RestoreDiskCopy took become garbage.
 	DoneRecall(ctx context.Context, bitfile int64) error
+	// AddRecallObject records an object a recall is about to write: it
+	// becomes garbage unless RestoreDiskCopy takes it as a segment, when
+	// the recall is done (DoneRecall) or its core's epoch has passed
+	// (ExpirePending), so no crash or failed attempt leaves it unreclaimed.
+	AddRecallObject(ctx context.Context, o RecallObject) error
 	// CopiesOn returns up to limit committed files with a tape copy on
 	// volume, in bitfile order, from the first bitfile after after.
 	CopiesOn(ctx context.Context, volume string, after int64, limit int) ([]Candidate, error)

@@ -141,8 +141,9 @@ type Core struct {
 	quota  quotas
 	audit  *audit.Log
 
-	hsm   *hsm // nil without a tape library
-	integ integrity
+	hsm       *hsm // nil without a tape library
+	integ     integrity
+	recallSeq atomic.Int64 // makes the name of each object a recall writes new
 }
 
 // inflight is a write in progress: where it is placed, and who started it

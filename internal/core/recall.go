@@ -574,9 +574,12 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	}
 	dev, ep := picked[0].dev.ID, picked[0].ep
 	defer c.release(dev, tc.Length)
-	obj := catalog.ObjectName(b.ID, b.DiskGen+1, stripe)
-	// An attempt cut short by a crash may have left the object.
-	if err := c.deleteObject(ctx, dev, obj); err != nil && !errors.Is(err, api.ErrNotFound) {
+	// A name no attempt used before, recorded before it is written: an
+	// attempt given up, or cut short by a crash, leaves an object that
+	// becomes garbage (catalog.Store.AddRecallObject) and that no later
+	// attempt could be writing when it is reclaimed.
+	obj := fmt.Sprintf("%s.%d-%d", catalog.ObjectName(b.ID, b.DiskGen+1, stripe), c.epoch, c.recallSeq.Add(1))
+	if err := c.store.AddRecallObject(ctx, catalog.RecallObject{Bitfile: b.ID, Epoch: c.epoch, Device: dev, Object: obj}); err != nil {
 		return false, err
 	}
 	if q.ReadThrough {

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Resolve", testResolve},
 		{"TapeCopies", testTapeCopies},
 		{"Recalls", testRecalls},
+		{"RecallObjects", testRecallObjects},
 		{"ClassesOfService", testCOS},
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
@@ -1054,6 +1055,75 @@ func testRecalls(t *testing.T, s catalog.Store) {
 	}
 	if got := must(s.Recalls(ctx)); len(got) != 1 || got[0].Bitfile != 3 {
 		t.Fatalf("after done: %+v", got)
+	}
+}
+
+// The objects a recall writes: the one RestoreDiskCopy takes is the file's;
+// the others (attempts given up, a recall that failed, a core that died
+// writing one) become garbage, of length 0 (their bytes never counted),
+// when the recall is done or its epoch has passed.
+func testRecallObjects(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0", "d1")
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	var bs []catalog.Bitfile
+	for _, name := range []string{"a", "b", "c"} {
+		b := pending(t, s, 100, "d0")
+		must(s.Commit(ctx, file(d.ID, name), finish(b, 100), false))
+		if err := s.AddTapeCopy(ctx, b.ID, catalog.TapeCopy{Volume: "T00001", Seq: 1, Length: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DropDiskCopy(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	for _, g := range must(s.Garbage(ctx, 10)) {
+		if err := s.ForgetGarbage(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add := func(b catalog.Bitfile, epoch int64, dev, obj string) {
+		t.Helper()
+		if err := s.AddRecallObject(ctx, catalog.RecallObject{Bitfile: b.ID, Epoch: epoch, Device: dev, Object: obj}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(bs[0], 2, "d0", "a-given-up")
+	add(bs[0], 2, "d1", "a-taken")
+	add(bs[1], 1, "d0", "b-crashed")
+	add(bs[2], 2, "d1", "c-writing")
+	if err := s.RestoreDiskCopy(ctx, bs[0].ID, 1, 1<<20, []catalog.Segment{{Device: "d1", Object: "a-taken", Length: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DoneRecall(ctx, bs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	garbage := func() []catalog.Garbage { return must(s.Garbage(ctx, 10)) }
+	if g := garbage(); len(g) != 1 || g[0] != (catalog.Garbage{Device: "d0", Object: "a-given-up"}) {
+		t.Fatalf("garbage after a recall done: %+v", g)
+	}
+	if _, err := s.ExpirePending(ctx, 2, 0); err != nil { // a core of epoch 2 starts
+		t.Fatal(err)
+	}
+	if g := garbage(); len(g) != 2 || g[1] != (catalog.Garbage{Device: "d0", Object: "b-crashed"}) {
+		t.Fatalf("garbage after epoch 2 began: %+v", g)
+	}
+	if u := used(t, s); u["d0"] != 0 || u["d1"] != 100 {
+		t.Fatalf("use: %v", u)
+	}
+	for _, g := range garbage() {
+		if err := s.ForgetGarbage(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u := used(t, s); u["d0"] != 0 || u["d1"] != 100 {
+		t.Fatalf("use after the garbage is deleted: %v", u)
+	}
+	if err := s.DoneRecall(ctx, bs[2].ID); err != nil { // c's recall failed
+		t.Fatal(err)
+	}
+	if g := garbage(); len(g) != 1 || g[0] != (catalog.Garbage{Device: "d1", Object: "c-writing"}) {
+		t.Fatalf("garbage after a recall failed: %+v", g)
 	}
 }
 

@@ -114,7 +114,10 @@ func (s *Store) ExpirePending(ctx context.Context, epoch, now int64) (int, error
 	err := s.write(ctx, func(t *Tx) error {
 		var err error
 		n, err = t.Exec("UPDATE bitfiles SET state = ?, lease = 0 WHERE state = ? AND (epoch < ? OR lease < ?)", catalog.Dead, catalog.Pending, epoch, now)
-		return err
+		if err != nil {
+			return err
+		}
+		return t.recallObjectsToGarbage("epoch < ?", epoch)
 	})
 	return int(n), err
 }

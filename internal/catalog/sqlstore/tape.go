@@ -252,6 +252,9 @@ func (s *Store) RestoreDiskCopy(ctx context.Context, bitfile int64, width int, u
 			if _, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ?", sg.Length, sg.Device); err != nil {
 				return err
 			}
+			if _, err := t.Exec("DELETE FROM recall_objects WHERE device = ? AND object = ?", sg.Device, sg.Object); err != nil {
+				return err
+			}
 		}
 		_, err := t.Exec("UPDATE bitfiles SET on_disk = 1, disk_gen = ?, stripe_width = ?, stripe_unit = ? WHERE id = ?", gen, width, unit, bitfile)
 		return err
@@ -328,9 +331,33 @@ func (s *Store) Recalls(ctx context.Context) ([]catalog.Recall, error) {
 // DoneRecall implements catalog.Store.
 func (s *Store) DoneRecall(ctx context.Context, bitfile int64) error {
 	return s.write(ctx, func(t *Tx) error {
-		_, err := t.Exec("DELETE FROM recalls WHERE bitfile = ?", bitfile)
-		return err
+		if _, err := t.Exec("DELETE FROM recalls WHERE bitfile = ?", bitfile); err != nil {
+			return err
+		}
+		return t.recallObjectsToGarbage("bitfile = ?", bitfile)
 	})
+}
+
+// AddRecallObject implements catalog.Store.
+func (s *Store) AddRecallObject(ctx context.Context, o catalog.RecallObject) error {
+	return s.write(ctx, func(t *Tx) error {
+		_, err := t.Exec("INSERT INTO recall_objects (device, object, bitfile, epoch) VALUES (?, ?, ?, ?)", o.Device, o.Object, o.Bitfile, o.Epoch)
+		if err != nil {
+			return fmt.Errorf("catalog: recall object %s/%s: %w", o.Device, o.Object, err)
+		}
+		return nil
+	})
+}
+
+// recallObjectsToGarbage turns the recall objects that match where (with
+// its argument) into garbage. They were never counted in their devices'
+// use, so their garbage has length 0.
+func (t *Tx) recallObjectsToGarbage(where string, arg any) error {
+	if _, err := t.Exec("INSERT INTO garbage (device, object, length) SELECT device, object, 0 FROM recall_objects WHERE "+where+" ON CONFLICT DO NOTHING", arg); err != nil {
+		return err
+	}
+	_, err := t.Exec("DELETE FROM recall_objects WHERE "+where, arg)
+	return err
 }
 
 // Path implements catalog.Store.
