@@ -40,6 +40,7 @@ func TestSuite(t *testing.T) {
 					t.Errorf("%s: no phases", res.Scenario)
 				}
 				var wrote, read int64
+				stonewalled := false
 				for _, ph := range res.Phases {
 					phases++
 					if ph.Skipped != "" {
@@ -57,11 +58,15 @@ func TestSuite(t *testing.T) {
 					switch ph.Name {
 					case "write":
 						wrote = ph.Bytes
+						stonewalled = ph.StonewallHit
 					case "read":
 						read = ph.Bytes
 					}
 				}
-				if wrote != read {
+				// A write the deadline stopped wrote less than the whole
+				// files; full duplex reads other, prefilled files in full
+				// beside it (on a slow machine, under the race detector).
+				if wrote != read && !stonewalled {
 					t.Errorf("%s: read %d bytes, wrote %d: the read must replay the write", res.Scenario, read, wrote)
 				}
 			}
