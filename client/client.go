@@ -82,6 +82,9 @@ var (
 	ErrUnauthenticated = api.ErrUnauthenticated
 	// ErrOffline means the file is on tape only and was not recalled.
 	ErrOffline = api.ErrOffline
+	// ErrUnavailable: what the request needs (a tape drive) is out of
+	// service for now.
+	ErrUnavailable = api.ErrUnavailable
 	// ErrUnreachable means the server could not be contacted at all.
 	ErrUnreachable = errors.New("server unreachable")
 	// ErrSourceChanged means a put's source did not read the same twice

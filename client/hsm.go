@@ -13,7 +13,9 @@ type (
 	StageStatus = api.StageStatus
 	HSMResult   = api.HSMResult
 	Library     = api.Library
-	COS         = api.COS
+	// LibraryFault is a set of faults to inject into an emulated library.
+	LibraryFault = api.LibraryFault
+	COS          = api.COS
 )
 
 // Stage queues recalls of files that are on tape only and reports where
@@ -89,6 +91,9 @@ func (c *Client) awaitRecall(ctx context.Context, path string, o GetOptions) err
 	}
 	st := &sts[0]
 	if o.NoWait && st.State != api.StageResident {
+		if st.Waiting != "" {
+			return api.Errorf(api.ErrOffline, "get %s: on tape; recall queued on %s (%d requests ahead), waiting: %s", path, st.Volume, st.Position, st.Waiting)
+		}
 		return api.Errorf(api.ErrOffline, "get %s: on tape; recall queued on %s (%d requests ahead, about %.0f s)", path, st.Volume, st.Position, st.ETA)
 	}
 	wait := 20 * time.Millisecond
@@ -149,6 +154,26 @@ func (c *Client) Scrub(ctx context.Context, paths ...string) (*HSMResult, error)
 func (c *Client) ScrubVolume(ctx context.Context, volume string) (*HSMResult, error) {
 	var r HSMResult
 	return &r, c.do(ctx, "POST", "/v1/scrub", nil, api.ScrubRequest{Volume: volume}, &r)
+}
+
+// SetDriveService takes a tape drive out of service (online false) or
+// puts it back. A drive the library reports failed cannot be put back
+// until it is repaired. Admin only.
+func (c *Client) SetDriveService(ctx context.Context, drive string, online bool) error {
+	return c.do(ctx, "POST", "/v1/library/service", nil, api.ServiceChange{Drive: drive, Online: online}, nil)
+}
+
+// SetCartridgeService takes a cartridge out of service or puts it back:
+// out of service, it is neither read nor written, and recalls queued on it
+// go to another copy or fail. Admin only.
+func (c *Client) SetCartridgeService(ctx context.Context, volume string, online bool) error {
+	return c.do(ctx, "POST", "/v1/library/service", nil, api.ServiceChange{Volume: volume, Online: online}, nil)
+}
+
+// InjectFault sets faults of the server's emulated library, to rehearse
+// failures. Admin only.
+func (c *Client) InjectFault(ctx context.Context, f LibraryFault) error {
+	return c.do(ctx, "POST", "/v1/library/fault", nil, f, nil)
 }
 
 // SetCOS defines or changes a class of service on the server (stored in

@@ -776,3 +776,54 @@ func TestPurgeFollowsFullFileSystem(t *testing.T) {
 		t.Fatalf("purge of a pool on a full file system: %+v, %v", res, err)
 	}
 }
+
+// A cartridge taken out of service is not read: a recall queued on it
+// moves to the file's other copy, and one asked for later goes there at
+// once; put back, it serves again. Every drive failed, a recall waits
+// and says why instead of estimating.
+func TestCartridgeOutOfService(t *testing.T) {
+	t.Parallel()
+	_, c := tapeServer(t, nil)
+	data := randBytes(44, 200000)
+	onTape(t, c, "/two", data, "dual")
+	lib, err := c.Library(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range lib.Drives {
+		if err := c.InjectFault(ctx, client.LibraryFault{FailDrive: d.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sts, err := c.Stage(ctx, []string{"/two"}, 0)
+	if err != nil || sts[0].State != api.StageQueued || !strings.Contains(sts[0].Waiting, "no usable tape drive") || sts[0].ETA != 0 {
+		t.Fatalf("stage with every drive failed: %+v, %v", sts, err)
+	}
+	if err := c.SetCartridgeService(ctx, sts[0].Volume, false); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.StageStatus(ctx, "/two")
+	if err != nil || st.State != api.StageQueued || st.Volume == sts[0].Volume {
+		t.Fatalf("after its cartridge went out of service, the recall is %+v, %v", st, err)
+	}
+	for _, d := range lib.Drives {
+		if err := c.InjectFault(ctx, client.LibraryFault{RepairDrive: d.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetDriveService(ctx, d.ID, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := getBytes(c, "/two"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("recall from the other copy: %v", err)
+	}
+	if err := c.SetCartridgeService(ctx, sts[0].Volume, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetCartridgeService(ctx, "NOSUCH", false); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("an unknown cartridge: %v", err)
+	}
+	if err := c.SetDriveService(ctx, "nosuch", false); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("an unknown drive: %v", err)
+	}
+}

@@ -38,6 +38,7 @@ const (
 	CodeNameTooLong     = "name_too_long"
 	CodeNoAttr          = "no_attr"
 	CodeNotOwner        = "not_owner"
+	CodeUnavailable     = "unavailable"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -68,6 +69,10 @@ var (
 	// chmod, chown, setting times — asked by someone else (EPERM, where
 	// a permission bit that is missing is EACCES). It is also ErrDenied.
 	ErrNotOwner = fmt.Errorf("operation not permitted: %w", ErrDenied)
+	// ErrUnavailable: what the request needs is out of service (every
+	// tape drive failed or taken offline); the same request may succeed
+	// once it is back.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 var codes = []struct {
@@ -91,6 +96,7 @@ var codes = []struct {
 	{CodeOffline, ErrOffline, 409},
 	{CodeUnauthenticated, ErrUnauthenticated, 401},
 	{CodeQuota, ErrQuota, 507},
+	{CodeUnavailable, ErrUnavailable, 503},
 }
 
 // CodeOf returns the code and HTTP status for err.
@@ -233,6 +239,9 @@ type StageStatus struct {
 	Position int     `json:"position,omitempty"` // requests ahead in the queue
 	ETA      float64 `json:"eta_seconds,omitempty"`
 	Error    string  `json:"error,omitempty"`
+	// Waiting says why a queued recall cannot go on now (no usable
+	// drive); it then has no ETA.
+	Waiting string `json:"waiting,omitempty"`
 	// PinnedUntil is when the disk copy's pin ends, if it has one.
 	PinnedUntil *time.Time `json:"pinned_until,omitempty"`
 }
@@ -307,6 +316,9 @@ type Cartridge struct {
 	TapeFiles  int    `json:"tape_files"`
 	Drive      string `json:"drive,omitempty"`
 	Unreadable bool   `json:"unreadable,omitempty"`
+	// OutOfService says why the cartridge is not used ("offline
+	// (admin)"); "" when it is in service.
+	OutOfService string `json:"out_of_service,omitempty"`
 }
 
 // Drive is one tape drive as admin commands show it.
@@ -463,6 +475,26 @@ type OpenResponse struct {
 	File       FileInfo       `json:"file"`
 	StripeUnit int64          `json:"stripe_unit"`
 	Stripes    []StripeTarget `json:"stripes"`
+}
+
+// ServiceChange takes a drive or a cartridge out of service or puts it
+// back (admin).
+type ServiceChange struct {
+	Drive  string `json:"drive,omitempty"`
+	Volume string `json:"volume,omitempty"`
+	Online bool   `json:"online"`
+}
+
+// LibraryFault injects faults into an emulated tape library, so that a
+// site can rehearse and tests can drive the real binary (admin). Each
+// field set is applied.
+type LibraryFault struct {
+	FailDrive   string `json:"fail_drive,omitempty"`   // the drive fails every operation
+	RepairDrive string `json:"repair_drive,omitempty"` // and works again
+	Unreadable  string `json:"unreadable,omitempty"`   // every read of the cartridge fails
+	Readable    string `json:"readable,omitempty"`     // and works again
+	// RobotFailures makes the next n robot moves fail (0: none).
+	RobotFailures *int `json:"robot_failures,omitempty"`
 }
 
 // DamageReport tells the core that a stripe of a file's disk copy failed

@@ -16,7 +16,7 @@ func apiTypes() []any {
 	return []any{&Error{}, &Segment{}, &Layout{}, &FileInfo{}, &TapeCopy{}, &StageRequest{}, &StageStatus{},
 		&StageResponse{}, &MigrateRequest{}, &PurgeRequest{}, &RepackRequest{}, &HSMResult{}, &Cartridge{},
 		&Drive{}, &QueueEntry{}, &Library{}, &MkdirRequest{}, &CreateRequest{}, &StripeTarget{},
-		&CreateResponse{}, &SegmentReceipt{}, &CommitRequest{}, &AbortRequest{}, &OpenResponse{}, &DamageReport{}, &DamageReply{}, &Integrity{}, &ScrubRequest{},
+		&CreateResponse{}, &SegmentReceipt{}, &CommitRequest{}, &AbortRequest{}, &OpenResponse{}, &DamageReport{}, &DamageReply{}, &Integrity{}, &ScrubRequest{}, &ServiceChange{}, &LibraryFault{},
 		&RenameRequest{}, &RemoveRequest{}, &SetAttrRequest{}, &DeviceInfo{}, &PoolInfo{}, &DFResponse{},
 		&Local{}, &MoverRegistration{}, &MoverRegistered{}, &COS{},
 		&Batch[CreateRequest]{}, &Batch[CommitRequest]{}, &BatchReply[CreateResponse]{}, &BatchReply[FileInfo]{}}

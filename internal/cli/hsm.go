@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -35,6 +36,9 @@ func (e *env) stagingReport(path string) func(client.StageStatus) {
 func stageLine(st client.StageStatus) string {
 	switch st.State {
 	case api.StageQueued:
+		if st.Waiting != "" {
+			return fmt.Sprintf("on tape %s, recall queued (%d ahead), waiting: %s", st.Volume, st.Position, st.Waiting)
+		}
 		return fmt.Sprintf("on tape %s, recall queued (%d ahead, about %.0f s)", st.Volume, st.Position, st.ETA)
 	case api.StageActive:
 		return fmt.Sprintf("recalling from tape %s", st.Volume)
@@ -84,7 +88,10 @@ every file under the named directories.`,
 			}
 			for _, st := range sts {
 				eta := "-"
-				if st.State == api.StageQueued {
+				switch {
+				case st.Waiting != "":
+					eta = "waiting: " + st.Waiting
+				case st.State == api.StageQueued:
 					eta = fmt.Sprintf("%.0fs", st.ETA)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Path, st.State, dash(st.Volume), st.Position, eta)
@@ -310,18 +317,30 @@ func (e *env) adminCmd() *cobra.Command {
 	var set client.COS
 	var unit string
 	cmd := &cobra.Command{
-		Use:   "admin tapes|drives|queue|pools|cos | admin cos set NAME [flags]",
-		Short: "Show the tape library, its recall queue, disk pools and classes of service; edit classes",
+		Use:   "admin tapes|drives|queue|pools|cos | admin cos set NAME [flags] | admin drives|tapes online|offline ID | admin library FAULT ARG",
+		Short: "Show the tape library, its recall queue, disk pools and classes of service; edit classes; take drives and cartridges out of service",
 		Long: `Show the tape library (tapes, drives), the recall queue, the disk pools and
 the classes of service. "admin cos set NAME" defines a class or changes the
 flags given (--pool, --stripes, --unit, --tape-copies, --tape-only); it is
 stored in the catalog, overrides the configuration's class of that name, and
-applies to new files at once and to existing files' migration from then on.`,
+applies to new files at once and to existing files' migration from then on.
+
+"admin drives offline DRIVE" takes a drive out of service (it finishes what
+it is doing, then gives its cartridge back); "online" puts it back, once
+the library no longer reports it failed. "admin tapes offline VOLUME" takes
+a cartridge out of service: it is neither read nor written, and recalls
+queued on it go to another copy or fail; "online" puts it back. A drive
+that fails under a transfer is taken out of service by the server and put
+back the same way.
+
+"admin library" injects faults into the emulated library, to rehearse:
+fail-drive DRIVE, repair-drive DRIVE, unreadable VOLUME, readable VOLUME,
+robot-fail N (the next N robot moves fail; 0 stops it).`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 || (len(args) == 3 && args[0] == "cos" && args[1] == "set") {
+			if len(args) == 1 || (len(args) == 3 && (args[0] == "cos" && args[1] == "set" || args[0] == "drives" || args[0] == "tapes" || args[0] == "library")) {
 				return nil
 			}
-			return fmt.Errorf("usage: strata admin tapes|drives|queue|pools|cos, or strata admin cos set NAME [flags]")
+			return fmt.Errorf("usage: strata admin tapes|drives|queue|pools|cos, strata admin cos set NAME [flags], strata admin drives|tapes online|offline ID, or strata admin library FAULT ARG")
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
@@ -333,6 +352,12 @@ applies to new files at once and to existing files' migration from then on.`,
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 		if len(args) == 3 {
+			switch args[0] {
+			case "drives", "tapes":
+				return setService(ctx, c, args[0], args[1], args[2])
+			case "library":
+				return injectFault(ctx, c, args[1], args[2])
+			}
 			return e.setCOS(ctx, cmd, c, args[2], set, unit)
 		}
 		switch args[0] {
@@ -390,8 +415,11 @@ applies to new files at once and to existing files' migration from then on.`,
 			fmt.Fprintln(tw, "VOLUME\tCAPACITY\tUSED\tTAPE FILES\tDRIVE\tSTATE")
 			for _, t := range lib.Cartridges {
 				state := "ok"
-				if t.Unreadable {
+				switch {
+				case t.Unreadable:
 					state = "unreadable"
+				case t.OutOfService != "":
+					state = t.OutOfService
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.Volume, human(t.Capacity), human(t.Used), t.TapeFiles, dash(t.Drive), state)
 			}
@@ -415,6 +443,47 @@ applies to new files at once and to existing files' migration from then on.`,
 		return tw.Flush()
 	})
 	return cmd
+}
+
+// setService takes a drive or cartridge (what: "drives" or "tapes") out
+// of service or puts it back.
+func setService(ctx context.Context, c *client.Client, what, state, id string) error {
+	var online bool
+	switch state {
+	case "online":
+		online = true
+	case "offline":
+	default:
+		return fmt.Errorf("admin %s: %q is not online or offline", what, state)
+	}
+	if what == "drives" {
+		return c.SetDriveService(ctx, id, online)
+	}
+	return c.SetCartridgeService(ctx, id, online)
+}
+
+// injectFault sets one fault of an emulated library.
+func injectFault(ctx context.Context, c *client.Client, fault, arg string) error {
+	var f client.LibraryFault
+	switch fault {
+	case "fail-drive":
+		f.FailDrive = arg
+	case "repair-drive":
+		f.RepairDrive = arg
+	case "unreadable":
+		f.Unreadable = arg
+	case "readable":
+		f.Readable = arg
+	case "robot-fail":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 0 {
+			return fmt.Errorf("admin library robot-fail: %q is not a count of moves", arg)
+		}
+		f.RobotFailures = &n
+	default:
+		return fmt.Errorf("admin library: unknown fault %q (want fail-drive, repair-drive, unreadable, readable or robot-fail)", fault)
+	}
+	return c.InjectFault(ctx, f)
 }
 
 func dash(s string) string {

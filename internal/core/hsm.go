@@ -92,8 +92,15 @@ type hsm struct {
 	// before the mount makes that visible in the library.
 	reserved map[string]string // volume → drive
 	draining map[string]bool   // cartridges being repacked: not written
-	failed   map[string]bool
-	recalls  map[int64]*recall // queued or running, by bitfile
+	// drivesOut and volsOut are the drives and cartridges out of
+	// service, each with why: taken out by an admin, or (drives) failed
+	// under a transfer. One rule (driveUsableLocked, volumeUsableLocked)
+	// decides for recall, migration, repack and scrub alike.
+	drivesOut  map[string]string
+	volsOut    map[string]string
+	mountFails map[string]int       // cartridge → mount rounds failed in a row
+	emptied    map[string]time.Time // drive out of service → when its cartridge was last asked out
+	recalls    map[int64]*recall    // queued or running, by bitfile
 	// failedRecalls keeps why recent recalls failed, for status queries.
 	failedRecalls map[int64]error
 	nextID        int64
@@ -129,7 +136,7 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 	sch := sched.New(cfg.Rules)
 	sch.Tape = geometry(cfg.Library)
 	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sch,
-		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, failed: map[string]bool{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
+		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
 		remakes: make(chan string, 1024)}
 }
 
@@ -215,18 +222,23 @@ func (c *Core) Library(ctx context.Context) (api.Library, error) {
 		return api.Library{}, api.Errorf(api.ErrNotFound, "no tape library configured")
 	}
 	out := api.Library{Generation: h.lib.Generation().Name, TimeScale: h.cfg.TimeScale}
-	for _, ci := range h.lib.Cartridges() {
-		out.Cartridges = append(out.Cartridges, api.Cartridge{Volume: ci.Volume, Capacity: ci.Capacity, Used: ci.Used, TapeFiles: ci.Files, Drive: ci.Drive, Unreadable: ci.Unreadable})
-	}
+	carts := h.lib.Cartridges()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, ci := range carts {
+		out.Cartridges = append(out.Cartridges, api.Cartridge{Volume: ci.Volume, Capacity: ci.Capacity, Used: ci.Used, TapeFiles: ci.Files, Drive: ci.Drive, Unreadable: ci.Unreadable,
+			OutOfService: h.volsOut[ci.Volume]})
+	}
 	for _, di := range h.lib.Drives() {
 		state := "idle"
 		if b := h.busy[di.ID]; b != "" {
 			state = b
 		}
-		if di.Failed || h.failed[di.ID] {
+		if why := h.driveOutLocked(di); why != "" {
 			state = "failed"
+			if why == outByAdmin {
+				state = "offline"
+			}
 		}
 		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates, ReadThroughs: di.Stats.ReadThroughs,
 			Positioning: di.Stats.Positioning.Seconds(), BytesRead: di.Stats.BytesRead, BytesWrite: di.Stats.BytesWritten})
@@ -245,7 +257,7 @@ func (h *hsm) takeDrive(owner string, prefer func(drive, volume string) bool) (s
 		good := false
 		for _, d := range h.lib.Drives() {
 			h.mu.Lock()
-			free := h.busy[d.ID] == "" && !h.failed[d.ID] && !d.Failed
+			free := h.busy[d.ID] == "" && h.driveOutLocked(d) == ""
 			h.mu.Unlock()
 			if !free {
 				continue
@@ -284,8 +296,10 @@ func (h *hsm) releaseDrive(id string) {
 // has its cartridge pulled out, so other drives can serve it.
 func (h *hsm) driveFailed(ctx context.Context, id string, err error) {
 	h.mu.Lock()
-	already := h.failed[id]
-	h.failed[id] = true
+	_, already := h.drivesOut[id]
+	if !already {
+		h.drivesOut[id] = "failed: " + err.Error()
+	}
 	h.mu.Unlock()
 	if already {
 		return

@@ -57,6 +57,8 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/purge", body(c, c.Purge))
 	mux.HandleFunc("POST /v1/repack", body(c, c.Repack))
 	mux.HandleFunc("POST /v1/scrub", body(c, c.Scrub))
+	mux.HandleFunc("POST /v1/library/service", body(c, c.SetService))
+	mux.HandleFunc("POST /v1/library/fault", body(c, c.InjectFault))
 	mux.HandleFunc("GET /v1/cos", func(w http.ResponseWriter, r *http.Request) { c.reply(w, c.ClassesOfService(), nil) })
 	mux.HandleFunc("POST /v1/cos", body(c, c.SetCOS))
 	mux.HandleFunc("GET /v1/library", func(w http.ResponseWriter, r *http.Request) {

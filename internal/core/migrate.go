@@ -263,6 +263,9 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 				w.volume = have
 				break
 			}
+			if why := h.noUsableDrive(); why != "" {
+				return res, api.Errorf(api.ErrUnavailable, "migrate: %s", why) // busy drives free up; these do not
+			}
 			select {
 			case <-ctx.Done():
 				return res, ctx.Err()
@@ -476,7 +479,7 @@ func (h *hsm) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, need 
 	}
 	for _, ci := range carts {
 		if ci.Volume == volume {
-			return !ci.Unreadable && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need
+			return h.volumeOutLocked(ci) == "" && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need
 		}
 	}
 	return false

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -201,7 +202,7 @@ func (h *hsm) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool 
 func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio int) error {
 	bad := map[string]bool{}
 	for _, ci := range h.lib.Cartridges() {
-		bad[ci.Volume] = ci.Unreadable
+		bad[ci.Volume] = h.volumeOutLocked(ci) != ""
 	}
 	for _, cp := range copiesOf(b.Tapes) {
 		usable := true
@@ -229,7 +230,7 @@ func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio i
 	for _, tc := range b.Tapes {
 		vols = append(vols, tc.Volume)
 	}
-	return api.Errorf(api.ErrOffline, "every tape copy is on a cartridge that failed or is unreadable (%s)", strings.Join(vols, ", "))
+	return api.Errorf(api.ErrOffline, "every tape copy is on a cartridge that failed, is unreadable or is out of service (%s)", strings.Join(vols, ", "))
 }
 
 // loadRecalls queues the recalls a previous run left.
@@ -270,7 +271,15 @@ func (h *hsm) statuses(sts []api.StageStatus, ids []int64) {
 	}
 	var view map[int64]place
 	g := h.lib.Generation()
-	drives := int64(max(1, len(h.lib.Drives())))
+	lds := h.lib.Drives()
+	drives := int64(max(1, len(lds)))
+	waiting := h.noUsableDriveLocked(lds)
+	stuck := map[string]string{} // cartridge → why the drive holding it cannot serve it
+	for _, d := range lds {
+		if why := h.driveOutLocked(d); why != "" && d.Volume != "" {
+			stuck[d.Volume] = fmt.Sprintf("cartridge %s is in drive %s, which is out of service: %s", d.Volume, d.ID, why)
+		}
+	}
 	for i, id := range ids {
 		if id == 0 {
 			continue
@@ -303,6 +312,10 @@ func (h *hsm) statuses(sts []api.StageStatus, ids []int64) {
 		}
 		p := view[id]
 		st.State, st.Position = api.StageQueued, p.ahead
+		if w := cmp.Or(waiting, stuck[r.volume]); w != "" {
+			st.Waiting = w // and no estimate: nothing moves until the drive is back
+			continue
+		}
 		eta := g.MountTime() + g.AvgLocate + g.TransferTime(p.bytes/drives)
 		switch clk := h.clk.(type) {
 		case *clock.Scaled:
@@ -326,15 +339,18 @@ func (h *hsm) recaller(ctx context.Context) {
 			// take it out of service and free the cartridge.
 			h.mu.Lock()
 			idle := h.busy[d.ID] == ""
+			out := h.driveOutLocked(d) != ""
 			h.mu.Unlock()
 			if d.Failed && d.Volume != "" && idle {
 				h.driveFailed(ctx, d.ID, tape.ErrDriveFailed)
+			} else if out && d.Volume != "" && idle {
+				h.emptyOutOfService(ctx, d)
 			}
 		}
 		h.mu.Lock()
 		var drives []sched.Drive
 		for _, d := range h.lib.Drives() {
-			drives = append(drives, sched.Drive{ID: d.ID, Volume: d.Volume, Busy: h.busy[d.ID] != "", Failed: d.Failed || h.failed[d.ID], Idle: h.idle[d.ID]})
+			drives = append(drives, sched.Drive{ID: d.ID, Volume: d.Volume, Busy: h.busy[d.ID] != "", Failed: h.driveOutLocked(d) != "", Idle: h.idle[d.ID]})
 		}
 		ds := h.sched.Next(h.clk.Now(), drives, free)
 		for _, d := range ds {
@@ -356,6 +372,28 @@ func (h *hsm) recaller(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// emptyRetry is how often the recaller tries again to take a cartridge out
+// of a drive out of service (the robot failed, or the drive did).
+const emptyRetry = 10 * time.Second
+
+// emptyOutOfService tries, now and then, to take the cartridge out of a
+// drive out of service, so other drives can read it.
+func (h *hsm) emptyOutOfService(ctx context.Context, d tape.DriveInfo) {
+	h.mu.Lock()
+	if time.Since(h.emptied[d.ID]) < emptyRetry {
+		h.mu.Unlock()
+		return
+	}
+	h.emptied[d.ID] = time.Now()
+	h.mu.Unlock()
+	if err := h.lib.Dismount(ctx, d.ID); err != nil {
+		h.c.log.Debug("hsm: cannot yet take the cartridge out of a drive out of service", "drive", d.ID, "volume", d.Volume, "err", err)
+		return
+	}
+	h.c.log.Info("hsm: cartridge taken out of a drive out of service", "drive", d.ID, "volume", d.Volume)
+	h.poke()
 }
 
 // A recall request's key names the bitfile, the tape copy and the stripe
@@ -431,6 +469,13 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 			have = di.Volume
 		}
 	}
+	h.mu.Lock()
+	out := h.volsOut[d.Volume]
+	h.mu.Unlock()
+	if out != "" { // taken out of service after its recalls were handed out
+		h.fallback(ctx, d.Requests, api.Errorf(api.ErrOffline, "cartridge %s is out of service", d.Volume))
+		return
+	}
 	if have != d.Volume {
 		h.c.log.Info("hsm: mounting for recalls", "drive", d.Drive, "volume", d.Volume, "unmount", have, "files", len(d.Requests))
 	}
@@ -443,11 +488,29 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, tape.ErrNoSuchVolume):
 			h.fallback(ctx, d.Requests, err)
 		default:
-			h.c.log.Warn("hsm: mount failed; recalls wait for the next try", "drive", d.Drive, "volume", d.Volume, "err", err)
+			// The robot, most likely: try again on the next round, but
+			// not for ever — after maxMountFailures the recalls go to
+			// another copy, or fail saying why.
+			h.mu.Lock()
+			h.mountFails[d.Volume]++
+			n := h.mountFails[d.Volume]
+			if n >= maxMountFailures {
+				delete(h.mountFails, d.Volume)
+			}
+			h.mu.Unlock()
+			if n >= maxMountFailures {
+				h.c.log.Error("hsm: cannot mount a cartridge; its recalls go to other copies or fail", "volume", d.Volume, "tries", n, "err", err)
+				h.fallback(ctx, d.Requests, fmt.Errorf("cannot mount %s (%d tries): %w", d.Volume, n, err))
+				return
+			}
+			h.c.log.Warn("hsm: mount failed; recalls wait for the next try", "drive", d.Drive, "volume", d.Volume, "tries", n, "err", err)
 			retry = d.Requests
 		}
 		return
 	}
+	h.mu.Lock()
+	delete(h.mountFails, d.Volume)
+	h.mu.Unlock()
 	for i, q := range d.Requests {
 		complete, err := h.recallOne(ctx, d.Drive, q)
 		switch {
@@ -473,6 +536,10 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		}
 	}
 }
+
+// maxMountFailures is how many rounds of mount attempts (each a few tries
+// of the robot) a cartridge gets before its recalls give up on it.
+const maxMountFailures = 5
 
 // fallback re-queues recalls on another copy, or fails them when none is
 // left.

@@ -103,7 +103,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 func (h *hsm) erase(ctx context.Context, volume string) error {
 	drive, have, ok := h.takeDrive("repack", func(_, v string) bool { return v == volume })
 	if !ok {
-		return fmt.Errorf("repack: erase %s: %w", volume, errNoDrive)
+		return h.errNoUsableDrive("repack: erase " + volume)
 	}
 	defer h.releaseDrive(drive)
 	if err := h.mountOn(ctx, drive, have, volume); err != nil {

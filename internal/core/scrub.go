@@ -163,7 +163,7 @@ func (c *Core) scrubVolume(ctx context.Context, volume string) (api.HSMResult, e
 	}
 	drive, have, ok := h.takeDrive("scrub", func(_, v string) bool { return v == volume })
 	if !ok {
-		return res, fmt.Errorf("scrub %s: %w", volume, errNoDrive)
+		return res, h.errNoUsableDrive("scrub " + volume)
 	}
 	defer h.releaseDrive(drive)
 	if err := h.mountOn(ctx, drive, have, volume); err != nil {

@@ -78,6 +78,8 @@ func fromStrata(err error, what string) *Error {
 		return errInvalidArgument("%v", err)
 	case errors.Is(err, api.ErrCorrupt):
 		return s3err("InternalError", 500, "stored data failed its checksum: %v", err)
+	case errors.Is(err, api.ErrUnavailable):
+		return s3err("ServiceUnavailable", 503, "%v", err)
 	}
 	return s3err("InternalError", 500, "%v", err)
 }

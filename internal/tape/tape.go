@@ -93,6 +93,18 @@ type FileWriter interface {
 	Start() int64
 }
 
+// FaultInjector is a library whose faults can be set at will: the
+// emulator, so that sites rehearse failures on a running server and tests
+// drive the real binary through them.
+type FaultInjector interface {
+	// FailDrive makes a drive fail every operation (or work again).
+	FailDrive(id string, failed bool) error
+	// SetUnreadable makes every read of a cartridge fail (or work again).
+	SetUnreadable(volume string, bad bool) error
+	// FailRobot makes the next n robot moves fail.
+	FailRobot(n int)
+}
+
 // CartridgeInfo describes one cartridge.
 type CartridgeInfo struct {
 	Volume     string `json:"volume"`

@@ -306,7 +306,7 @@ func Errno(err error) syscall.Errno {
 		return syscall.ENOSPC
 	case errors.Is(err, client.ErrQuota):
 		return syscall.EDQUOT
-	case errors.Is(err, client.ErrOffline):
+	case errors.Is(err, client.ErrOffline), errors.Is(err, client.ErrUnavailable):
 		return syscall.EAGAIN
 	case errors.Is(err, context.DeadlineExceeded):
 		return syscall.ETIMEDOUT

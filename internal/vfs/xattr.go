@@ -172,7 +172,10 @@ func strataValue(fi *client.FileInfo, v string, st *client.StageStatus) (string,
 		if st.Volume != "" {
 			s += " on " + st.Volume
 		}
-		if st.State == api.StageQueued {
+		switch {
+		case st.Waiting != "":
+			s += fmt.Sprintf(", %d ahead, waiting: %s", st.Position, st.Waiting)
+		case st.State == api.StageQueued:
 			s += fmt.Sprintf(", %d ahead, about %.0f s", st.Position, st.ETA)
 		}
 		return s, nil

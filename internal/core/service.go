@@ -1,0 +1,194 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/tape"
+)
+
+// Drives and cartridges out of service. A drive is out when the library
+// reports it failed, when a transfer on it failed (driveFailed), or when
+// an admin took it out; a cartridge when the library reports it
+// unreadable or an admin took it out. The same rule holds for recall,
+// migration, repack and scrub, and an admin puts either back.
+
+// outByAdmin is why a drive or cartridge an admin took out is out.
+const outByAdmin = "offline (admin)"
+
+// driveOutLocked says why drive d is out of service, or "" if it is in.
+func (h *hsm) driveOutLocked(d tape.DriveInfo) string {
+	if d.Failed {
+		return "failed (the library reports it)"
+	}
+	return h.drivesOut[d.ID]
+}
+
+// volumeOutLocked says why cartridge ci is out of service, or "".
+func (h *hsm) volumeOutLocked(ci tape.CartridgeInfo) string {
+	if ci.Unreadable {
+		return "unreadable"
+	}
+	return h.volsOut[ci.Volume]
+}
+
+// noUsableDriveLocked says, when every drive is out of service, why each
+// is; "" when one is usable (busy or not).
+func (h *hsm) noUsableDriveLocked(drives []tape.DriveInfo) string {
+	var why []string
+	for _, d := range drives {
+		w := h.driveOutLocked(d)
+		if w == "" {
+			return ""
+		}
+		why = append(why, d.ID+" "+w)
+	}
+	sort.Strings(why)
+	return "no usable tape drive (" + strings.Join(why, "; ") + ")"
+}
+
+// noUsableDrive is noUsableDriveLocked for callers not holding h.mu.
+func (h *hsm) noUsableDrive() string {
+	drives := h.lib.Drives()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.noUsableDriveLocked(drives)
+}
+
+// errNoUsableDrive is the error for an operation that needs a drive and
+// finds none it may use, naming why, or errNoDrive when drives are only
+// busy.
+func (h *hsm) errNoUsableDrive(what string) error {
+	if why := h.noUsableDrive(); why != "" {
+		return api.Errorf(api.ErrUnavailable, "%s: %s", what, why)
+	}
+	return fmt.Errorf("%s: %w", what, errNoDrive)
+}
+
+// SetService takes a drive or a cartridge out of service, or puts it
+// back. Admin only.
+func (c *Core) SetService(ctx context.Context, r api.ServiceChange) (struct{}, error) {
+	if _, err := admin(ctx, "library"); err != nil {
+		return struct{}{}, err
+	}
+	h := c.hsm
+	if h == nil {
+		return struct{}{}, api.Errorf(api.ErrInvalid, "no tape library configured")
+	}
+	switch {
+	case (r.Drive == "") == (r.Volume == ""):
+		return struct{}{}, api.Errorf(api.ErrInvalid, "library: name a drive or a cartridge")
+	case r.Drive != "":
+		return struct{}{}, h.setDrive(ctx, r.Drive, r.Online)
+	}
+	return struct{}{}, h.setVolume(ctx, r.Volume, r.Online)
+}
+
+func (h *hsm) setDrive(ctx context.Context, id string, online bool) error {
+	var d *tape.DriveInfo
+	for _, di := range h.lib.Drives() {
+		if di.ID == id {
+			d = &di
+		}
+	}
+	if d == nil {
+		return api.Errorf(api.ErrNotFound, "library: no drive %q", id)
+	}
+	h.mu.Lock()
+	if online {
+		if d.Failed {
+			h.mu.Unlock()
+			return api.Errorf(api.ErrInvalid, "library: drive %s: the library still reports it failed; repair it, then bring it online", id)
+		}
+		was := h.drivesOut[id]
+		delete(h.drivesOut, id)
+		h.mu.Unlock()
+		if was != "" {
+			h.c.log.Info("hsm: drive back in service", "drive", id, "was", was)
+		}
+		h.poke()
+		return nil
+	}
+	h.drivesOut[id] = outByAdmin
+	idle := h.busy[id] == ""
+	h.mu.Unlock()
+	h.c.log.Info("hsm: drive taken out of service", "drive", id)
+	if idle && d.Volume != "" { // free its cartridge for the other drives
+		if err := h.lib.Dismount(ctx, id); err != nil {
+			h.c.log.Warn("hsm: cannot empty the drive taken out of service", "drive", id, "volume", d.Volume, "err", err)
+		}
+	}
+	h.poke()
+	return nil
+}
+
+func (h *hsm) setVolume(ctx context.Context, volume string, online bool) error {
+	if !h.hasVolume(volume) {
+		return api.Errorf(api.ErrNotFound, "library: no cartridge %q", volume)
+	}
+	h.mu.Lock()
+	if online {
+		delete(h.volsOut, volume)
+		h.mu.Unlock()
+		h.c.log.Info("hsm: cartridge back in service", "volume", volume)
+		h.poke()
+		return nil
+	}
+	h.volsOut[volume] = outByAdmin
+	// Recalls queued on it go to another copy, or fail saying why.
+	reqs := h.sched.Remove(volume)
+	h.mu.Unlock()
+	h.c.log.Info("hsm: cartridge taken out of service", "volume", volume, "recalls", len(reqs))
+	h.fallback(ctx, reqs, api.Errorf(api.ErrOffline, "cartridge %s is out of service", volume))
+	return nil
+}
+
+// InjectFault sets faults of an emulated library. Admin only.
+func (c *Core) InjectFault(ctx context.Context, r api.LibraryFault) (struct{}, error) {
+	if _, err := admin(ctx, "library"); err != nil {
+		return struct{}{}, err
+	}
+	if c.hsm == nil {
+		return struct{}{}, api.Errorf(api.ErrInvalid, "no tape library configured")
+	}
+	fi, ok := c.hsm.lib.(tape.FaultInjector)
+	if !ok {
+		return struct{}{}, api.Errorf(api.ErrInvalid, "library: this library takes no injected faults (the emulated one does)")
+	}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		fn   func() error
+	}{
+		{r.FailDrive, func() error { return fi.FailDrive(r.FailDrive, true) }},
+		{r.RepairDrive, func() error { return fi.FailDrive(r.RepairDrive, false) }},
+		{r.Unreadable, func() error { return fi.SetUnreadable(r.Unreadable, true) }},
+		{r.Readable, func() error { return fi.SetUnreadable(r.Readable, false) }},
+	} {
+		if f.name == "" {
+			continue
+		}
+		if err := f.fn(); err != nil {
+			errs = append(errs, api.Errorf(api.ErrNotFound, "library: %v", err))
+		}
+	}
+	if r.RobotFailures != nil {
+		if *r.RobotFailures < 0 {
+			errs = append(errs, api.Errorf(api.ErrInvalid, "library: robot failures must not be negative"))
+		} else {
+			fi.FailRobot(*r.RobotFailures)
+		}
+	}
+	robot := -1
+	if r.RobotFailures != nil {
+		robot = *r.RobotFailures
+	}
+	c.log.Warn("hsm: faults injected into the emulated library", "fail_drive", r.FailDrive, "repair_drive", r.RepairDrive,
+		"unreadable", r.Unreadable, "readable", r.Readable, "robot_failures", robot)
+	c.hsm.poke()
+	return struct{}{}, errors.Join(errs...)
+}
