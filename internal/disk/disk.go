@@ -41,6 +41,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -81,6 +82,51 @@ type Device struct {
 	writes   atomic.Int64
 	direct   atomic.Bool // the file system takes O_DIRECT (until it refuses)
 	directOK atomic.Bool // a direct write has succeeded: they may run concurrently
+
+	graves graveyard // objects deleted before they were written
+}
+
+// graveyard remembers objects removed while they did not exist, so that a
+// write that arrives after the delete (a client gave up, the core
+// reclaimed the aborted file, and the mover had yet to read the request
+// waiting in its socket) cannot create an object no one will delete.
+// Object names are never reused, so refusing such a create is always
+// right. Such deletes are rare; the graveyard forgets the oldest past
+// maxGraves, and any entry after graveAge, when no token for the object
+// can still be valid.
+type graveyard struct {
+	mu    sync.Mutex
+	at    map[string]time.Time
+	order []string
+}
+
+const (
+	maxGraves = 100000
+	graveAge  = 48 * time.Hour
+)
+
+func (g *graveyard) bury(object string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.at == nil {
+		g.at = map[string]time.Time{}
+	}
+	now := time.Now()
+	for len(g.order) > 0 && (len(g.order) >= maxGraves || now.Sub(g.at[g.order[0]]) > graveAge) {
+		delete(g.at, g.order[0])
+		g.order = g.order[1:]
+	}
+	if _, ok := g.at[object]; !ok {
+		g.order = append(g.order, object)
+	}
+	g.at[object] = now
+}
+
+func (g *graveyard) buried(object string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.at[object]
+	return ok
 }
 
 // Options configure a device.
@@ -265,6 +311,9 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 	p, err := d.path(object)
 	if err != nil {
 		return nil, err
+	}
+	if d.graves.buried(object) {
+		return nil, api.Errorf(api.ErrNotFound, "disk %s: object %s was deleted before it was written", d.id, object)
 	}
 	need := maxLen + trailerSize(maxLen)
 	d.mu.Lock()
@@ -748,6 +797,7 @@ func (d *Device) Remove(object string) error {
 	}
 	info, err := d.fs.Stat(p)
 	if errors.Is(err, os.ErrNotExist) {
+		d.graves.bury(object)
 		return nil
 	}
 	if err != nil {

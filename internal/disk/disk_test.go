@@ -153,6 +153,30 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// An object deleted before it was written cannot be written after: a
+// late write (its client gone, its file reclaimed) must not leave an
+// object no one will delete. Deleting an object that exists leaves no
+// such mark (names are never reused, but nothing depends on it).
+func TestLateCreateAfterDelete(t *testing.T) {
+	d := openDev(t, Options{})
+	if err := d.Remove("late"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(context.Background(), "late", 10); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("create after the delete: %v", err)
+	}
+	put(t, d, "early", []byte("hello"))
+	if err := d.Remove("early"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAll(d, "early"); err == nil {
+		t.Fatalf("read after the delete: %q", got)
+	}
+	if used := func() int64 { _, u, _ := d.Usage(); return u }(); used != 0 {
+		t.Fatalf("used after the delete: %d", used)
+	}
+}
+
 func TestTruncatedObjectIsCorrupt(t *testing.T) {
 	d := openDev(t, Options{})
 	put(t, d, "t", []byte("hello"))
