@@ -516,6 +516,19 @@ func (s *server) objectBytes() int64 {
 	return n
 }
 
+// dfUsed is what `strata df` says all devices hold.
+func (s *server) dfUsed() int64 {
+	var df struct {
+		Devices []struct{ Used int64 }
+	}
+	json.Unmarshal([]byte(s.ok("df", "--json")), &df)
+	var used int64
+	for _, d := range df.Devices {
+		used += d.Used
+	}
+	return used
+}
+
 func (s *server) waitObjects(want int) {
 	s.t.Helper()
 	for i := 0; i < 200; i++ {
@@ -580,15 +593,7 @@ func crashDuringPut(t *testing.T, catalog string) {
 		t.Fatalf("partial file visible after crash: %q", errs)
 	}
 	s.waitObjects(before)
-	var df struct {
-		Devices []struct{ Used int64 }
-	}
-	json.Unmarshal([]byte(s.ok("df", "--json")), &df)
-	var used int64
-	for _, d := range df.Devices {
-		used += d.Used
-	}
-	if used != 300<<10 {
+	if used := s.dfUsed(); used != 300<<10 {
 		t.Fatalf("df says %d bytes used, want %d", used, 300<<10)
 	}
 	// The surviving file is intact and the server works.

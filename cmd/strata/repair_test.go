@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -148,15 +147,7 @@ func TestCrashWhileRecallWrites(t *testing.T) {
 				s.ok("rm", "/big")
 			}
 			s.waitObjects(map[string]int{"get": 1, "rm": 0}[then])
-			var df struct {
-				Devices []struct{ Used int64 }
-			}
-			json.Unmarshal([]byte(s.ok("df", "--json")), &df)
-			var used int64
-			for _, d := range df.Devices {
-				used += d.Used
-			}
-			if used != want {
+			if used := s.dfUsed(); used != want {
 				t.Fatalf("df says %d bytes used, want %d", used, want)
 			}
 		})

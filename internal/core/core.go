@@ -328,6 +328,16 @@ func (c *Core) moverFor(device string) (moverconn.Endpoint, error) {
 	return m.ep, nil
 }
 
+// moverConn takes a pooled connection to the mover of device (give it
+// back with c.pool.Put).
+func (c *Core) moverConn(ctx context.Context, device string) (*moverconn.Conn, error) {
+	ep, err := c.moverFor(device)
+	if err != nil {
+		return nil, err
+	}
+	return c.pool.Get(ctx, ep)
+}
+
 // target is the part of a stripe target that says where its mover is.
 func target(ep moverconn.Endpoint, t api.StripeTarget) api.StripeTarget {
 	t.Mover, t.Socket, t.Host, t.TLS = ep.Addr, ep.Socket, ep.Host, ep.TLS

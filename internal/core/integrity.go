@@ -152,11 +152,7 @@ func (c *Core) verifyDiskCopy(ctx context.Context, path, cos string, b catalog.B
 // verifySegment has s's mover read and check its object, and checks its
 // length and CRC32C against the catalog's.
 func (c *Core) verifySegment(ctx context.Context, s catalog.Segment) error {
-	ep, err := c.moverFor(s.Device)
-	if err != nil {
-		return err
-	}
-	conn, err := c.pool.Get(ctx, ep)
+	conn, err := c.moverConn(ctx, s.Device)
 	if err != nil {
 		return err
 	}

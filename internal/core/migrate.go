@@ -643,11 +643,7 @@ func (u *unitWriter) flush() error {
 // readRange writes n bytes at off of one segment's object to w, the mover
 // verifying each chunk against its stored CRC32C.
 func (c *Core) readRange(ctx context.Context, s catalog.Segment, off, n int64, w io.Writer, buf []byte) error {
-	ep, err := c.moverFor(s.Device)
-	if err != nil {
-		return err
-	}
-	conn, err := c.pool.Get(ctx, ep)
+	conn, err := c.moverConn(ctx, s.Device)
 	if err != nil {
 		return err
 	}

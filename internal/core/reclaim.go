@@ -105,11 +105,7 @@ func (c *Core) Reclaim(ctx context.Context) (int, error) {
 }
 
 func (c *Core) deleteObject(ctx context.Context, device, object string) error {
-	ep, err := c.moverFor(device)
-	if err != nil {
-		return err
-	}
-	conn, err := c.pool.Get(ctx, ep)
+	conn, err := c.moverConn(ctx, device)
 	if err != nil {
 		return err
 	}
