@@ -20,7 +20,9 @@
 //
 // A device accounts its capacity (a configured size, never more than the
 // file system offers) and may be capped in bandwidth so that one machine can
-// emulate many slower devices.
+// emulate many slower devices. It refuses to create an object it was asked
+// to delete before it existed (graveyard), so a late write cannot leave an
+// object no one will delete.
 //
 // Its files go through an fsio.FS (Options.FS): the operating system's in
 // production, faultfs in the tests that make writes, fsyncs and syncfs
