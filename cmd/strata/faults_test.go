@@ -49,6 +49,9 @@ func TestTapeFaultsThroughTheCLI(t *testing.T) {
 	if st := s.ok("stage", "/f"); !strings.Contains(st, "waiting: no usable tape drive") {
 		t.Fatalf("stage with every drive failed:\n%s", st)
 	}
+	if v := s.ok("admin", "drives"); strings.Count(v, "failed (the library reports it)") != len(drives) {
+		t.Fatalf("every drive failed:\n%s", v)
+	}
 	fails("waiting: no usable tape drive", "get", "-f", "--no-wait", "/f", out)
 	fails("no usable tape drive", "migrate", "/g")
 	fails("still reports it failed", "admin", "drives", "online", drives[0].ID)

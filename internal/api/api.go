@@ -323,11 +323,13 @@ type Cartridge struct {
 
 // Drive is one tape drive as admin commands show it.
 type Drive struct {
-	ID      string `json:"id"`
-	Volume  string `json:"volume,omitempty"`
-	State   string `json:"state"` // idle, recall, migrate, failed
-	Mounts  int64  `json:"mounts"`
-	Locates int64  `json:"locates"`
+	ID     string `json:"id"`
+	Volume string `json:"volume,omitempty"`
+	State  string `json:"state"` // idle, recall, migrate, failed, offline
+	// OutOfService says why a failed or offline drive is out of service.
+	OutOfService string `json:"out_of_service,omitempty"`
+	Mounts       int64  `json:"mounts"`
+	Locates      int64  `json:"locates"`
 	// ReadThroughs are the gaps the drive read through instead of
 	// locating (sched.Request.ReadThrough).
 	ReadThroughs int64   `json:"read_throughs"`

@@ -427,9 +427,9 @@ robot-fail N (the next N robot moves fail; 0 stops it).`,
 			if asJSON {
 				return writeJSON(e.stdout, lib.Drives)
 			}
-			fmt.Fprintln(tw, "DRIVE\tSTATE\tVOLUME\tMOUNTS\tLOCATES\tREAD-THROUGHS\tPOSITIONING\tREAD\tWRITTEN")
+			fmt.Fprintln(tw, "DRIVE\tSTATE\tVOLUME\tMOUNTS\tLOCATES\tREAD-THROUGHS\tPOSITIONING\tREAD\tWRITTEN\tOUT OF SERVICE")
 			for _, d := range lib.Drives {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.0fs\t%s\t%s\n", d.ID, d.State, dash(d.Volume), d.Mounts, d.Locates, d.ReadThroughs, d.Positioning, human(d.BytesRead), human(d.BytesWrite))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.0fs\t%s\t%s\t%s\n", d.ID, d.State, dash(d.Volume), d.Mounts, d.Locates, d.ReadThroughs, d.Positioning, human(d.BytesRead), human(d.BytesWrite), d.OutOfService)
 			}
 		case "queue":
 			if asJSON {

@@ -234,13 +234,14 @@ func (c *Core) Library(ctx context.Context) (api.Library, error) {
 		if b := h.busy[di.ID]; b != "" {
 			state = b
 		}
-		if why := h.driveOutLocked(di); why != "" {
+		why := h.driveOutLocked(di)
+		if why != "" {
 			state = "failed"
 			if why == outByAdmin {
 				state = "offline"
 			}
 		}
-		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates, ReadThroughs: di.Stats.ReadThroughs,
+		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, OutOfService: why, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates, ReadThroughs: di.Stats.ReadThroughs,
 			Positioning: di.Stats.Positioning.Seconds(), BytesRead: di.Stats.BytesRead, BytesWrite: di.Stats.BytesWritten})
 	}
 	for _, v := range h.sched.Summary(h.clk.Now()) {
