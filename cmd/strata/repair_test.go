@@ -84,6 +84,12 @@ func TestDamagedCopyThroughTheCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "verified 5 copies") || strings.Count(errs, " is lost") != 2 {
 		t.Fatalf("scrub -r /: exit %d, %q, %q", code, out, errs)
 	}
+	// Bad usage: one line, exit 1.
+	for _, args := range [][]string{{"scrub"}, {"scrub", "--volume", "T00000", "/lone"}, {"scrub", "--volume", "NOSUCH"}} {
+		if _, errs, code := s.run(args...); code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {
+			t.Fatalf("strata %v: exit %d, %q", args, code, errs)
+		}
+	}
 	fams := s.scrape()
 	for _, c := range []struct {
 		name  string

@@ -231,8 +231,11 @@ scrubs disk copies in the background at [integrity] scrub_rate.`,
 		if err != nil {
 			return err
 		}
-		if (volume == "") == (len(paths) == 0) {
-			return fmt.Errorf("scrub: name files or directories (with -r), or --volume, not both (see 'strata scrub --help')")
+		switch {
+		case volume == "" && len(paths) == 0:
+			return fmt.Errorf("scrub: name files or directories (with -r), or a cartridge with --volume (see 'strata scrub --help')")
+		case volume != "" && len(paths) > 0:
+			return fmt.Errorf("scrub: --volume scrubs a whole cartridge; name no paths with it (see 'strata scrub --help')")
 		}
 		var res client.HSMResult
 		if volume != "" {
