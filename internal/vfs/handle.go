@@ -97,10 +97,19 @@ func (fs *FS) CreateIn(ctx context.Context, p string, dir *client.FileInfo, flag
 	return h, nil
 }
 
+// stored reports whether the handle's file has a stored version (it was
+// opened, or its creation has been stored). The sweeper of an export may
+// be storing it meanwhile, so this takes the handle's lock.
+func (h *Handle) stored() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.base != nil
+}
+
 // Open opens the existing file p. A read of a file on tape only waits
 // for its recall first (see the package doc).
 func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
-	if h := fs.writer(p); h != nil && h.base == nil {
+	if h := fs.writer(p); h != nil && !h.stored() {
 		// Created by another handle here and not stored yet: share its
 		// bytes by storing them now.
 		if err := h.Flush(ctx); err != nil {
