@@ -22,18 +22,7 @@ REPS=${REPS:-3}
 FILES=${FILES:-6000}
 PORT=7450
 
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-[ -x "$PGBIN/postgres" ] || { apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
-PGDIR=$SCRATCH/pg
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pg_start() {
-  rm -rf "$PGDIR"; mkdir -p "$PGDIR"; [ "$(id -u)" = 0 ] && chown postgres: "$PGDIR"
-  as_pg "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U strata -E UTF8 >/dev/null
-  as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \
-    -o "-k $PGDIR -p 5432 -c listen_addresses= -c shared_buffers=256MB" start >/dev/null
-}
-pg_stop() { [ -d "$PGDIR/data" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null 2>&1 || true; }
-
+. bench/pg.sh
 . bench/server.sh
 trap 'stop; pg_stop' EXIT
 
@@ -56,7 +45,7 @@ for r in $(seq "$REPS"); do
     rm -rf "$SCRATCH/data"
     if [ $cat = postgres ]; then
       pg_start
-      start "$(config "$(printf '[catalog]\ndriver = "postgres"\ndsn = "host=%s port=5432 user=strata dbname=postgres"' "$PGDIR")")"
+      start "$(config "$(printf '[catalog]\ndriver = "postgres"\ndsn = "%s"' "$PGDSN")")"
     else
       start "$(config "")"
     fi

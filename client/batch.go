@@ -117,7 +117,7 @@ func sendBatch[Q, R any](c *Client, route string, qs []Q, single func(context.Co
 		var reply api.BatchReply[R]
 		err := c.do(ctx, "POST", route, nil, api.Batch[Q]{Items: qs}, &reply)
 		if err == nil && len(reply.Results) != len(qs) {
-			err = fmt.Errorf("strata server %s: %d answers to a batch of %d", c.base, len(reply.Results), len(qs))
+			err = fmt.Errorf("strata server %s: %d answers to a batch of %d", c.Server(), len(reply.Results), len(qs))
 		}
 		if !errors.Is(err, errNoRoute) {
 			for i := range qs {
@@ -127,7 +127,7 @@ func sendBatch[Q, R any](c *Client, route string, qs []Q, single func(context.Co
 				case reply.Results[i].Error != nil:
 					errs[i] = reply.Results[i].Error
 				case reply.Results[i].Value == nil:
-					errs[i] = fmt.Errorf("strata server %s: an empty answer in a batch", c.base)
+					errs[i] = fmt.Errorf("strata server %s: an empty answer in a batch", c.Server())
 				default:
 					rs[i] = *reply.Results[i].Value
 				}

@@ -85,6 +85,11 @@ var (
 	// ErrUnavailable: what the request needs (a tape drive) is out of
 	// service for now.
 	ErrUnavailable = api.ErrUnavailable
+	// ErrRestarted: a write begun under a core that has since stopped (a
+	// standby took over) cannot be committed; nothing of it is visible.
+	// Put begins again by itself; an Upload's writer must. It is also
+	// ErrUnavailable.
+	ErrRestarted = api.ErrRestarted
 	// ErrUnreachable means the server could not be contacted at all.
 	ErrUnreachable = errors.New("server unreachable")
 	// ErrSourceChanged means a put's source did not read the same twice
@@ -99,9 +104,16 @@ const DefaultServer = "http://127.0.0.1:7420"
 
 // Client is safe for concurrent use.
 type Client struct {
-	base string
-	hc   *http.Client
-	pool *moverconn.Pool
+	// cores are the configured addresses of the core: one, or an
+	// active core and its standbys (fail-over.go); cur indexes the one
+	// that last answered.
+	cores []*coreAddr
+	cur   atomic.Int32
+	// FailoverWait is how long a request keeps trying the configured
+	// cores while none answers, when there is more than one (default
+	// 30 s: a standby takes over within 10 s).
+	FailoverWait time.Duration
+	pool         *moverconn.Pool
 	// Retries is how many times a failed stripe transfer is retried on a
 	// new connection before the operation fails (default 3).
 	Retries int
@@ -116,9 +128,9 @@ type Client struct {
 	noBatch atomic.Bool
 }
 
-// newClient is a client of base through tr.
-func newClient(base string, tr *transport) *Client {
-	c := &Client{base: base, hc: &http.Client{Transport: tr}, pool: moverconn.NewPool(), Retries: 3}
+// newClient is a client of the cores given.
+func newClient(cores []*coreAddr) *Client {
+	c := &Client{cores: cores, pool: moverconn.NewPool(), Retries: 3, FailoverWait: 30 * time.Second}
 	c.creates.send = func(qs []api.CreateRequest) ([]api.CreateResponse, []error) {
 		return sendBatch(c, "/v1/creates", qs, func(ctx context.Context, q api.CreateRequest) (api.CreateResponse, error) {
 			var r api.CreateResponse
@@ -137,18 +149,39 @@ func newClient(base string, tr *transport) *Client {
 // New returns a client for the server at addr: "host:port", an http://
 // or https:// URL, or "unix:PATH", the core's Unix socket on this host
 // (which needs neither a token nor TLS: the kernel tells the server who
-// is calling).
+// is calling). A comma-separated list names an active core and its
+// standbys: requests go to whichever is serving (see FailoverWait).
 func New(addr string) (*Client, error) {
 	if addr == "" {
 		addr = DefaultServer
 	}
+	var cores []*coreAddr
+	for _, a := range strings.Split(addr, ",") {
+		ca, err := parseCore(strings.TrimSpace(a))
+		if err != nil {
+			return nil, err
+		}
+		cores = append(cores, ca)
+	}
+	c := newClient(cores)
+	for _, ca := range cores {
+		if strings.HasPrefix(ca.base, "https://") {
+			c.SetTLS(&tls.Config{MinVersion: tls.VersionTLS13}) // the system's roots until told otherwise
+			break
+		}
+	}
+	return c, nil
+}
+
+// parseCore parses one core address.
+func parseCore(addr string) (*coreAddr, error) {
 	if sock, ok := strings.CutPrefix(addr, "unix:"); ok {
 		if sock == "" {
 			return nil, fmt.Errorf("bad server address %q: want unix:PATH", addr)
 		}
 		tr := newTransport("localhost")
 		tr.socket, tr.unixOnly = sock, true
-		return newClient("http://localhost", tr), nil
+		return &coreAddr{base: "http://localhost", tr: tr}, nil
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -157,12 +190,7 @@ func New(addr string) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
 	}
-	tr := newTransport(u.Host)
-	c := newClient(strings.TrimRight(u.String(), "/"), tr)
-	if u.Scheme == "https" {
-		c.SetTLS(&tls.Config{MinVersion: tls.VersionTLS13}) // the system's roots until told otherwise
-	}
-	return c, nil
+	return &coreAddr{base: strings.TrimRight(u.String(), "/"), tr: newTransport(u.Host)}, nil
 }
 
 // TokenFile is where `strata login` keeps a user's bearer token:
@@ -201,11 +229,13 @@ func DefaultToken() string {
 // speaks TLS.
 func (c *Client) SetTLS(cfg *tls.Config) {
 	c.pool.TLS = cfg
-	if t, ok := c.hc.Transport.(*transport); ok && strings.HasPrefix(c.base, "https://") {
-		t.mu.Lock()
-		t.tls = cfg
-		t.mu.Unlock()
-		t.CloseIdleConnections()
+	for _, ca := range c.cores {
+		if t := ca.tr; strings.HasPrefix(ca.base, "https://") {
+			t.mu.Lock()
+			t.tls = cfg
+			t.mu.Unlock()
+			t.CloseIdleConnections()
+		}
 	}
 }
 
@@ -228,7 +258,8 @@ func (c *Client) Handover(on bool) { c.pool.SetHandles(on) }
 // moverconn.Endpoint). Tests and benchmarks of the network path use it.
 func (c *Client) TCPOnly(on bool) {
 	c.pool.SetTCPOnly(on)
-	if t, ok := c.hc.Transport.(*transport); ok {
+	for _, ca := range c.cores {
+		t := ca.tr
 		t.mu.Lock()
 		t.tcpOnly = on
 		t.mu.Unlock()
@@ -241,10 +272,7 @@ func (c *Client) TCPOnly(on bool) {
 // through, or "" while it uses TCP (another host, TCPOnly, an https URL,
 // or before the first request).
 func (c *Client) ControlSocket() string {
-	t, ok := c.hc.Transport.(*transport)
-	if !ok {
-		return ""
-	}
+	t := c.core().tr
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tcpOnly || t.socket == noSocket {
@@ -260,40 +288,56 @@ func endpoint(t api.StripeTarget) moverconn.Endpoint {
 // Close releases idle connections.
 func (c *Client) Close() error {
 	c.pool.Close()
-	c.hc.CloseIdleConnections()
+	for _, ca := range c.cores {
+		ca.tr.CloseIdleConnections()
+	}
 	return nil
 }
 
-// Server returns the server URL.
-func (c *Client) Server() string { return c.base }
+// Server returns the URL of the core the client talks to (of several, the
+// one that last answered).
+func (c *Client) Server() string { return c.core().base }
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	_, err := c.doHeader(ctx, method, path, q, in, out)
 	return err
 }
 
-// doHeader is do that also returns the reply's header.
+// doHeader is do that also returns the reply's header. With standby
+// cores configured, a request no core could take is tried on the next
+// (failover.go).
 func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, in, out any) (http.Header, error) {
-	var body io.Reader
 	if err := validUTF8(in, q); err != nil {
 		return nil, err
 	}
+	var body []byte
 	if in != nil {
 		b, err := api.Marshal(in)
 		if err != nil {
 			return nil, err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	u := c.base + path
+	return c.failover(ctx, method, func(ca *coreAddr) (http.Header, error) {
+		return c.send(ctx, ca, method, path, q, body, in != nil, out)
+	})
+}
+
+// send makes one request of the core at ca.
+func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q url.Values, in []byte, hasBody bool, out any) (http.Header, error) {
+	u := ca.base + path
 	if q != nil {
 		u += "?" + q.Encode()
+	}
+	var body io.Reader
+	if hasBody {
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err
 	}
-	if in != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
@@ -302,25 +346,29 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	if a, ok := ctx.Value(actorKey{}).(string); ok {
 		req.Header.Set(api.OnBehalfOf, a)
 	}
-	resp, err := c.hc.Transport.RoundTrip(req)
+	resp, err := ca.tr.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var op *net.OpError
-		if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("cannot reach strata server at %s (is `strata serve` running?): %w", c.base, ErrUnreachable)
+		var de *dialError
+		if errors.As(err, &de) {
+			return nil, &unreachable{base: ca.base, err: de.err, unsent: true}
 		}
-		return nil, fmt.Errorf("strata server %s: %w", c.base, err)
+		var op *net.OpError
+		if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || stale(err) {
+			return nil, &unreachable{base: ca.base, err: err}
+		}
+		return nil, fmt.Errorf("strata server %s: %w", ca.base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if err := api.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
 			if resp.StatusCode == http.StatusNotFound {
-				return nil, fmt.Errorf("strata server %s: %s %s: %w", c.base, method, path, errNoRoute)
+				return nil, fmt.Errorf("strata server %s: %s %s: %w", ca.base, method, path, errNoRoute)
 			}
-			return nil, fmt.Errorf("strata server %s: %s", c.base, resp.Status)
+			return nil, fmt.Errorf("strata server %s: %s", ca.base, resp.Status)
 		}
 		return nil, &e
 	}
@@ -329,7 +377,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		return resp.Header, nil
 	}
 	if err := api.NewDecoder(resp.Body).Decode(out); err != nil {
-		return nil, fmt.Errorf("strata server %s: bad reply: %w", c.base, err)
+		return nil, fmt.Errorf("strata server %s: bad reply: %w", ca.base, err)
 	}
 	io.Copy(io.Discard, resp.Body) // the encoder's newline: read to EOF so the connection is reused
 	return resp.Header, nil
@@ -381,7 +429,7 @@ func (c *Client) ListPages(ctx context.Context, p string, limit int, fn func([]F
 		// server would keep the client asking for the same page forever.
 		after, err := url.QueryUnescape(next)
 		if err != nil || after == "" || after <= q.Get("after") {
-			return fmt.Errorf("strata server %s: bad list cursor %q", c.base, next)
+			return fmt.Errorf("strata server %s: bad list cursor %q", c.Server(), next)
 		}
 		q.Set("after", after)
 	}

@@ -48,7 +48,23 @@ type PutOptions struct {
 // Put stores size bytes read from src at path. The file becomes visible only
 // when every stripe is durable on its mover and the core has committed it;
 // on any failure nothing is visible and the space is given back.
+//
+// A put whose core stopped before the commit (a standby took over, or it
+// restarted) begins again from src, which can be read again: the first
+// attempt left nothing visible.
 func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
+	for attempt := 1; ; attempt++ {
+		fi, err := c.put(ctx, path, src, size, o)
+		if err == nil || !errors.Is(err, api.ErrRestarted) || attempt == maxRestarts {
+			return fi, err
+		}
+	}
+}
+
+// maxRestarts bounds the attempts of a put across core restarts.
+const maxRestarts = 3
+
+func (c *Client) put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
 	if _, _, err := newHash(o.Fixity); err != nil && !o.NoFixity {
 		return nil, fmt.Errorf("put %s: %w", path, err)
 	}
@@ -136,7 +152,7 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 }
 
 func (c *Client) commit(ctx context.Context, path string, size int64, cr api.CreateResponse, receipts []api.SegmentReceipt, fixity string, o PutOptions) (*FileInfo, error) {
-	fi, err := c.commitFile(ctx, api.CommitRequest{Bitfile: cr.Bitfile, Path: path, Size: size, Segments: receipts,
+	fi, err := c.commitFile(ctx, api.CommitRequest{Bitfile: cr.Bitfile, Epoch: cr.Epoch, Path: path, Size: size, Segments: receipts,
 		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs})
 	if err != nil {
 		return nil, err

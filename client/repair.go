@@ -33,9 +33,16 @@ func (e *damagedCopy) Unwrap() error { return e.err }
 // repair reports the damaged copy behind err (if err is one) and opens
 // path again. It returns the new layout, or err itself when err is not a
 // damaged copy.
+//
+// A layout whose tokens a mover refuses because they come from a core that
+// has since stopped (a standby took over) is opened again the same way,
+// from the core serving now, with nothing to report.
 func (c *Client) repair(ctx context.Context, path string, had api.OpenResponse, err error, o GetOptions) (api.OpenResponse, error) {
 	var dc *damagedCopy
 	if !errors.As(err, &dc) {
+		if errors.Is(err, api.ErrRestarted) {
+			return c.reopen(ctx, path, had, err, o)
+		}
 		return had, err
 	}
 	var reply api.DamageReply
@@ -45,13 +52,18 @@ func (c *Client) repair(ctx context.Context, path string, had api.OpenResponse, 
 		}
 		return had, fmt.Errorf("%w (and reporting the damage failed: %v)", err, rerr)
 	}
+	return c.reopen(ctx, path, had, err, o)
+}
+
+// reopen opens path again after err, for the same version of the file.
+func (c *Client) reopen(ctx context.Context, path string, had api.OpenResponse, err error, o GetOptions) (api.OpenResponse, error) {
 	or, oerr := c.open(ctx, path, o)
 	if oerr != nil {
 		return had, oerr
 	}
 	f, g := had.File, or.File
 	if f.Size != g.Size || !f.Mtime.Equal(g.Mtime) || f.Fixity != g.Fixity {
-		return had, fmt.Errorf("read %s: a copy was damaged, and the file changed before it was read again: %w", path, err)
+		return had, fmt.Errorf("read %s: the file changed before it could be read again: %w", path, err)
 	}
 	return or, nil
 }

@@ -143,7 +143,7 @@ func (t *transport) dial(ctx context.Context) (*pconn, error) {
 		t.mu.Unlock()
 		c, err := t.dialer.DialContext(ctx, "unix", sock)
 		if err != nil {
-			return nil, err
+			return nil, &dialError{err}
 		}
 		return newPconn(c), nil
 	}
@@ -162,7 +162,7 @@ func (t *transport) dial(ctx context.Context) (*pconn, error) {
 	}
 	c, err := t.dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
-		return nil, err
+		return nil, &dialError{err}
 	}
 	t.mu.Lock()
 	cfg := t.tls

@@ -181,7 +181,7 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 		fixity = fixityString(u.alg, u.h)
 	}
 	var fi FileInfo
-	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Path: u.path, Size: size, Segments: receipts,
+	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Epoch: u.cr.Epoch, Path: u.path, Size: size, Segments: receipts,
 		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Rewrite: u.o.Rewrite, Mode: u.o.Mode, Xattrs: u.o.Xattrs}, &fi)
 	if err != nil {
 		return nil, err

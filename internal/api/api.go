@@ -39,6 +39,7 @@ const (
 	CodeNoAttr          = "no_attr"
 	CodeNotOwner        = "not_owner"
 	CodeUnavailable     = "unavailable"
+	CodeRestarted       = "restarted"
 )
 
 // Sentinel errors; errors.Is works on every error the client returns.
@@ -73,6 +74,11 @@ var (
 	// tape drive failed or taken offline); the same request may succeed
 	// once it is back.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrRestarted: a write begun under a core that has since stopped (a
+	// standby took over, or it restarted) cannot be finished; its space
+	// is reclaimed, and the write may begin again. It is also
+	// ErrUnavailable.
+	ErrRestarted = fmt.Errorf("the core restarted since the write began: %w", ErrUnavailable)
 )
 
 var codes = []struct {
@@ -96,6 +102,7 @@ var codes = []struct {
 	{CodeOffline, ErrOffline, 409},
 	{CodeUnauthenticated, ErrUnauthenticated, 401},
 	{CodeQuota, ErrQuota, 507},
+	{CodeRestarted, ErrRestarted, 503}, // before ErrUnavailable, which it wraps
 	{CodeUnavailable, ErrUnavailable, 503},
 }
 
@@ -438,7 +445,10 @@ type StripeTarget struct {
 
 // CreateResponse is the write layout, or the committed file when Size was 0.
 type CreateResponse struct {
-	Bitfile    int64          `json:"bitfile,omitempty"`
+	Bitfile int64 `json:"bitfile,omitempty"`
+	// Epoch is the core's: a commit names it, so that a core that took
+	// over can tell a write it never began from one that ended.
+	Epoch      int64          `json:"epoch,omitempty"`
 	StripeUnit int64          `json:"stripe_unit,omitempty"`
 	Stripes    []StripeTarget `json:"stripes,omitempty"`
 	File       *FileInfo      `json:"file,omitempty"`
@@ -455,6 +465,7 @@ type SegmentReceipt struct {
 // CommitRequest makes a written file visible.
 type CommitRequest struct {
 	Bitfile   int64            `json:"bitfile"`
+	Epoch     int64            `json:"epoch,omitempty"` // CreateResponse.Epoch
 	Path      string           `json:"path"`
 	Size      int64            `json:"size"`
 	Segments  []SegmentReceipt `json:"segments"`

@@ -84,8 +84,16 @@ func (e *env) client() (*client.Client, error) {
 		addr = os.Getenv("STRATA_SERVER")
 	}
 	ca, cert, key := or(e.ca, "STRATA_CA"), or(e.cert, "STRATA_CERT"), or(e.key, "STRATA_KEY")
-	if ca != "" && addr != "" && !strings.Contains(addr, "://") {
-		addr = "https://" + addr
+	if ca != "" && addr != "" {
+		// A CA means TLS: host:port is https://host:port (for each core
+		// of a list: an active one and its standbys).
+		as := strings.Split(addr, ",")
+		for i, a := range as {
+			if a = strings.TrimSpace(a); !strings.Contains(a, "://") && !strings.HasPrefix(a, "unix:") {
+				as[i] = "https://" + a
+			}
+		}
+		addr = strings.Join(as, ",")
 	}
 	c, err := client.New(addr)
 	if err != nil {

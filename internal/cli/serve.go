@@ -39,14 +39,20 @@ func private() { syscall.Umask(0o077) }
 
 func (e *env) serveCmd() *cobra.Command {
 	var cfgPath, dataDir, listen, pprofAddr string
-	var verbose, insecure bool
+	var verbose, insecure, standby bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a Strata server: catalog, core and a mover with its devices",
 		Long: `Run a single-node Strata server. With no configuration it keeps everything
 under ./strata-data (SQLite catalog, four disk devices), serves the control API
 on 127.0.0.1:7420 and data on 127.0.0.1:7421. A strata.toml in the current
-directory, or --config, overrides any of it.`,
+directory, or --config, overrides any of it.
+
+With a PostgreSQL catalog and --standby (catalog standby = true), a server
+that finds another one active waits, opening no port, and takes over when
+that one stops or loses the database; an active server with standbys stops
+itself when it cannot confirm its hold on the catalog for 3 s. Clients and
+movers name every core (STRATA_SERVER=a:7420,b:7420). See docs/DEPLOYMENT.md.`,
 		Args: exactArgs(0, "serve [--config FILE]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
@@ -58,6 +64,9 @@ directory, or --config, overrides any of it.`,
 				}
 				if insecure {
 					c.TLS.Insecure = true
+				}
+				if standby {
+					c.Catalog.Standby = true
 				}
 			})
 			if err != nil {
@@ -77,8 +86,13 @@ directory, or --config, overrides any of it.`,
 			if strings.HasPrefix(s.URL(), "https:") {
 				fmt.Fprintf(e.stderr, "strata: TLS: clients trust %s (--ca or STRATA_CA)\n", s.CA())
 			}
-			<-cmd.Context().Done()
-			return s.Close()
+			select {
+			case <-cmd.Context().Done():
+				return s.Close()
+			case err := <-s.Lost():
+				s.Close()
+				return err
+			}
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file (default ./strata.toml if present)")
@@ -86,6 +100,7 @@ directory, or --config, overrides any of it.`,
 	cmd.Flags().StringVar(&listen, "listen", "", "control API address (overrides listen)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go profiling endpoints (net/http/pprof) on this address")
+	cmd.Flags().BoolVar(&standby, "standby", false, "with a PostgreSQL catalog another server holds, wait and take over when it stops (catalog standby)")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain TCP on addresses other than loopback (tokens and data in the clear)")
 	return cmd
 }
@@ -119,7 +134,7 @@ its devices, its transfers and whether the core hears it.`,
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file")
-	cmd.Flags().StringVar(&core, "core", "", "URL of the core to register with")
+	cmd.Flags().StringVar(&core, "core", "", "URL of the core to register with (a comma-separated list: the core and its standbys)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd

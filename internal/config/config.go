@@ -129,6 +129,12 @@ type Catalog struct {
 	// CacheEntries caps the core's inode cache (stat and lookup answered
 	// from memory, about 0.3 KB an entry); 0 means the default, 262144.
 	CacheEntries int `toml:"cache_entries"`
+	// Standby makes a server that finds another holding the catalog wait
+	// and take over when that one stops or loses the database, instead
+	// of refusing to start (PostgreSQL only; see docs/DEPLOYMENT.md).
+	// The active server then also stops itself should it lose its hold
+	// on the catalog, so that a standby can take over safely.
+	Standby bool `toml:"standby"`
 }
 
 // Mover configures the data mover.
@@ -139,7 +145,9 @@ type Mover struct {
 	// Socket is a Unix socket that clients on this host use instead of
 	// TCP (faster); default data_dir/mover.sock, "off" for none.
 	Socket string `toml:"socket"`
-	Core   string `toml:"core"` // standalone movers: the core's URL
+	// Core is, for standalone movers, the core's URL, or a
+	// comma-separated list of an active core and its standbys.
+	Core string `toml:"core"`
 	// Metrics is where a standalone mover serves /metrics (host:port);
 	// default none. (strata serve's are on its control listener.)
 	Metrics string `toml:"metrics"`
@@ -361,6 +369,7 @@ func merge(c *Config, f Config) {
 	if f.Catalog.CacheEntries != 0 {
 		c.Catalog.CacheEntries = f.Catalog.CacheEntries
 	}
+	c.Catalog.Standby = c.Catalog.Standby || f.Catalog.Standby
 	set(&c.Mover.ID, f.Mover.ID)
 	set(&c.Mover.Listen, f.Mover.Listen)
 	set(&c.Mover.Advertise, f.Mover.Advertise)
@@ -453,6 +462,9 @@ func (c *Config) Complete() error {
 	}
 	switch c.Catalog.Driver {
 	case "sqlite":
+		if c.Catalog.Standby {
+			return errors.New(`config: catalog standby needs driver "postgres" (the cores share one catalog there)`)
+		}
 	case "postgres":
 		if c.Catalog.DSN == "" {
 			return errors.New(`config: catalog driver "postgres" needs a dsn (e.g. dsn = "postgres://strata@localhost/strata")`)

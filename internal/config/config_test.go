@@ -72,25 +72,31 @@ func FuzzParseSize(f *testing.F) {
 
 func TestPostgresCatalog(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.toml")
-	os.WriteFile(p, []byte("[catalog]\ndriver = \"postgres\"\ndsn = \"postgres://strata@db1/strata\"\nsync = \"normal\"\n"), 0o644)
+	os.WriteFile(p, []byte("device = []\n[catalog]\ndriver = \"postgres\"\ndsn = \"postgres://strata@db1/strata\"\nsync = \"normal\"\nstandby = true\n"), 0o644)
 	c, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Catalog.Driver != "postgres" || c.Catalog.DSN != "postgres://strata@db1/strata" || c.Catalog.Sync != "normal" {
+	// A core with standbys keeps no data itself: device = [] leaves it
+	// none.
+	if len(c.Devices) != 0 {
+		t.Fatalf("device = []: %d devices", len(c.Devices))
+	}
+	if c.Catalog.Driver != "postgres" || c.Catalog.DSN != "postgres://strata@db1/strata" || c.Catalog.Sync != "normal" || !c.Catalog.Standby {
 		t.Fatalf("catalog: %+v", c.Catalog)
 	}
 }
 
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]string{
-		"unknown key": "listne = \"x\"\n",
-		"syntax":      "listen = \n",
-		"bad size":    "[[device]]\nid = \"a\"\ncapacity = \"lots\"\n",
-		"dup device":  "[[device]]\nid = \"a\"\n[[device]]\nid = \"a\"\n",
-		"bad cos":     "[[cos]]\nname = \"x\"\n",
-		"bad catalog": "[catalog]\ndriver = \"oracle\"\n",
-		"no dsn":      "[catalog]\ndriver = \"postgres\"\n",
+		"unknown key":       "listne = \"x\"\n",
+		"syntax":            "listen = \n",
+		"bad size":          "[[device]]\nid = \"a\"\ncapacity = \"lots\"\n",
+		"dup device":        "[[device]]\nid = \"a\"\n[[device]]\nid = \"a\"\n",
+		"bad cos":           "[[cos]]\nname = \"x\"\n",
+		"bad catalog":       "[catalog]\ndriver = \"oracle\"\n",
+		"no dsn":            "[catalog]\ndriver = \"postgres\"\n",
+		"standby on sqlite": "[catalog]\nstandby = true\n",
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

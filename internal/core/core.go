@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -108,16 +109,17 @@ type Core struct {
 	// attributes (Unix ns).
 	xattrSweep atomic.Int64
 
-	store  catalog.Store
-	signer *token.Signer
-	secret []byte
-	epoch  int64
-	cfg    Config
-	cos    classStore
-	log    *slog.Logger
-	pool   *moverconn.Pool
-	now    func() time.Time
-	dc     dcache
+	store   catalog.Store
+	signer  *token.Signer
+	secret  []byte
+	epoch   int64
+	started time.Time // when New ran (real time: movers register in it)
+	cfg     Config
+	cos     classStore
+	log     *slog.Logger
+	pool    *moverconn.Pool
+	now     func() time.Time
+	dc      dcache
 
 	mu       sync.Mutex
 	movers   map[string]*moverState // by mover ID
@@ -212,7 +214,7 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	if err != nil {
 		return nil, fmt.Errorf("core: start epoch: %w", err)
 	}
-	c.epoch = e
+	c.epoch, c.started = e, time.Now()
 	if err := c.quota.load(ctx, store); err != nil {
 		return nil, err
 	}
@@ -328,10 +330,26 @@ func (c *Core) moverFor(device string) (moverconn.Endpoint, error) {
 	return m.ep, nil
 }
 
+// awaitMover is moverFor that, in a core just started, waits up to
+// registerGrace for the device's mover to register.
+func (c *Core) awaitMover(ctx context.Context, device string) (moverconn.Endpoint, error) {
+	for {
+		ep, err := c.moverFor(device)
+		if err == nil || !errors.Is(err, api.ErrNotFound) || time.Since(c.started) >= registerGrace {
+			return ep, err
+		}
+		select {
+		case <-ctx.Done():
+			return ep, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // moverConn takes a pooled connection to the mover of device (give it
 // back with c.pool.Put).
 func (c *Core) moverConn(ctx context.Context, device string) (*moverconn.Conn, error) {
-	ep, err := c.moverFor(device)
+	ep, err := c.awaitMover(ctx, device)
 	if err != nil {
 		return nil, err
 	}
@@ -381,10 +399,35 @@ type candidate struct {
 // with ties rotated (CASTOR's lesson: spread requests over all servers).
 //
 // With hold, need bytes stay set aside on each picked device until release.
+//
+// A core that has just started (a standby taking over) may not have heard
+// from the pool's movers yet: then it waits for them, up to registerGrace
+// from its start.
 func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold bool) ([]candidate, error) {
+	for {
+		cands, online, err := c.placeOnce(ctx, pool, w, need, hold)
+		if err == nil || online > 0 || time.Since(c.started) >= registerGrace {
+			return cands, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// registerGrace is how long after start a core waits for movers to
+// register before it answers that a pool has none online: movers
+// register every 5 s, and every second while no core accepts them.
+const registerGrace = 10 * time.Second
+
+// placeOnce is place without waiting; online counts the devices of the
+// pool whose mover is online.
+func (c *Core) placeOnce(ctx context.Context, pool string, w int, need int64, hold bool) (_ []candidate, online int, _ error) {
 	devs, err := c.placeDevices(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var cands []candidate
 	largest := int64(0)
@@ -400,6 +443,7 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold b
 		if m == nil || (!m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout) {
 			continue
 		}
+		online++
 		free := c.freeLocked(d)
 		largest = max(largest, free)
 		if free < need {
@@ -409,9 +453,9 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold b
 	}
 	if len(cands) == 0 {
 		if inPool == 0 {
-			return nil, api.Errorf(api.ErrNotFound, "pool %q has no devices", pool)
+			return nil, 0, api.Errorf(api.ErrNotFound, "pool %q has no devices", pool)
 		}
-		return nil, api.Errorf(api.ErrNoSpace, "pool %q: no online device has %d bytes free (largest free: %d)", pool, need, max(largest, 0))
+		return nil, online, api.Errorf(api.ErrNoSpace, "pool %q: no online device has %d bytes free (largest free: %d)", pool, need, max(largest, 0))
 	}
 	c.rr++
 	for i := range cands {
@@ -440,7 +484,7 @@ func (c *Core) place(ctx context.Context, pool string, w int, need int64, hold b
 			c.held[p.dev.ID] += need
 		}
 	}
-	return picked, nil
+	return picked, online, nil
 }
 
 // freeLocked is what a device can still take: its capacity less what the

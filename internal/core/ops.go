@@ -529,7 +529,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 	c.mu.Lock()
 	c.inflight[b.ID] = inflight{devs: devs, uid: who.UID, quota: rid, bitfile: b}
 	c.mu.Unlock()
-	resp := api.CreateResponse{Bitfile: b.ID, StripeUnit: b.StripeUnit}
+	resp := api.CreateResponse{Bitfile: b.ID, Epoch: c.epoch, StripeUnit: b.StripeUnit}
 	for i, s := range b.Segments {
 		resp.Stripes = append(resp.Stripes, target(picked[i].ep, api.StripeTarget{Stripe: s.Stripe, Device: s.Device, Object: s.Object, Length: s.Length,
 			Token: c.sign(who, token.OpWrite, s.Device, s.Object, s.Length, c.cfg.TokenTTL)}))
@@ -584,11 +584,15 @@ func (c *Core) reserve(ctx context.Context, k COS, w int, size int64) (catalog.B
 }
 
 // writer checks that who started pending write bitfile (or is an admin):
-// a write belongs to the caller who created it.
-func (c *Core) writer(who *auth.Identity, bitfile int64, what string) (inflight, error) {
+// a write belongs to the caller who created it. epoch, when known, is the
+// core's that began it.
+func (c *Core) writer(who *auth.Identity, bitfile, epoch int64, what string) (inflight, error) {
 	c.mu.Lock()
 	w, ok := c.inflight[bitfile]
 	c.mu.Unlock()
+	if !ok && epoch != 0 && epoch < c.epoch {
+		return w, api.Errorf(api.ErrRestarted, "%s", what)
+	}
 	if !ok {
 		return w, api.Errorf(api.ErrInvalid, "%s: write %d is not in progress (expired, aborted or committed)", what, bitfile)
 	}
@@ -616,7 +620,7 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	if err := validXattrs(r.Xattrs, "commit "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
-	w, err := c.writer(who, r.Bitfile, "commit "+r.Path)
+	w, err := c.writer(who, r.Bitfile, r.Epoch, "commit "+r.Path)
 	if err != nil {
 		return api.FileInfo{}, err
 	}
@@ -693,7 +697,7 @@ func (c *Core) Abort(ctx context.Context, r api.AbortRequest) error {
 	if err != nil {
 		return err
 	}
-	w, err := c.writer(who, r.Bitfile, "abort")
+	w, err := c.writer(who, r.Bitfile, 0, "abort")
 	if err != nil {
 		return err
 	}
@@ -726,7 +730,7 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 	}
 	resp.StripeUnit = b.StripeUnit
 	for _, s := range b.Segments {
-		ep, err := c.moverFor(s.Device)
+		ep, err := c.awaitMover(ctx, s.Device)
 		if err != nil {
 			return resp, fmt.Errorf("open %s: stripe %d: %w", path, s.Stripe, err)
 		}

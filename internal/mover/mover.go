@@ -243,7 +243,7 @@ func (m *Mover) authorize(req wire.Request, op string) (*disk.Device, token.Clai
 		return nil, c, api.Errorf(api.ErrDenied, "mover %s: %s %s/%s: %v", m.id, op, req.Device, req.Object, err)
 	}
 	if cur := m.epoch.Load(); c.Epoch < cur {
-		return nil, c, api.Errorf(api.ErrDenied, "mover %s: token from core epoch %d, current is %d", m.id, c.Epoch, cur)
+		return nil, c, api.Errorf(api.ErrRestarted, "mover %s: token from core epoch %d, current is %d", m.id, c.Epoch, cur)
 	}
 	m.SetEpoch(c.Epoch)
 	d, ok := m.devices[req.Device]

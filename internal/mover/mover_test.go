@@ -144,7 +144,7 @@ func TestRefusals(t *testing.T) {
 		{"wrong object", f.tok(token.OpWrite, "b", 1<<30, 5, time.Minute), "a", api.ErrDenied},
 		{"read token", f.tok(token.OpRead, "a", 1<<30, 5, time.Minute), "a", api.ErrDenied},
 		{"expired", f.tok(token.OpWrite, "a", 1<<30, 5, -time.Minute), "a", api.ErrDenied},
-		{"stale epoch", f.tok(token.OpWrite, "a", 1<<30, 4, time.Minute), "a", api.ErrDenied},
+		{"stale epoch", f.tok(token.OpWrite, "a", 1<<30, 4, time.Minute), "a", api.ErrRestarted},
 		{"over reservation", f.tok(token.OpWrite, "a", 1<<20, 5, time.Minute), "a", api.ErrNoSpace},
 		{"over capacity", f.tok(token.OpWrite, "a", 1<<30, 5, time.Minute), "a", api.ErrNoSpace},
 	}
@@ -172,7 +172,7 @@ func TestRefusals(t *testing.T) {
 	if _, err := f.read(t, f.tok(token.OpRead, "a", 0, 6, time.Minute), "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.read(t, f.tok(token.OpRead, "a", 0, 5, time.Minute), "a"); !errors.Is(err, api.ErrDenied) {
+	if _, err := f.read(t, f.tok(token.OpRead, "a", 0, 5, time.Minute), "a"); !errors.Is(err, api.ErrRestarted) {
 		t.Fatalf("epoch 5 token after epoch 6: %v", err)
 	}
 }

@@ -204,6 +204,15 @@ func (p *Pool) handshake(ctx context.Context, nc net.Conn, addr string) (net.Con
 func (p *Pool) Put(c *Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c.broken && c.reused {
+		// A pooled connection that failed: its mover most likely
+		// restarted, and the others pooled for it died with it. Drop
+		// them, so that a retry dials instead of failing on each.
+		for _, o := range p.idle[c.addr] {
+			o.c.Close()
+		}
+		delete(p.idle, c.addr)
+	}
 	if c.broken || p.closed || len(p.idle[c.addr]) >= p.MaxIdle {
 		c.c.Close()
 		return

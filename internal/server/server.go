@@ -70,6 +70,7 @@ type Server struct {
 	dataLn    net.Listener
 	tls       bool // the TCP listeners speak TLS
 	audit     *audit.Log
+	lost      chan error // holdCatalog's report
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 }
@@ -399,7 +400,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 	if err != nil || grace < 0 {
 		return nil, fmt.Errorf("config: reclaim_grace %q is not a duration (e.g. 10m, 0s)", cfg.ReclaimGrace)
 	}
-	if s.Store, err = openCatalog(cfg.Catalog); err != nil {
+	if s.Store, err = openCatalog(ctx, cfg.Catalog, log); err != nil {
 		return nil, err
 	}
 	if p, ok := s.Store.(catalog.PriorityWriter); ok {
@@ -485,6 +486,11 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 		}
 	}
 	go func() { defer s.wg.Done(); s.Core.Run(runCtx) }()
+	if p, ok := s.Store.(interface{ Ping(context.Context) error }); ok && cfg.Catalog.Standby {
+		s.lost = make(chan error, 1)
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.holdCatalog(runCtx, p, log) }()
+	}
 	go func() {
 		// Keep the core's view of free space current, as remote movers do
 		// by re-registering.
@@ -755,29 +761,52 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		// The core's certificate comes from the same CA as the movers'.
 		hc.Transport = &http.Transport{TLSClientConfig: tlsc.trust}
 	}
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
+	// Several cores: an active one and its standbys. Registering goes to
+	// the one that last accepted, else round the list; while no core
+	// accepts, the mover tries every second, so that it is back in
+	// service soon after a standby takes over.
+	var cores []string
+	for _, u := range strings.Split(cfg.Mover.Core, ",") {
+		cores = append(cores, strings.TrimRight(strings.TrimSpace(u), "/"))
+	}
+	cur := 0
 	for {
 		reg := mn.registration(cfg, m)
 		reg.Proof = core.Proof(secret, reg)
-		epoch, err := register(ctx, hc, cfg.Mover.Core, reg)
+		var epoch int64
+		for i := range cores {
+			if epoch, err = register(ctx, hc, cores[cur], reg); err == nil || ctx.Err() != nil {
+				break
+			}
+			if i < len(cores)-1 {
+				cur = (cur + 1) % len(cores)
+			}
+		}
 		switch {
+		case ctx.Err() != nil:
+			return nil
 		case err != nil:
-			log.Warn("mover: cannot register with core", "core", cfg.Mover.Core, "err", err)
+			if registered.Load() || failures.Load()%30 == 0 {
+				log.Warn("mover: cannot register with core", "core", cfg.Mover.Core, "err", err)
+			}
 			registered.Store(false)
 			failures.Add(1)
-		case !registered.Load():
-			log.Info("mover registered", "core", cfg.Mover.Core, "data", adv, "epoch", epoch)
+		case !registered.Load() || epoch != lastEpoch.Load():
+			log.Info("mover registered", "core", cores[cur], "data", adv, "epoch", epoch)
 			registered.Store(true)
 		}
 		if err == nil {
 			m.SetEpoch(epoch)
 			lastEpoch.Store(epoch)
 		}
+		wait := 5 * time.Second
+		if err != nil {
+			wait = time.Second
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
@@ -836,21 +865,90 @@ func register(ctx context.Context, hc *http.Client, coreURL string, reg api.Move
 }
 
 // openCatalog opens the configured catalog: the embedded SQLite file or a
-// PostgreSQL database.
-func openCatalog(c config.Catalog) (catalog.Store, error) {
+// PostgreSQL database. A standby (catalog standby = true) that finds
+// another server holding the catalog, or cannot reach the database, waits
+// here, before it opens a device or a port, until it can take over.
+func openCatalog(ctx context.Context, c config.Catalog, log *slog.Logger) (catalog.Store, error) {
 	open := func() (*sqlstore.Store, error) { return sqlite.Open(c.Path, sqlite.Options{Sync: c.Sync}) }
 	if c.Driver == "postgres" {
-		open = func() (*sqlstore.Store, error) { return postgres.Open(c.DSN, postgres.Options{Sync: c.Sync}) }
+		o := postgres.Options{Sync: c.Sync}
+		if c.Standby {
+			o.LockWait = time.Second // then look at ctx again
+		}
+		open = func() (*sqlstore.Store, error) { return postgres.Open(c.DSN, o) }
 	}
 	s, err := open()
+	var said time.Time
+	for c.Standby && err != nil && !errors.Is(err, postgres.ErrNotNew) {
+		switch {
+		case said.IsZero() && errors.Is(err, postgres.ErrLocked):
+			log.Info("standing by: another strata server holds the catalog; taking over when it stops", "catalog", Redacted(c.DSN))
+			said = time.Now()
+		case !errors.Is(err, postgres.ErrLocked) && time.Since(said) > 30*time.Second:
+			log.Warn("standing by: cannot open the catalog", "err", err)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		s, err = open()
+	}
 	if err != nil {
 		return nil, err // not a nil *Store in a non-nil interface
+	}
+	if !said.IsZero() {
+		log.Info("taking over: this server now holds the catalog")
 	}
 	if c.CacheEntries > 0 {
 		s.SetCacheSize(c.CacheEntries)
 	}
 	return s, nil
 }
+
+// holdCheck and holdLease pace an active core with standbys: it checks
+// its hold on the catalog every holdCheck and stops when it has not
+// confirmed it for holdLease. The database ends the session of a writer
+// that vanished after about 5 s (see postgres.Open), freeing the lock for
+// a standby; by then the old core has stopped writing tapes and handing
+// out layouts. (Movers fence it too: a new core's epoch makes them refuse
+// the old one's tokens.)
+const (
+	holdCheck = time.Second
+	holdLease = 3 * time.Second
+)
+
+// holdCatalog watches the catalog's lock while ctx lives and reports on
+// s.lost when it could not confirm it for holdLease.
+func (s *Server) holdCatalog(ctx context.Context, p interface{ Ping(context.Context) error }, log *slog.Logger) {
+	t := time.NewTicker(holdCheck)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, holdCheck)
+		err := p.Ping(pctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			last = time.Now()
+			continue
+		}
+		if time.Since(last) >= holdLease {
+			log.Error("lost the catalog: stopping so that a standby can take over", "err", err)
+			s.lost <- fmt.Errorf("lost the catalog for %s (%v): stopped so that a standby can take over", time.Since(last).Round(time.Second), err)
+			return
+		}
+	}
+}
+
+// Lost reports, for a server with standbys, that it lost its hold on the
+// catalog and must stop (nil for a server without standbys).
+func (s *Server) Lost() <-chan error { return s.lost }
 
 // RebuildCatalog writes a new catalog at out from the tape library alone
 // (see core.Rebuild): a new SQLite file, or, when out is a postgres:// or

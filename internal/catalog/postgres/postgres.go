@@ -78,6 +78,17 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 	if o.Sync == "normal" {
 		wcfg.RuntimeParams["synchronous_commit"] = "off"
 	}
+	// The writer's session holds the lock that makes this server the
+	// catalog's one writer. Should its host vanish (power, a partition),
+	// the database must end the session, and so free the lock for a
+	// standby, within seconds rather than after the kernel's default
+	// two hours of keepalive silence or its quarter hour of
+	// retransmissions. (Ignored over a Unix socket.)
+	for k, v := range map[string]string{"tcp_keepalives_idle": "2", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3", "tcp_user_timeout": "5000"} {
+		if _, ok := wcfg.RuntimeParams[k]; !ok {
+			wcfg.RuntimeParams[k] = v
+		}
+	}
 	// Every connection the writer's pool opens takes the lock first, so a
 	// connection lost and reopened cannot write beside another server.
 	wdb := stdlib.OpenDB(*wcfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {

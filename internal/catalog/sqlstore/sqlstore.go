@@ -130,6 +130,11 @@ func (s *Store) CacheStats() (entries, hits, misses int64) { return s.cache.stat
 // load: nil if so, else why not (typically: not root and no CAP_SYS_NICE).
 func (s *Store) WriterPriority() error { return s.prioErr }
 
+// Ping checks that the writer's connection works. On PostgreSQL a
+// writer connection exists only while it holds the catalog's lock, so a
+// ping that succeeds proves this server is still the catalog's writer.
+func (s *Store) Ping(ctx context.Context) error { return s.wdb.PingContext(ctx) }
+
 // Close stops the writer after the queued operations and closes both pools.
 func (s *Store) Close() error {
 	select {

@@ -1,0 +1,122 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/server"
+	"github.com/strata-storage/strata/internal/testutil"
+)
+
+// A client given several core addresses uses the one that serves: an
+// address where nothing listens is passed over (and the one that answered
+// kept), and when none answers the error says so after FailoverWait.
+func TestFailoverAddresses(t *testing.T) {
+	t.Parallel()
+	cfg := testutil.Config(filepath.Join(t.TempDir(), "data"))
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := client.New("127.0.0.1:1, " + s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetToken(testutil.Token(t, s, "root", 0))
+	if _, err := c.Mkdir(ctx, "/d", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Server(); got != s.URL() {
+		t.Fatalf("talking to %s, want %s", got, s.URL())
+	}
+	data := []byte(strings.Repeat("standby ", 1000))
+	roundTrip(t, c, "/d/f", data, client.PutOptions{})
+
+	dead, err := client.New("127.0.0.1:1,127.0.0.1:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	dead.FailoverWait = 300 * time.Millisecond
+	start := time.Now()
+	if _, err := dead.Stat(ctx, "/"); !errors.Is(err, client.ErrUnreachable) {
+		t.Fatalf("no core serving: %v, want unreachable", err)
+	}
+	if took := time.Since(start); took < dead.FailoverWait {
+		t.Fatalf("gave up after %v, before FailoverWait %v", took, dead.FailoverWait)
+	}
+	if _, err := client.New("127.0.0.1:1,http://"); err == nil {
+		t.Fatal("a list with a bad address accepted")
+	}
+}
+
+// A core that restarts (a standby that took over is the same to movers)
+// starts a new epoch, and movers then refuse the tokens of the old one: a
+// Reader opened before goes on reading with a layout it asks the new core
+// for, and a put's commit that reaches the new core is refused as
+// ErrRestarted, so that the put begins again.
+func TestRestartedCoreReopens(t *testing.T) {
+	t.Parallel()
+	cfg := testutil.Config(filepath.Join(t.TempDir(), "data"))
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New("unix:" + cfg.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	data := randBytes(7, 3<<20+5)
+	roundTrip(t, c, "/f", data, client.PutOptions{})
+	r, err := c.Open(ctx, "/f", client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.Create(ctx, "/g", 1<<20, client.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The same core again, its mover on the same addresses.
+	cfg.Listen, cfg.Mover.Listen = strings.TrimPrefix(s.URL(), "http://"), s.DataAddr()
+	s.Close()
+	s, err = server.Start(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	got, err := io.ReadAll(io.NewSectionReader(r, 0, r.Size()))
+	if err != nil {
+		t.Fatalf("read across the restart: %v", err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read across the restart: %d bytes, want %d, or they differ", len(got), len(data))
+	}
+	_, err = up.Write(make([]byte, 1<<20))
+	if err == nil {
+		_, err = up.Commit(ctx)
+	}
+	if !errors.Is(err, client.ErrRestarted) {
+		t.Fatalf("a write begun before the restart: %v, want ErrRestarted", err)
+	}
+	if _, err := c.Stat(ctx, "/g"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("the write begun before the restart is visible: %v", err)
+	}
+}
