@@ -297,6 +297,7 @@ func (c *Client) readRange(ctx context.Context, t api.StripeTarget, off, length 
 	total := func() int64 { n, _ := sink.delivered(); return n }
 	var attempts []error
 	verify := false
+	dialFailures := 0
 	for attempt := 0; attempt <= c.Retries && total() < length; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
@@ -306,6 +307,11 @@ func (c *Client) readRange(ctx context.Context, t api.StripeTarget, off, length 
 		conn, err := c.pool.Get(ctx, endpoint(t))
 		if err != nil {
 			attempts = append(attempts, err)
+			if moverconn.IsDialError(err) {
+				if dialFailures++; dialFailures == 2 {
+					break // the mover is not there: another copy may be
+				}
+			}
 			continue
 		}
 		req := wire.Request{Op: token.OpRead, Token: t.Token, Device: t.Device, Object: t.Object, Offset: off + total(), Length: length - total(), Verify: verify}
@@ -330,7 +336,13 @@ func (c *Client) readRange(ctx context.Context, t api.StripeTarget, off, length 
 		}
 	}
 	if n := total(); n < length {
-		return fmt.Errorf("%d of %d bytes read: %w", n, length, attemptsError(attempts))
+		err := fmt.Errorf("%d of %d bytes read: %w", n, length, attemptsError(attempts))
+		if ctx.Err() == nil && moverconn.IsDialError(attempts[len(attempts)-1]) {
+			// Its mover cannot be reached now: the core may have this
+			// copy replaced from another (see repair).
+			return &damagedCopy{t: t, err: err}
+		}
+		return err
 	}
 	return nil
 }

@@ -15,13 +15,16 @@ import (
 // reader then opens the file again (waiting for the recall, as for any
 // file on tape unless GetOptions.NoWait) and goes on from where it was. A
 // file with no good copy left fails with the core's ErrCorrupt naming it
-// lost.
+// lost. A copy whose mover cannot be reached is reported the same way: if
+// the core cannot reach it either, a tape copy replaces it likewise, and
+// without one the read fails with ErrUnavailable (the file is not lost).
 
 // maxRepairs bounds how many damaged copies one read gets past.
 const maxRepairs = 3
 
 // damagedCopy is a stripe of a disk copy that its mover, asked to verify
-// what it read, found damaged at rest.
+// what it read, found damaged at rest, or whose mover could not be reached
+// at all (the core verifies either way).
 type damagedCopy struct {
 	t   api.StripeTarget
 	err error
@@ -47,8 +50,8 @@ func (c *Client) repair(ctx context.Context, path string, had api.OpenResponse, 
 	}
 	var reply api.DamageReply
 	if rerr := c.do(ctx, "POST", "/v1/damaged", nil, api.DamageReport{Path: path, Device: dc.t.Device, Object: dc.t.Object}, &reply); rerr != nil {
-		if errors.Is(rerr, api.ErrCorrupt) {
-			return had, rerr // lost: the core says why
+		if errors.Is(rerr, api.ErrCorrupt) || errors.Is(rerr, api.ErrUnavailable) {
+			return had, rerr // lost, or no copy to read for now: the core says why
 		}
 		return had, fmt.Errorf("%w (and reporting the damage failed: %v)", err, rerr)
 	}

@@ -65,7 +65,7 @@ type pconn struct {
 var checkIdleAfter = time.Second
 
 func newTransport(addr string) *transport {
-	return &transport{addr: addr, dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
+	return &transport{addr: addr, dialer: moverconn.Dialer()}
 }
 
 // get returns a connection: a pooled one, or a new one. For a request

@@ -28,10 +28,12 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! need postgres; t
 fi
 # The mount's tests mount through the kernel's FUSE (/dev/fuse), unmount
 # with fusermount3 and run real programs through the mount (and pjdfstest,
-# built from source).
+# built from source); the multi-host tests build hosts of network
+# namespaces with ip, tc and nsenter.
 missing=()
 for p in fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 getfattr:attr curl:curl \
-  autoreconf:autoconf aclocal:automake make:make cc:gcc prove:perl openssl:openssl; do
+  autoreconf:autoconf aclocal:automake make:make cc:gcc prove:perl openssl:openssl \
+  ip:iproute2 tc:iproute2 nsenter:util-linux; do
   need "${p%%:*}" || missing+=("${p#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -60,8 +62,9 @@ for u in 2101:strata-mount-a 2102:strata-mount-b; do
   fi
 done
 # Having installed them, a PostgreSQL or FUSE test that cannot start one
-# fails rather than skips.
-export STRATA_REQUIRE_POSTGRES=1 STRATA_REQUIRE_FUSE=1 STRATA_REQUIRE_S3CLIENTS=1
+# fails rather than skips, and so does a multi-host test (TestCluster…)
+# that cannot build its network namespaces (CI runs as root).
+export STRATA_REQUIRE_POSTGRES=1 STRATA_REQUIRE_FUSE=1 STRATA_REQUIRE_S3CLIENTS=1 STRATA_REQUIRE_NETNS=1
 
 echo "== gofmt"
 bad=$(gofmt -l $( (git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go') ))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -90,7 +91,16 @@ movers name every core (STRATA_SERVER=a:7420,b:7420). See docs/DEPLOYMENT.md.`,
 			case <-cmd.Context().Done():
 				return s.Close()
 			case err := <-s.Lost():
-				s.Close()
+				// Stop now: a standby is taking over. A clean close
+				// may wait on a database that cannot be reached;
+				// what it does not finish in a few seconds, exiting
+				// ends (nothing it holds is needed to be consistent).
+				closed := make(chan struct{})
+				go func() { s.Close(); close(closed) }()
+				select {
+				case <-closed:
+				case <-time.After(5 * time.Second):
+				}
 				return err
 			}
 		},

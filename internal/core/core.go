@@ -162,6 +162,25 @@ type moverState struct {
 	ep    moverconn.Endpoint
 	local bool // runs in this process: always online
 	seen  time.Time
+	// lost: the core failed to reach it since it last registered; it is
+	// offline until it registers again.
+	lost bool
+}
+
+// offlineLocked reports whether m is offline: it has not registered for
+// MoverTimeout, or the core could not reach it since it last did.
+func (c *Core) offlineLocked(m *moverState) bool {
+	return !m.local && (m.lost || c.now().Sub(m.seen) > c.cfg.MoverTimeout)
+}
+
+// moverLost marks the mover of device offline until it registers again:
+// the core could not reach it (see diskUnreachable).
+func (c *Core) moverLost(device string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.movers[c.devMover[device]]; m != nil && !m.local {
+		m.lost = true
+	}
 }
 
 // New opens the core on store. It starts a new epoch and kills every write
@@ -285,7 +304,7 @@ func (c *Core) register(ctx context.Context, r api.MoverRegistration, local bool
 		m = &moverState{id: id}
 		c.movers[id] = m
 	}
-	m.ep, m.local, m.seen = moverconn.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host, TLS: r.TLS}, local, c.now()
+	m.ep, m.local, m.seen, m.lost = moverconn.Endpoint{Addr: r.Addr, Socket: r.Socket, Host: r.Host, TLS: r.TLS}, local, c.now(), false
 	var fresh []api.DeviceInfo
 	for _, d := range devs {
 		if owner, ok := c.devMover[d.ID]; ok && owner != id {
@@ -324,8 +343,8 @@ func (c *Core) moverFor(device string) (moverconn.Endpoint, error) {
 	if m == nil {
 		return moverconn.Endpoint{}, api.Errorf(api.ErrNotFound, "device %s: no mover has registered it", device)
 	}
-	if !m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout {
-		return m.ep, fmt.Errorf("device %s: mover %s offline since %s: %w", device, m.id, m.seen.Format(time.RFC3339), api.ErrInternal)
+	if c.offlineLocked(m) {
+		return m.ep, fmt.Errorf("device %s: mover %s offline (last heard from %s): %w", device, m.id, m.seen.Format(time.RFC3339), api.ErrInternal)
 	}
 	return m.ep, nil
 }
@@ -440,7 +459,7 @@ func (c *Core) placeOnce(ctx context.Context, pool string, w int, need int64, ho
 		}
 		inPool++
 		m := c.movers[c.devMover[d.ID]]
-		if m == nil || (!m.local && c.now().Sub(m.seen) > c.cfg.MoverTimeout) {
+		if m == nil || c.offlineLocked(m) {
 			continue
 		}
 		online++

@@ -139,10 +139,13 @@ func (c *Core) verifyDiskCopy(ctx context.Context, path, cos string, b catalog.B
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, api.ErrCorrupt) {
-			ch.err = err
-		} else {
+		switch {
+		case errors.Is(err, api.ErrCorrupt):
 			ch.reply, ch.err = c.diskDamaged(ctx, path, cos, b, s, err)
+		case unreachable(ctx, err):
+			ch.reply, ch.err = c.diskUnreachable(ctx, path, cos, b, s, err)
+		default:
+			ch.err = err
 		}
 		break
 	}
@@ -168,6 +171,29 @@ func (c *Core) verifySegment(ctx context.Context, s catalog.Segment) error {
 	return nil
 }
 
+// unreachable reports whether err, from verifying a copy, says its mover
+// could not be reached (or broke off): not an answer from it.
+func unreachable(ctx context.Context, err error) bool {
+	var ae *api.Error
+	return ctx.Err() == nil && !errors.As(err, &ae) && !errors.Is(err, api.ErrCorrupt)
+}
+
+// diskUnreachable acts on a disk copy whose mover neither a reader nor the
+// core can reach (its host down, its link cut): with a tape copy and a
+// library, the disk copy is dropped (reclaimed when its mover is back)
+// and the file recalled to a device that can be reached, as a damaged one
+// would be; without, the reader is told to wait for the mover: the file
+// is not lost.
+func (c *Core) diskUnreachable(ctx context.Context, path, cos string, b catalog.Bitfile, s catalog.Segment, cause error) (api.DamageReply, error) {
+	c.moverLost(s.Device) // no new data goes there until it is back
+	if len(b.Tapes) == 0 || c.hsm == nil {
+		return api.DamageReply{}, api.Errorf(api.ErrUnavailable, "%s: the mover of its disk copy is unreachable (%v), and it has no other copy to read", path, cause)
+	}
+	c.log.Warn("integrity: disk copy unreachable; dropping it and recalling the file from tape", "path", path, "bitfile", b.ID,
+		"device", s.Device, "err", cause)
+	return c.recallInstead(ctx, path, cos, b, "unreachable")
+}
+
 // diskDamaged acts on a damaged stripe s of b's disk copy: with a tape
 // copy and a library, the disk copy is dropped and the file recalled;
 // else the file is lost.
@@ -185,15 +211,21 @@ func (c *Core) diskDamaged(ctx context.Context, path, cos string, b catalog.Bitf
 	}
 	c.log.Error("integrity: disk copy damaged; dropping it and recalling the file from tape", "path", path, "bitfile", b.ID,
 		"device", s.Device, "object", s.Object, "err", cause)
+	return c.recallInstead(ctx, path, cos, b, "damaged")
+}
+
+// recallInstead drops b's disk copy (how: damaged, unreachable) and
+// recalls the file from tape to make a new one.
+func (c *Core) recallInstead(ctx context.Context, path, cos string, b catalog.Bitfile, how string) (api.DamageReply, error) {
 	c.quota.markStale() // what is on disk changes
 	if err := c.store.DropDiskCopy(ctx, b.ID); err != nil {
 		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalid) {
 			return api.DamageReply{State: api.DamageStale}, nil // replaced, removed or purged meanwhile
 		}
-		return api.DamageReply{}, fmt.Errorf("%s: drop the damaged disk copy: %w", path, err)
+		return api.DamageReply{}, fmt.Errorf("%s: drop the %s disk copy: %w", path, how, err)
 	}
 	if err := c.hsm.repair(ctx, b.ID, path, c.poolOf(cos)); err != nil {
-		return api.DamageReply{}, fmt.Errorf("%s: recall to repair the damaged disk copy: %w", path, err)
+		return api.DamageReply{}, fmt.Errorf("%s: recall to replace the %s disk copy: %w", path, how, err)
 	}
 	return api.DamageReply{State: api.DamageRecalling}, nil
 }

@@ -119,8 +119,49 @@ func (p *Pool) localLocked(ep Endpoint) bool {
 
 // NewPool returns an empty pool.
 func NewPool() *Pool {
-	return &Pool{idle: map[string][]*Conn{}, MaxIdle: 64, Dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
+	return &Pool{idle: map[string][]*Conn{}, MaxIdle: 64, Dialer: Dialer()}
 }
+
+// Dialer is how data and control connections are made: DialTimeout,
+// KeepAlive and UserTimeout.
+func Dialer() net.Dialer {
+	return net.Dialer{Timeout: DialTimeout, KeepAliveConfig: KeepAlive, Control: userTimeout}
+}
+
+// ListenConfig is how servers listen for them: KeepAlive and UserTimeout on
+// every connection accepted (set on the listening socket, which accepted
+// sockets inherit).
+func ListenConfig() net.ListenConfig {
+	return net.ListenConfig{KeepAliveConfig: KeepAlive, Control: userTimeout}
+}
+
+// UserTimeout is how long sent data may go unacknowledged before the
+// connection fails (TCP_USER_TIMEOUT, on Linux).
+const UserTimeout = 15 * time.Second
+
+// DialTimeout bounds connecting to a mover (or the core): a host that
+// does not answer within it is taken as unreachable, and a reader turns to
+// another copy.
+const DialTimeout = 5 * time.Second
+
+// KeepAlive is the TCP keepalive of data and control connections, both
+// ends. A peer whose host died or whose link went down mid-transfer stops
+// answering probes and the connection fails after Idle + Count × Interval
+// (15 s) instead of the kernel's default two hours; a peer that is merely
+// slow still answers them.
+var KeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 2 * time.Second, Count: 5}
+
+// IsDialError reports whether err is a failure to connect to a mover (as
+// opposed to a connection that broke, or an answer).
+func IsDialError(err error) bool {
+	var de *dialError
+	return errors.As(err, &de)
+}
+
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
 
 // Conn is one data-plane connection.
 type Conn struct {
@@ -166,11 +207,12 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 		nc, err = p.Dialer.DialContext(ctx, "unix", ep.Socket)
 	}
 	if nc == nil {
-		if nc, err = p.Dialer.DialContext(ctx, "tcp", addr); err == nil {
-			nc.(*net.TCPConn).SetNoDelay(true)
-			if ep.TLS {
-				nc, err = p.handshake(ctx, nc, addr)
-			}
+		if nc, err = p.Dialer.DialContext(ctx, "tcp", addr); err != nil {
+			return nil, fmt.Errorf("mover %s: %w", addr, &dialError{err})
+		}
+		nc.(*net.TCPConn).SetNoDelay(true)
+		if ep.TLS {
+			nc, err = p.handshake(ctx, nc, addr)
 		}
 	}
 	if err != nil {

@@ -270,11 +270,19 @@ type moverNet struct {
 	tls       bool   // the TCP listener speaks TLS
 }
 
+// listenTCP listens on addr with moverconn's keepalive and user timeout:
+// a client whose host dies mid-transfer is noticed in seconds, and what
+// it held (a mover's reservation, a handler) is let go.
+func listenTCP(addr string) (net.Listener, error) {
+	lc := moverconn.ListenConfig()
+	return lc.Listen(context.Background(), "tcp", addr)
+}
+
 // maxSocketPath is the longest path a Unix socket address holds.
 const maxSocketPath = 107
 
 func listenMover(cfg config.Config, tc *tls.Config, log *slog.Logger) (*moverNet, error) {
-	ln, err := net.Listen("tcp", cfg.Mover.Listen)
+	ln, err := listenTCP(cfg.Mover.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("mover: %w", err)
 	}
@@ -454,7 +462,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 	if err := s.Core.RegisterLocal(ctx, mn.registration(cfg, s.Mover)); err != nil {
 		return nil, err
 	}
-	ctlLn, err := net.Listen("tcp", cfg.Listen)
+	ctlLn, err := listenTCP(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("control API: %w", err)
 	}

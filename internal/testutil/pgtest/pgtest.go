@@ -117,6 +117,52 @@ func newSchema(t testing.TB) string {
 	return schema
 }
 
+// Server is a PostgreSQL server of one test's own (Serve): on a network,
+// and there to be stopped, paused and resumed.
+type Server struct {
+	c *cluster
+	// DSN reaches it over TCP at the address it listens on, schema
+	// strata.
+	DSN string
+}
+
+// Serve starts a PostgreSQL server for t alone, listening on ip (port
+// 5432) in the network namespace netns (a path, as nsenter --net takes
+// it), and stops it when t ends. It skips t when PostgreSQL is not
+// installed, unless RequireEnv is set.
+func Serve(t testing.TB, netns, ip string) *Server {
+	t.Helper()
+	c, err := startAt(where{netns: netns, listen: ip})
+	if err != nil {
+		if errors.Is(err, errNoServer) && os.Getenv(RequireEnv) == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	s := &Server{c: c, DSN: fmt.Sprintf("host=%s port=%d user=strata dbname=postgres sslmode=disable search_path=strata", ip, port)}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// Pause stops the server's processes (SIGSTOP): connections stay open and
+// nothing answers, as when the database host hangs.
+func (s *Server) Pause() { syscall.Kill(-s.c.cmd.Process.Pid, syscall.SIGSTOP) }
+
+// Resume lets a paused server go on.
+func (s *Server) Resume() { syscall.Kill(-s.c.cmd.Process.Pid, syscall.SIGCONT) }
+
+func (s *Server) stop() {
+	s.Resume()
+	s.c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.c.done:
+	case <-time.After(20 * time.Second):
+		s.c.cmd.Process.Kill()
+		<-s.c.done
+	}
+	os.RemoveAll(s.c.dir)
+}
+
 func (c *cluster) dsn(schema string) string {
 	return fmt.Sprintf("host=%s port=%d user=strata dbname=postgres sslmode=disable search_path=%s", c.dir, port, schema)
 }
@@ -139,7 +185,16 @@ func version(p string) int {
 	return v
 }
 
-func start() (*cluster, error) {
+// where a cluster listens: the shared one on its Unix socket only, a
+// test's own (Serve) on an address in a network namespace too.
+type where struct {
+	netns  string // "" for this process's
+	listen string // an IP address; "" for the socket only
+}
+
+func start() (*cluster, error) { return startAt(where{}) }
+
+func startAt(w where) (*cluster, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -175,15 +230,39 @@ func start() (*cluster, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
 	}
+	if w.listen != "" {
+		// initdb trusts loopback only; the bed's hosts are on its bridge.
+		f, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString("host all all 0.0.0.0/0 trust\n")
+			f.Close()
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
 	// The server is started from a goroutine that keeps its OS thread for
 	// good: the parent-death signal follows the thread that forked, and
 	// Go may end threads.
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", strconv.Itoa(port),
-			"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-			"-c", "max_connections=200")
+		args := []string{"-D", data, "-k", dir, "-p", strconv.Itoa(port),
+			"-c", "listen_addresses=" + w.listen, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+			"-c", "max_connections=200"}
+		cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
+		attr := &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		if w.netns != "" {
+			// nsenter enters the namespace as root, then becomes the
+			// postgres user and execs the server (no fork: the
+			// parent-death signal holds).
+			ns := []string{"--net=" + w.netns}
+			if cred != nil {
+				ns = append(ns, "--setuid", strconv.Itoa(int(cred.Uid)), "--setgid", strconv.Itoa(int(cred.Gid)))
+			}
+			cmd = exec.Command("nsenter", append(append(ns, "--", filepath.Join(bin, "postgres")), args...)...)
+			attr.Credential = nil
+		}
 		cmd.Dir = dir
 		log, err := os.Create(filepath.Join(dir, "server.log"))
 		if err != nil {
@@ -191,7 +270,7 @@ func start() (*cluster, error) {
 			return
 		}
 		cmd.Stdout, cmd.Stderr = log, log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		cmd.SysProcAttr = attr
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return

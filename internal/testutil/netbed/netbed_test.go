@@ -1,0 +1,69 @@
+package netbed
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two hosts reach each other over the bridge (and only there), the shaped
+// one's link carries a token bucket each way, and a link taken down
+// carries nothing until it is up again.
+func TestBed(t *testing.T) {
+	b := New(t)
+	srv := b.Host("server", "100mbit")
+	cli := b.Host("client", "")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("across the bridge"), 0o644)
+	web := srv.Start("python3", "-m", "http.server", "--bind", srv.IP, "--directory", dir, "8000")
+	fetch := func(h *Host) (string, error) {
+		out, err := h.Command("python3", "-c", `import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=1).read().decode())`, "http://"+srv.Addr(8000)+"/f").CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	var got string
+	var err error
+	for i := 0; i < 100; i++ {
+		if got, err = fetch(cli); err == nil {
+			break
+		}
+		if !web.Running() {
+			t.Fatalf("server exited: %s", web.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != "across the bridge" {
+		t.Fatalf("fetch: %q, %v", got, err)
+	}
+	// The machine's own namespace has no way in.
+	if out, err := exec.Command("python3", "-c", `import urllib.request
+urllib.request.urlopen("http://`+srv.Addr(8000)+`/f", timeout=1)`).CombinedOutput(); err == nil {
+		t.Fatalf("reached the bed from outside: %s", out)
+	}
+	for _, q := range []*exec.Cmd{exec.Command("tc", "qdisc", "show", "dev", srv.peer), srv.Command("tc", "qdisc", "show", "dev", "eth0")} {
+		out, _ := q.CombinedOutput()
+		if !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), "rate 100Mbit") {
+			t.Fatalf("%v: %s, want a 100 Mbit token bucket", q.Args, out)
+		}
+	}
+	srv.Down()
+	if _, err := fetch(cli); err == nil {
+		t.Fatal("fetched across a link that is down")
+	}
+	srv.Up()
+	if got, err := fetch(cli); err != nil || got != "across the bridge" {
+		t.Fatalf("after the link came back: %q, %v", got, err)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]int64{"100mbit": 100e6, "1gbit": 1e9, "512kbit": 512e3, "fast": 0, "0mbit": 0, "mbit": 0} {
+		got, err := parseRate(in)
+		if got != want || (err == nil) != (want > 0) {
+			t.Errorf("parseRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
