@@ -8,6 +8,11 @@
 // It verifies CRC32C on every frame and every segment, and computes the
 // whole-file fixity digest (BLAKE3 by default, or SHA-256) while the data
 // moves.
+//
+// Given several core addresses (an active core and its standbys), it
+// sends each request to the one serving and rides over a fail-over
+// (failover.go); a read that meets a damaged or unreachable copy has the
+// core replace it and reads on (repair.go).
 package client
 
 import (

@@ -908,3 +908,38 @@ func TestCOSEditSurvivesRestart(t *testing.T) {
 		t.Fatalf("a bad class: exit %d, %q", code, stderr)
 	}
 }
+
+// get into a device or a pipe writes to it, as cp does: /dev/null stays
+// the device (replacing it, as a regular file would be with -f, breaks the
+// machine), and a FIFO's reader gets the bytes.
+func TestGetToADevice(t *testing.T) {
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "f")
+	data := writeRandom(t, src, 3<<20+1)
+	s.ok("put", src, "/f")
+	// A null device of the test's own (1, 3 is /dev/null's): a
+	// regression replaces it, not the machine's.
+	null := filepath.Join(s.dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Skipf("mknod (needs root): %v", err)
+	}
+	for _, args := range [][]string{{"get", "/f", null}, {"get", "-f", "/f", null}} {
+		s.ok(args...)
+		if st, err := os.Stat(null); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			t.Fatalf("strata %s: the device is now %v (%v)", strings.Join(args, " "), st.Mode(), err)
+		}
+	}
+	fifo := filepath.Join(s.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	s.ok("get", "/f", fifo)
+	if b := <-got; !bytes.Equal(b, data) {
+		t.Fatalf("through a FIFO: %d bytes, want %d, or they differ", len(b), len(data))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/internal/testutil/pgtest"
 )
@@ -86,4 +87,55 @@ func TestPostgresCatalog(t *testing.T) {
 	if out := s.ok("stat", "/proj/cfd/one"); !strings.Contains(out, "Size: 1 (1 B)") {
 		t.Fatalf("stat: %q", out)
 	}
+}
+
+// PostgreSQL restarted (twice) while clients put and list: requests wait
+// for the database and go on; no command fails and every file put reads
+// back.
+func TestPostgresRestartUnderLoad(t *testing.T) {
+	pg := pgtest.Serve(t, "", "")
+	s := newServer(t, fmt.Sprintf("[catalog]\ndriver = \"postgres\"\ndsn = %q\n", pg.DSN))
+	s.ok("mkdir", "/load")
+	src := filepath.Join(s.dir, "src")
+	data := writeRandom(t, src, 256<<10)
+	stop := make(chan struct{})
+	failed := make(chan string, 1)
+	var n int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, args := range [][]string{{"put", src, fmt.Sprintf("/load/f%d", n)}, {"ls", "/load"}, {"stat", fmt.Sprintf("/load/f%d", n)}} {
+				if _, errs, code := s.run(args...); code != 0 {
+					failed <- fmt.Sprintf("strata %s: exit %d: %s", strings.Join(args, " "), code, errs)
+					return
+				}
+			}
+		}
+	}()
+	for range 2 {
+		time.Sleep(500 * time.Millisecond)
+		pg.Restart(t)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	<-done
+	select {
+	case msg := <-failed:
+		t.Fatalf("across the database's restarts: %s\nserver log:\n%s", msg, s.log.tail(3000))
+	default:
+	}
+	for i := 0; i < n; i++ {
+		out := filepath.Join(s.dir, "out")
+		s.ok("get", "-f", fmt.Sprintf("/load/f%d", i), out)
+		if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
+			t.Fatalf("f%d differs", i)
+		}
+	}
+	t.Logf("%d files put across two restarts", n)
 }

@@ -253,7 +253,8 @@ func (e *env) getCmd() *cobra.Command {
 		Short: "Fetch a file (LOCAL defaults to its name here; - for stdout)",
 		Long: `Fetch a file from Strata. The local file appears only when all of it has
 arrived and verified: it is written to a temporary name and renamed. An
-existing local file is replaced only with -f.
+existing local file is replaced only with -f; a device or a pipe
+(/dev/null, a FIFO) is written to.
 
 A file that is on tape only is recalled first: get queues the recall and
 waits, reporting the queue position on stderr; with --no-wait it queues the
@@ -284,6 +285,19 @@ recall and exits non-zero at once.`,
 		}
 		if st, err := os.Stat(local); err == nil && st.IsDir() {
 			local = filepath.Join(local, path.Base(src))
+		}
+		if st, err := os.Stat(local); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+			// A device or a pipe (/dev/null, a FIFO, a tape drive): written
+			// to, as cp does, never replaced.
+			f, err := os.OpenFile(local, os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			_, err = c.Get(ctx, src, f, o)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
 		}
 		if _, err := os.Stat(local); err == nil && !force {
 			return fmt.Errorf("%s exists (use -f to replace it)", local)

@@ -7,7 +7,9 @@
 // recall move data between movers and the tape tier) and every front end
 // reach movers through it; the mover server is internal/mover, which
 // this package does not link. It reads the at-rest object format
-// (internal/disk) for the files movers hand over.
+// (internal/disk) for the files movers hand over. It also sets how every
+// data and control connection of Strata is made and kept (Dialer,
+// ListenConfig): a peer whose host dies is noticed in seconds.
 package moverconn
 
 import (

@@ -1,6 +1,9 @@
 // Package server assembles running processes from the parts: `strata serve`
 // (catalog + core + an embedded mover with its devices, one process) and
-// `strata mover` (a standalone mover that registers with a remote core).
+// `strata mover` (a standalone mover that registers with a remote core,
+// or with whichever of several is active). It also owns fail-over's
+// process side: a standby's wait for the catalog before it opens anything
+// (openCatalog) and the active core's watch on its hold (holdCatalog).
 package server
 
 import (

@@ -13,14 +13,19 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
@@ -146,12 +151,34 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 	rdb := stdlib.OpenDB(*cfg)
 	rdb.SetMaxOpenConns(o.Readers)
 	rdb.SetMaxIdleConns(o.Readers)
-	s, err := sqlstore.New(sqlstore.Dialect{Name: "postgres", Numbered: true, AbortsOnError: true}, wdb, rdb)
+	s, err := sqlstore.New(sqlstore.Dialect{Name: "postgres", Numbered: true, AbortsOnError: true, Transient: transient}, wdb, rdb)
 	if err != nil {
 		wdb.Close()
 		rdb.Close()
 	}
 	return s, err
+}
+
+// transient reports whether err says the connection to the server was
+// lost or refused (it restarted, is starting, its link failed) rather
+// than that a statement failed: the catalog waits for it (see
+// sqlstore.Dialect). Losing the lock to another server is not transient.
+func transient(err error) bool {
+	if errors.Is(err, ErrLocked) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57P01-03: the server shutting
+		// down or not yet accepting connections.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed")
 }
 
 // ensureSchema creates the schema the connection's search_path names

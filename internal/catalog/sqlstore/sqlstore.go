@@ -39,6 +39,11 @@ type Dialect struct {
 	// than undoing only itself (SQLite), so one operation's failure would
 	// take its whole group with it (see runGroup).
 	AbortsOnError bool
+	// Transient, when set, tells an error of a lost connection to the
+	// database (a server restarting, a link failing) from a statement's:
+	// the catalog waits for the database instead of failing (see
+	// runBatch). An embedded database has none.
+	Transient func(error) bool
 }
 
 // Store is a catalog.Store over database/sql.

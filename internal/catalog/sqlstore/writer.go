@@ -127,12 +127,52 @@ func (s *Store) runBatch(batch []*op) {
 	s.grouped.Add(int64(len(batch)))
 	defer s.prepareNew()
 	start := time.Now()
-	if s.runGroup(batch, false) {
-		s.runGroup(batch, true)
+	careful := false
+	for {
+		out, err := s.runGroup(batch, careful)
+		if out == groupCareful {
+			careful = true
+			continue
+		}
+		if out == groupLost {
+			// The database went away before anything of the group could
+			// have been committed (a restart, a failing link): the
+			// writes wait, and run again once it is back.
+			if time.Since(start) < ReconnectFor {
+				time.Sleep(reconnectPause)
+				continue
+			}
+			for _, o := range batch {
+				o.err <- fmt.Errorf("catalog: the database has been unreachable for %s: %w", ReconnectFor, err)
+			}
+		}
+		break
 	}
 	if fn := s.observe.Load(); fn != nil {
 		(*fn)(len(batch), time.Since(start))
 	}
+}
+
+// ReconnectFor is how long writes wait for a database that went away
+// (Dialect.Transient) before they fail; reconnectPause is between tries.
+var (
+	ReconnectFor   = 30 * time.Second
+	reconnectPause = 250 * time.Millisecond
+)
+
+// What runGroup did with a group.
+type groupOutcome int
+
+const (
+	groupDone    groupOutcome = iota // every operation answered
+	groupCareful                     // run it again, carefully (see runGroup)
+	groupLost                        // the database went away: nothing answered, nothing committed
+)
+
+// transient reports whether err says the connection to the database was
+// lost (rather than that a statement failed).
+func (s *Store) transient(err error) bool {
+	return err != nil && s.d.Transient != nil && s.d.Transient(err)
 }
 
 // runGroup runs batch as one transaction and answers its operations, each
@@ -148,23 +188,34 @@ func (s *Store) runBatch(batch []*op) {
 // SQLite spares the savepoint for an operation of at most one statement
 // (op.one): a failed statement undoes itself. Failures are rare; the
 // common case does not pay for them.
-func (s *Store) runGroup(batch []*op, careful bool) (retry bool) {
+//
+// A lost connection before the COMMIT leaves the group unanswered too
+// (groupLost, with the error): nothing of it was committed. One lost
+// during the COMMIT is answered as a failure: whether the database
+// committed it cannot be known.
+func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
+		if s.transient(err) {
+			return groupLost, err
+		}
 		for _, o := range batch {
 			o.err <- fmt.Errorf("catalog: begin: %w", err)
 		}
-		return false
+		return groupDone, nil
 	}
 	t := &Tx{s: s, tx: tx, ctx: ctx, ids: s.ids}
 	if err := t.reserveIDs(len(batch)); err != nil {
 		tx.Rollback()
+		if s.transient(err) {
+			return groupLost, err
+		}
 		for _, o := range batch {
 			o.err <- err
 		}
-		return false
+		return groupDone, nil
 	}
 	single := len(batch) == 1
 	var after []func()
@@ -172,15 +223,27 @@ func (s *Store) runGroup(batch []*op, careful bool) (retry bool) {
 		t.after = t.after[:0]
 		if single || (o.one && !s.d.AbortsOnError) || !careful {
 			errs[i] = o.fn(t)
+			if s.transient(errs[i]) {
+				tx.Rollback()
+				return groupLost, errs[i]
+			}
 			if errs[i] != nil && !single && (s.d.AbortsOnError || !o.one) {
 				tx.Rollback()
-				return true
+				return groupCareful, nil
 			}
 		} else if _, err := t.Exec("SAVEPOINT op"); err != nil {
+			if s.transient(err) {
+				tx.Rollback()
+				return groupLost, err
+			}
 			errs[i] = fmt.Errorf("catalog: savepoint: %w", err)
 			continue
 		} else {
 			if errs[i] = o.fn(t); errs[i] != nil {
+				if s.transient(errs[i]) {
+					tx.Rollback()
+					return groupLost, errs[i]
+				}
 				if _, err := t.Exec("ROLLBACK TO SAVEPOINT op"); err != nil {
 					errs[i] = errors.Join(errs[i], err)
 				}
@@ -194,7 +257,7 @@ func (s *Store) runGroup(batch []*op, careful bool) (retry bool) {
 	if single && errs[0] != nil {
 		tx.Rollback()
 		batch[0].err <- errs[0]
-		return false
+		return groupDone, nil
 	}
 	if err := tx.Commit(); err != nil {
 		for i := range errs {
@@ -211,7 +274,7 @@ func (s *Store) runGroup(batch []*op, careful bool) (retry bool) {
 	for i, o := range batch {
 		o.err <- errs[i]
 	}
-	return false
+	return groupDone, nil
 }
 
 func (s *Store) prepareNew() {
@@ -330,12 +393,34 @@ func (s *Store) rstmtFor(q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func (s *Store) readRow(ctx context.Context, q string, args ...any) (*sql.Row, error) {
+func (s *Store) readRow(ctx context.Context, q string, args ...any) (scanner, error) {
 	st, err := s.rstmtFor(q)
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryRowContext(ctx, args...), nil
+	return &readRow{s: s, st: st, ctx: ctx, args: args, row: st.QueryRowContext(ctx, args...)}, nil
+}
+
+// readRow is a row of a read whose Scan, should it find the database gone
+// (Dialect.Transient), asks again until it is back, as writes wait.
+type readRow struct {
+	s    *Store
+	st   *sql.Stmt
+	ctx  context.Context
+	args []any
+	row  *sql.Row
+}
+
+func (r *readRow) Scan(dest ...any) error {
+	start := time.Now()
+	for {
+		err := r.row.Scan(dest...)
+		if !r.s.transient(err) || time.Since(start) >= ReconnectFor || r.ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(reconnectPause)
+		r.row = r.st.QueryRowContext(r.ctx, r.args...)
+	}
 }
 
 func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -343,5 +428,13 @@ func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows,
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	// A query that found the database gone waits for it, as writes do.
+	start := time.Now()
+	for {
+		rows, err := st.QueryContext(ctx, args...)
+		if !s.transient(err) || time.Since(start) >= ReconnectFor || ctx.Err() != nil {
+			return rows, err
+		}
+		time.Sleep(reconnectPause)
+	}
 }

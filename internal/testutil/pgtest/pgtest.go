@@ -45,10 +45,11 @@ var (
 )
 
 type cluster struct {
-	dir  string // holds data/ and the socket
-	cmd  *exec.Cmd
-	done chan error
-	n    atomic.Int64
+	dir    string // holds data/ and the socket
+	cmd    *exec.Cmd
+	done   chan error
+	n      atomic.Int64
+	launch func() error // starts the server (again) on its data
 }
 
 const port = 5432 // on the private socket directory only: no clash
@@ -128,7 +129,8 @@ type Server struct {
 
 // Serve starts a PostgreSQL server for t alone, listening on ip (port
 // 5432) in the network namespace netns (a path, as nsenter --net takes
-// it), and stops it when t ends. It skips t when PostgreSQL is not
+// it), or with netns and ip "" on its Unix socket only, and stops it when
+// t ends. It skips t when PostgreSQL is not
 // installed, unless RequireEnv is set.
 func Serve(t testing.TB, netns, ip string) *Server {
 	t.Helper()
@@ -139,7 +141,11 @@ func Serve(t testing.TB, netns, ip string) *Server {
 		}
 		t.Fatal(err)
 	}
-	s := &Server{c: c, DSN: fmt.Sprintf("host=%s port=%d user=strata dbname=postgres sslmode=disable search_path=strata", ip, port)}
+	host := ip
+	if ip == "" {
+		host = c.dir // its Unix socket only
+	}
+	s := &Server{c: c, DSN: fmt.Sprintf("host=%s port=%d user=strata dbname=postgres sslmode=disable search_path=strata", host, port)}
 	t.Cleanup(s.stop)
 	return s
 }
@@ -151,7 +157,19 @@ func (s *Server) Pause() { syscall.Kill(-s.c.cmd.Process.Pid, syscall.SIGSTOP) }
 // Resume lets a paused server go on.
 func (s *Server) Resume() { syscall.Kill(-s.c.cmd.Process.Pid, syscall.SIGCONT) }
 
-func (s *Server) stop() {
+// Restart stops the server as an administrator would (fast shutdown: every
+// session ended, work in flight rolled back) and starts it again on the
+// same data, returning once it answers. Clients see their connections
+// end and, for the moment between, connections refused.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.shutdown()
+	if err := s.c.launch(); err != nil {
+		t.Fatalf("pgtest: restart: %v", err)
+	}
+}
+
+func (s *Server) shutdown() {
 	s.Resume()
 	s.c.cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -160,6 +178,10 @@ func (s *Server) stop() {
 		s.c.cmd.Process.Kill()
 		<-s.c.done
 	}
+}
+
+func (s *Server) stop() {
+	s.shutdown()
 	os.RemoveAll(s.c.dir)
 }
 
@@ -203,7 +225,7 @@ func startAt(w where) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{dir: dir, done: make(chan error, 1)}
+	c := &cluster{dir: dir}
 	fail := func(err error) (*cluster, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: %w", err)
@@ -241,6 +263,17 @@ func startAt(w where) (*cluster, error) {
 			return fail(err)
 		}
 	}
+	c.launch = func() error { return c.run(bin, data, w, cred) }
+	if err := c.launch(); err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// run starts the server on data and waits until it answers.
+func (c *cluster) run(bin, data string, w where, cred *syscall.Credential) error {
+	dir := c.dir
+	c.done = make(chan error, 1)
 	// The server is started from a goroutine that keeps its OS thread for
 	// good: the parent-death signal follows the thread that forked, and
 	// Go may end threads.
@@ -264,7 +297,7 @@ func startAt(w where) (*cluster, error) {
 			attr.Credential = nil
 		}
 		cmd.Dir = dir
-		log, err := os.Create(filepath.Join(dir, "server.log"))
+		log, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			started <- err
 			return
@@ -282,7 +315,7 @@ func startAt(w where) (*cluster, error) {
 		select {} // keep the thread: the server's parent-death signal is tied to it
 	}()
 	if err := <-started; err != nil {
-		return fail(fmt.Errorf("postgres: %w", err))
+		return fmt.Errorf("postgres: %w", err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -294,19 +327,19 @@ func startAt(w where) (*cluster, error) {
 		}
 		cancel()
 		if err == nil {
-			return c, nil
+			return nil
 		}
 		select {
 		case werr := <-c.done:
 			out, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			return fail(fmt.Errorf("postgres exited: %v\n%s", werr, out))
+			return fmt.Errorf("postgres exited: %v\n%s", werr, out)
 		default:
 		}
 		if time.Now().After(deadline) {
 			c.cmd.Process.Kill()
 			<-c.done
 			out, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			return fail(fmt.Errorf("postgres did not start: %v\n%s", err, out))
+			return fmt.Errorf("postgres did not start: %v\n%s", err, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
