@@ -50,12 +50,16 @@ type PutOptions struct {
 // on any failure nothing is visible and the space is given back.
 //
 // A put whose core stopped before the commit (a standby took over, or it
-// restarted) begins again from src, which can be read again: the first
-// attempt left nothing visible.
+// restarted), or went away with its create, begins again from src, which
+// can be read again: the first attempt left nothing visible. One whose
+// core went away with the commit asks the core serving now whether it
+// committed.
 func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
 	for attempt := 1; ; attempt++ {
 		fi, err := c.put(ctx, path, src, size, o)
-		if err == nil || !errors.Is(err, api.ErrRestarted) || attempt == maxRestarts {
+		// A create the core went away with left at most a pending write,
+		// which no one sees and the next core reclaims.
+		if err == nil || !(errors.Is(err, api.ErrRestarted) || broken(err)) || attempt == maxRestarts {
 			return fi, err
 		}
 	}
@@ -154,10 +158,27 @@ func (c *Client) write(ctx context.Context, path string, src io.ReaderAt, size i
 func (c *Client) commit(ctx context.Context, path string, size int64, cr api.CreateResponse, receipts []api.SegmentReceipt, fixity string, o PutOptions) (*FileInfo, error) {
 	fi, err := c.commitFile(ctx, api.CommitRequest{Bitfile: cr.Bitfile, Epoch: cr.Epoch, Path: path, Size: size, Segments: receipts,
 		Fixity: fixity, COS: o.COS, Overwrite: o.Overwrite, Rewrite: o.Rewrite, Mode: o.Mode, Xattrs: o.Xattrs})
+	if broken(err) && fixity != "" {
+		// The core went away with the commit, which may have run: the
+		// core serving now says. The file as committed has our size and
+		// fixity; if it is not there, the write was never committed
+		// (and is reclaimed), and the put begins again (see Put).
+		if got, serr := c.Stat(ctx, path); serr == nil && got.Size == size && got.Fixity == fixity {
+			return got, nil
+		}
+		return nil, fmt.Errorf("commit %s: %w (%v)", path, api.ErrRestarted, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &fi, nil
+}
+
+// broken reports whether err is a request sent to a core that went away
+// before it answered.
+func broken(err error) bool {
+	var u *unreachable
+	return errors.As(err, &u) && !u.unsent
 }
 
 // writeSmall stores a file of one stripe and at most one frame: read once
