@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +19,7 @@ import (
 // kept), and when none answers the error says so after FailoverWait.
 func TestFailoverAddresses(t *testing.T) {
 	t.Parallel()
-	cfg := testutil.Config(filepath.Join(t.TempDir(), "data"))
-	if err := cfg.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.Start(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testutil.Start(t, nil)
 	c, err := client.New("127.0.0.1:1, " + s.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -69,14 +60,8 @@ func TestFailoverAddresses(t *testing.T) {
 // ErrRestarted, so that the put begins again.
 func TestRestartedCoreReopens(t *testing.T) {
 	t.Parallel()
-	cfg := testutil.Config(filepath.Join(t.TempDir(), "data"))
-	if err := cfg.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.Start(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testutil.Start(t, nil)
+	cfg := s.Cfg
 	c, err := client.New("unix:" + cfg.Socket)
 	if err != nil {
 		t.Fatal(err)

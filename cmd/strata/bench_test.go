@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 )
 
 // TestBench runs `strata bench` as a user would: list, a run against a
@@ -117,19 +119,7 @@ func TestBenchProcesses(t *testing.T) {
 
 func TestSim(t *testing.T) {
 	ex := func(name string) string { return filepath.Join("..", "..", "examples", "sim", name) }
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bin, args...)
-		var out, errs strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errs
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errs.String(), code
-	}
+	run := func(args ...string) (string, string, int) { return cmdtest.Run(t, exec.Command(bin, args...)) }
 	out, errs, code := run("sim", "bound", ex("seed002-case3.toml"))
 	if code != 0 || !strings.Contains(out, "bound by M·I") {
 		t.Fatalf("bound: %d %s %s", code, out, errs)

@@ -19,11 +19,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 	"github.com/strata-storage/strata/internal/testutil/pgtest"
 )
 
@@ -69,34 +69,10 @@ type server struct {
 	cfg  string
 	addr string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *cmdtest.Buffer
 	// token is root's bearer token, made the first time a command goes
 	// over TCP (--tcp-only): on the socket the kernel says who we are.
 	token string
-}
-
-// syncBuffer collects the server's output while a test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// tail is the last n bytes of the output (a failing command's context).
-func (b *syncBuffer) tail(n int) string {
-	s := b.String()
-	return s[max(0, len(s)-n):]
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // newServer writes a config and starts `strata serve`. extra is appended to
@@ -121,7 +97,7 @@ func newServer(t *testing.T, extra string) *server {
 }
 
 func (s *server) start() {
-	s.log = &syncBuffer{}
+	s.log = &cmdtest.Buffer{}
 	s.cmd = exec.Command(bin, "serve", "--config", s.cfg)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
@@ -184,23 +160,14 @@ func (s *server) runAs(cred *syscall.Credential, env []string, args ...string) (
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		cmd.Dir = "/"
 	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		s.t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return cmdtest.Run(s.t, cmd)
 }
 
 func (s *server) ok(args ...string) string {
 	s.t.Helper()
 	out, errs, code := s.run(args...)
 	if code != 0 {
-		s.t.Fatalf("strata %s: exit %d: %s\nserver log:\n%s", strings.Join(args, " "), code, errs, s.log.tail(4000))
+		s.t.Fatalf("strata %s: exit %d: %s\nserver log:\n%s", strings.Join(args, " "), code, errs, s.log.Tail(4000))
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 	"github.com/strata-storage/strata/internal/testutil/pgtest"
 )
 
@@ -30,7 +31,7 @@ type haSite struct {
 	dsn    string
 	cores  [2]*server
 	mover  *exec.Cmd
-	mlog   *syncBuffer
+	mlog   *cmdtest.Buffer
 	server string // STRATA_SERVER: both cores
 }
 
@@ -84,7 +85,7 @@ cartridges = 4
 	conf := fmt.Sprintf("secret_file = %q\n[mover]\nid = \"mover1\"\nlisten = %q\ncore = %q\n[[device]]\nid = \"far0\"\npath = %q\nbandwidth = %q\n[[device]]\nid = \"far1\"\npath = %q\nbandwidth = %q\n",
 		secret, freePort(t), "http://"+addrs[0]+",http://"+addrs[1], filepath.Join(mdir, "far0"), bandwidth, filepath.Join(mdir, "far1"), bandwidth)
 	os.WriteFile(mcfg, []byte(conf), 0o644)
-	h.mlog = &syncBuffer{}
+	h.mlog = &cmdtest.Buffer{}
 	h.mover = exec.Command(bin, "mover", "--config", mcfg)
 	h.mover.Stdout, h.mover.Stderr = h.mlog, h.mlog
 	if err := h.mover.Start(); err != nil {
@@ -104,7 +105,7 @@ cartridges = 4
 // listen.
 func (h *haSite) standby(i int) {
 	s := h.cores[i]
-	s.log = &syncBuffer{}
+	s.log = &cmdtest.Buffer{}
 	s.cmd = exec.Command(bin, "serve", "--config", s.cfg)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
@@ -132,7 +133,7 @@ func (h *haSite) ok(args ...string) string {
 	out, errs, code := h.run(args...)
 	if code != 0 {
 		h.t.Fatalf("strata %s: exit %d: %s\ncore0:\n%s\ncore1:\n%s\nmover:\n%s", strings.Join(args, " "), code, errs,
-			h.cores[0].log.tail(2000), h.cores[1].log.tail(2000), h.mlog.tail(2000))
+			h.cores[0].log.Tail(2000), h.cores[1].log.Tail(2000), h.mlog.Tail(2000))
 	}
 	return out
 }
@@ -228,7 +229,7 @@ func TestFailoverMidTransfer(t *testing.T) {
 	for range 2 {
 		r := <-done
 		if r.code != 0 {
-			t.Fatalf("%s across the fail-over: exit %d: %s\ncore1:\n%s\nmover:\n%s", r.what, r.code, r.errs, h.cores[1].log.tail(3000), h.mlog.tail(2000))
+			t.Fatalf("%s across the fail-over: exit %d: %s\ncore1:\n%s\nmover:\n%s", r.what, r.code, r.errs, h.cores[1].log.Tail(3000), h.mlog.Tail(2000))
 		}
 	}
 	if b, _ := os.ReadFile(got); !bytes.Equal(b, oldData) {

@@ -21,6 +21,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 )
 
 // mounted is a `strata mount` process and its mount point.
@@ -28,7 +30,7 @@ type mounted struct {
 	t   *testing.T
 	dir string
 	cmd *exec.Cmd
-	log *syncBuffer
+	log *cmdtest.Buffer
 }
 
 // needFUSE skips a test on a machine without FUSE, unless the test run
@@ -67,7 +69,7 @@ func (s *server) mount(cred *syscall.Credential, args ...string) *mounted {
 		s.t.Fatal(err)
 	}
 	os.Chmod(filepath.Dir(dir), 0o755)
-	m := &mounted{t: s.t, dir: dir, log: &syncBuffer{}}
+	m := &mounted{t: s.t, dir: dir, log: &cmdtest.Buffer{}}
 	m.cmd = exec.Command(bin, append(append([]string{"mount"}, args...), dir)...)
 	m.cmd.Env = append(os.Environ(), "STRATA_SERVER="+s.addr)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
@@ -137,7 +139,7 @@ func (m *mounted) mustSh(script string) string {
 	m.t.Helper()
 	out, err := m.sh(nil, script)
 	if err != nil {
-		m.t.Fatalf("%s: %v\n%s\nmount log:\n%s", script, err, out, m.log.tail(3000))
+		m.t.Fatalf("%s: %v\n%s\nmount log:\n%s", script, err, out, m.log.Tail(3000))
 	}
 	return out
 }
@@ -317,7 +319,7 @@ func TestMountWriteBack(t *testing.T) {
 	defer old.Close()
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
-		t.Fatalf("%v\nmount log:\n%s\nserver log:\n%s", err, m.log.tail(4000), s.log.tail(4000))
+		t.Fatalf("%v\nmount log:\n%s\nserver log:\n%s", err, m.log.Tail(4000), s.log.Tail(4000))
 	}
 	want := append([]byte(nil), orig...)
 	for _, w := range []struct {

@@ -20,6 +20,8 @@ import (
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
+
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 )
 
 // The kernel here has no NFS client, so these tests speak NFSv3 with
@@ -29,7 +31,7 @@ import (
 type nfsExport struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *cmdtest.Buffer
 	port int
 }
 
@@ -40,7 +42,7 @@ var nfsServing = regexp.MustCompile(`serving on 127\.0\.0\.1:([0-9]+)`)
 // cleanup.
 func (s *server) nfs(cred *syscall.Credential, args ...string) *nfsExport {
 	s.t.Helper()
-	x := &nfsExport{t: s.t, log: &syncBuffer{}}
+	x := &nfsExport{t: s.t, log: &cmdtest.Buffer{}}
 	args = append([]string{"nfs", "--listen", "127.0.0.1:0", "--write-idle", "300ms"}, args...)
 	if cred == nil {
 		args = append(args, "--admin")

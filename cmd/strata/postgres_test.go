@@ -127,7 +127,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	<-done
 	select {
 	case msg := <-failed:
-		t.Fatalf("across the database's restarts: %s\nserver log:\n%s", msg, s.log.tail(3000))
+		t.Fatalf("across the database's restarts: %s\nserver log:\n%s", msg, s.log.Tail(3000))
 	default:
 	}
 	for i := 0; i < n; i++ {

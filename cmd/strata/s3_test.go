@@ -71,7 +71,7 @@ func TestS3Clients(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
-		t.Fatalf("s3_clients.py: %v\nserver log:\n%s", err, s.log.tail(40))
+		t.Fatalf("s3_clients.py: %v\nserver log:\n%s", err, s.log.Tail(40))
 	}
 	// Revoked keys stop working (at once here: the gateway in strata
 	// serve asks the core again after its cache time, 30 s; a fresh

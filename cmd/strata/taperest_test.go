@@ -73,7 +73,7 @@ func TestTapeREST(t *testing.T) {
 	o, err := cmd.CombinedOutput()
 	t.Logf("%s", o)
 	if err != nil {
-		t.Fatalf("taperest_client.py: %v\nserver log:\n%s", err, s.log.tail(30))
+		t.Fatalf("taperest_client.py: %v\nserver log:\n%s", err, s.log.Tail(30))
 	}
 	var sum struct {
 		Cancelled, Completed int

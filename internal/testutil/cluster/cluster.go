@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 	"github.com/strata-storage/strata/internal/testutil/netbed"
 	"github.com/strata-storage/strata/internal/testutil/pgtest"
 )
@@ -201,17 +202,7 @@ func (c *Cluster) Command(i int, args ...string) *exec.Cmd {
 
 // Run runs the CLI on client host i: stdout, stderr, exit code.
 func (c *Cluster) Run(i int, args ...string) (string, string, int) {
-	cmd := c.Command(i, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		c.t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return cmdtest.Run(c.t, c.Command(i, args...))
 }
 
 // OK runs the CLI on the first client host and fails the test if it fails.

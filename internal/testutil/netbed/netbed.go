@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/internal/testutil/cmdtest"
 )
 
 // RequireEnv, when set, turns a machine where the bed cannot be built
@@ -163,33 +165,15 @@ func (h *Host) Up() { h.b.must("ip", "link", "set", h.peer, "up") }
 // Proc is a process running on a host of the bed.
 type Proc struct {
 	Cmd  *exec.Cmd
-	log  *buffer
+	log  *cmdtest.Buffer
 	done chan struct{}
 	err  error
-}
-
-// buffer collects a process's output while the test may read it.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // Start starts name on the host; the bed stops it at the end.
 func (h *Host) Start(name string, args ...string) *Proc {
 	h.b.t.Helper()
-	p := &Proc{Cmd: h.Command(name, args...), log: &buffer{}, done: make(chan struct{})}
+	p := &Proc{Cmd: h.Command(name, args...), log: &cmdtest.Buffer{}, done: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = p.log, p.log
 	// Its own process group: a stop reaches what it started too.
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
