@@ -139,3 +139,47 @@ func lineWith(log, what string) string {
 	}
 	return ""
 }
+
+// A path with 20 ms of latency each way (proxies before the core and the
+// movers) and 5 % of the client's packets lost: puts and gets are byte
+// exact, a file goes to tape and back, and connections to a mover cut in
+// the middle of a put (reset, as a failing middlebox would) leave either
+// the whole file or nothing visible.
+func TestClusterLatencyLossResets(t *testing.T) {
+	c := cluster.New(t, bin, cluster.Options{Movers: 2, Rate: "1gbit", Latency: 20 * time.Millisecond})
+	c.Clients[0].Loss(5)
+	src := filepath.Join(c.Dir, "f")
+	data := writeRandom(t, src, 12<<20+3)
+	c.OK("put", "--stripes", "2", src, "/f")
+	c.Check("/f", data)
+	c.OK("migrate", "/f")
+	c.OK("purge", "/f")
+	c.Check("/f", data)
+
+	big := filepath.Join(c.Dir, "big")
+	bigData := writeRandom(t, big, 32<<20)
+	m0 := c.Movers[0]
+	before := m0.Objects()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m0.Objects() == before {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+		c.Proxies[1].Reset(false) // mover0's connections; new ones still pass
+	}()
+	_, errs, code := c.Run(0, "put", "--stripes", "2", big, "/big")
+	<-done
+	t.Logf("the put across the reset: exit %d %s", code, strings.TrimSpace(errs))
+	if code == 0 {
+		c.Check("/big", bigData)
+	} else {
+		if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Fatalf("a failed put said more than one line: %q", errs)
+		}
+		if _, _, code := c.Run(0, "stat", "/big"); code == 0 {
+			t.Fatal("a put that failed is visible")
+		}
+	}
+}

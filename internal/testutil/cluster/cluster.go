@@ -33,6 +33,10 @@ type Options struct {
 	Cores int
 	// Bandwidth caps each mover's device ("50MB/s"; "" for none).
 	Bandwidth string
+	// Latency, when set, puts a delaying proxy (netbed.Proxy, on a host of
+	// its own with an unshaped link) in front of the first core and of
+	// every mover: what clients reach them by, each way that long.
+	Latency time.Duration
 }
 
 // Cluster is a running multi-host Strata.
@@ -44,6 +48,10 @@ type Cluster struct {
 	Cores   []*Core
 	Movers  []*Mover
 	Clients []*netbed.Host
+	// Proxies, with Options.Latency: Proxies[0] is the core's, then the
+	// movers' in order.
+	Proxies []*netbed.Proxy
+	front   []string // the cores' addresses as clients reach them
 	token   string
 }
 
@@ -110,6 +118,17 @@ recall_min_files = 1
 		cores = append(cores, "http://"+h.Addr(7420))
 		c.Cores = append(c.Cores, k)
 	}
+	var router *netbed.Host
+	if o.Latency > 0 {
+		router = c.Bed.Host("router", "")
+		p := router.Proxy(7420, c.Cores[0].Host.Addr(7420), o.Latency)
+		c.Proxies = append(c.Proxies, p)
+		c.front = append(c.front, p.Addr)
+	} else {
+		for _, k := range c.Cores {
+			c.front = append(c.front, k.Host.Addr(7420))
+		}
+	}
 	c.Cores[0].Start()
 	c.WaitFor(func() bool { return strings.Contains(c.Cores[0].Proc.Log(), "strata: serving") }, "the core to serve")
 	for _, k := range c.Cores[1:] {
@@ -128,8 +147,14 @@ recall_min_files = 1
 	for i := range o.Movers {
 		h := c.Bed.Host(fmt.Sprintf("mover%d", i), o.Rate)
 		m := &Mover{Host: h, Conf: filepath.Join(c.Dir, fmt.Sprintf("mover%d.toml", i)), Dev: filepath.Join(c.Dir, fmt.Sprintf("m%d", i)), bin: bin}
-		c.write(m.Conf, fmt.Sprintf("data_dir = %q\nsecret_file = %q\n[mover]\nid = \"mover%d\"\nlisten = %q\nsocket = \"off\"\ncore = %q\n%s[[device]]\nid = \"m%d\"\npath = %q\n%s",
-			filepath.Join(c.Dir, fmt.Sprintf("mover%d.data", i)), secret, i, h.Addr(7430), strings.Join(cores, ","), plain, i, m.Dev, bw))
+		adv := h.Addr(7430)
+		if router != nil {
+			p := router.Proxy(7430+i, adv, o.Latency)
+			c.Proxies = append(c.Proxies, p)
+			adv = p.Addr
+		}
+		c.write(m.Conf, fmt.Sprintf("data_dir = %q\nsecret_file = %q\n[mover]\nid = \"mover%d\"\nlisten = %q\nadvertise = %q\nsocket = \"off\"\ncore = %q\n%s[[device]]\nid = \"m%d\"\npath = %q\n%s",
+			filepath.Join(c.Dir, fmt.Sprintf("mover%d.data", i)), secret, i, h.Addr(7430), adv, strings.Join(cores, ","), plain, i, m.Dev, bw))
 		m.Start()
 		c.Movers = append(c.Movers, m)
 	}
@@ -191,12 +216,8 @@ func tail(s string, n int) string { return s[max(0, len(s)-n):] }
 
 // Command is the CLI on client host i against the cores (not started).
 func (c *Cluster) Command(i int, args ...string) *exec.Cmd {
-	var cores []string
-	for _, k := range c.Cores {
-		cores = append(cores, k.Host.Addr(7420))
-	}
 	cmd := c.Clients[i].Command(c.bin, append([]string{"--tcp-only"}, args...)...)
-	cmd.Env = append(os.Environ(), "STRATA_SERVER="+strings.Join(cores, ","), "STRATA_TOKEN="+c.token)
+	cmd.Env = append(os.Environ(), "STRATA_SERVER="+strings.Join(c.front, ","), "STRATA_TOKEN="+c.token)
 	return cmd
 }
 

@@ -67,3 +67,55 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// A proxy delays what it forwards each way and cuts its connections on
+// demand; loss drops packets at random and TCP still delivers.
+func TestProxyAndLoss(t *testing.T) {
+	b := New(t)
+	srv := b.Host("server", "")
+	mid := b.Host("proxy", "")
+	cli := b.Host("client", "")
+	dir := t.TempDir()
+	want := strings.Repeat("delayed and lossy ", 50000)
+	os.WriteFile(filepath.Join(dir, "f"), []byte(want), 0o644)
+	web := srv.Start("python3", "-m", "http.server", "--bind", srv.IP, "--directory", dir, "8000")
+	p := mid.Proxy(9000, srv.Addr(8000), 50*time.Millisecond)
+	fetch := func() (string, time.Duration, error) {
+		start := time.Now()
+		out, err := cli.Command("python3", "-c", `import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())`, "http://"+p.Addr+"/f").Output()
+		return string(out), time.Since(start), err
+	}
+	var got string
+	var took time.Duration
+	var err error
+	for i := 0; i < 100; i++ {
+		if got, took, err = fetch(); err == nil {
+			break
+		}
+		if !web.Running() {
+			t.Fatalf("server exited: %s", web.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != want {
+		t.Fatalf("through the proxy: %d bytes, %v", len(got), err)
+	}
+	// A connection and a request each cross it both ways: at least two
+	// round trips of 2 × 50 ms.
+	if took < 200*time.Millisecond {
+		t.Fatalf("through a 50 ms proxy in %v", took)
+	}
+	p.Reset(true)
+	if _, _, err := fetch(); err == nil {
+		t.Fatal("fetched through a proxy that refuses")
+	}
+	p.Restore()
+	cli.Loss(5)
+	if out, _ := cli.Command("nft", "list", "ruleset").CombinedOutput(); !strings.Contains(string(out), "numgen random mod 100 < 5 drop") {
+		t.Fatalf("no loss rule: %s", out)
+	}
+	if got, _, err := fetch(); err != nil || got != want {
+		t.Fatalf("with 5 %% loss: %d bytes, %v", len(got), err)
+	}
+}
