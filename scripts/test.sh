@@ -29,11 +29,11 @@ fi
 # The mount's tests mount through the kernel's FUSE (/dev/fuse), unmount
 # with fusermount3 and run real programs through the mount (and pjdfstest,
 # built from source); the multi-host tests build hosts of network
-# namespaces with ip, tc and nsenter.
+# namespaces with ip, tc and nsenter, and drop packets with nft.
 missing=()
 for p in fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 getfattr:attr curl:curl \
   autoreconf:autoconf aclocal:automake make:make cc:gcc prove:perl openssl:openssl \
-  ip:iproute2 tc:iproute2 nsenter:util-linux; do
+  ip:iproute2 tc:iproute2 nsenter:util-linux nft:nftables; do
   need "${p%%:*}" || missing+=("${p#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -8,8 +8,8 @@
 // It needs root, ip, tc and nsenter. Processes in a bed share the
 // machine's file system, and so its Unix sockets: servers in a bed must
 // have theirs off (or clients must not use them) for traffic to cross the
-// shaped links. Latency, loss and resets are not the kernel's here (this
-// kernel has no netem): Proxy adds them in user space.
+// shaped links. This kernel has no netem: Loss drops packets with
+// nftables instead, and Proxy adds latency and resets in user space.
 package netbed
 
 import (
