@@ -429,7 +429,7 @@ func TestMountRenameAtomic(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	if v := bad.Load(); v != nil {
-		t.Fatalf("a reader saw %s", v)
+		t.Fatalf("a reader saw %s\nmount log:\n%s\nserver log:\n%s", v, m.log.Tail(3000), s.log.Tail(3000))
 	}
 	if got := s.ok("cat", "/f"); got != "version 30" {
 		t.Fatalf("%q", got)
