@@ -50,7 +50,8 @@ type PutOptions struct {
 // on any failure nothing is visible and the space is given back.
 //
 // A put whose core stopped before the commit (a standby took over, or it
-// restarted), or went away with its create, begins again from src, which
+// restarted), or went away with its create, or one of whose movers could
+// no longer be reached (by the core either), begins again from src, which
 // can be read again: the first attempt left nothing visible. One whose
 // core went away with the commit asks the core serving now whether it
 // committed.
@@ -58,8 +59,10 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 	for attempt := 1; ; attempt++ {
 		fi, err := c.put(ctx, path, src, size, o)
 		// A create the core went away with left at most a pending write,
-		// which no one sees and the next core reclaims.
-		if err == nil || !(errors.Is(err, api.ErrRestarted) || broken(err)) || attempt == maxRestarts {
+		// which no one sees and the next core reclaims; so does a put
+		// one of whose movers went away (its host died), which the core,
+		// having checked, now places elsewhere.
+		if err == nil || attempt == maxRestarts || !(errors.Is(err, api.ErrRestarted) || broken(err) || c.replace(ctx, err)) {
 			return fi, err
 		}
 	}
@@ -376,5 +379,30 @@ func (c *Client) sendStripe(ctx context.Context, t api.StripeTarget, progress fu
 			break
 		}
 	}
-	return api.SegmentReceipt{}, attemptsError(attempts)
+	err := attemptsError(attempts)
+	if moverconn.IsDialError(attempts[len(attempts)-1]) {
+		return api.SegmentReceipt{}, &moverDown{device: t.Device, err: err}
+	}
+	return api.SegmentReceipt{}, err
+}
+
+// moverDown is a stripe whose mover could not be connected to at the end.
+type moverDown struct {
+	device string
+	err    error
+}
+
+func (e *moverDown) Error() string { return e.err.Error() }
+func (e *moverDown) Unwrap() error { return e.err }
+
+// replace reports a mover a put could not reach (err, a moverDown) and
+// says whether the put may begin again elsewhere: the core could not reach
+// it either and places no new data on it.
+func (c *Client) replace(ctx context.Context, err error) bool {
+	var md *moverDown
+	if !errors.As(err, &md) {
+		return false
+	}
+	var r api.UnreachableReply
+	return c.do(ctx, "POST", "/v1/unreachable", nil, api.UnreachableReport{Device: md.device}, &r) == nil && !r.Reachable
 }

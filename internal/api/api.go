@@ -519,6 +519,19 @@ type DamageReport struct {
 	Object string `json:"object"`
 }
 
+// UnreachableReport tells the core that a client could not connect to
+// the mover of a device it was given to write to. The core tries itself
+// and, if it cannot connect either, takes the mover out of placement until
+// it registers again, so that a put begun again goes elsewhere.
+type UnreachableReport struct {
+	Device string `json:"device"`
+}
+
+// UnreachableReply says whether the core could connect to the mover.
+type UnreachableReply struct {
+	Reachable bool `json:"reachable"`
+}
+
 // What the core found and did about a DamageReport.
 const (
 	// DamageGood: the copy verified whole (the damage was in transit):

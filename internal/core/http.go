@@ -29,6 +29,7 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/list", c.listHandler)
 	mux.HandleFunc("GET /v1/open", query(c, c.Open))
 	mux.HandleFunc("POST /v1/damaged", body(c, c.ReportDamage))
+	mux.HandleFunc("POST /v1/unreachable", body(c, c.ReportUnreachable))
 	mux.HandleFunc("GET /v1/df", func(w http.ResponseWriter, r *http.Request) {
 		resp, err := c.DF(r.Context())
 		c.reply(w, resp, err)

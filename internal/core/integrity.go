@@ -11,6 +11,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -82,6 +83,36 @@ func (c *Core) ReportDamage(ctx context.Context, r api.DamageReport) (api.Damage
 		}
 	}
 	return api.DamageReply{State: api.DamageStale}, nil
+}
+
+// ReportUnreachable acts on a client's report that it could not connect
+// to the mover of device: the core connects itself (a new connection, not
+// a pooled one) and, if it cannot either, takes the mover out of service
+// until it registers again. Any caller may report; only the core's own
+// failure counts.
+func (c *Core) ReportUnreachable(ctx context.Context, r api.UnreachableReport) (api.UnreachableReply, error) {
+	if _, err := caller(ctx); err != nil {
+		return api.UnreachableReply{}, err
+	}
+	ep, err := c.moverFor(r.Device)
+	if errors.Is(err, api.ErrNotFound) {
+		return api.UnreachableReply{}, err
+	}
+	if err != nil {
+		return api.UnreachableReply{}, nil // offline already
+	}
+	d := moverconn.Dialer()
+	conn, err := d.DialContext(ctx, "tcp", ep.Addr)
+	if err == nil {
+		conn.Close()
+		return api.UnreachableReply{Reachable: true}, nil
+	}
+	if ctx.Err() != nil {
+		return api.UnreachableReply{}, ctx.Err()
+	}
+	c.log.Warn("core: a client cannot reach a mover, nor can the core; it takes no new data until it registers again", "device", r.Device, "mover", ep.Addr, "err", err)
+	c.moverLost(r.Device)
+	return api.UnreachableReply{}, nil
 }
 
 // lostFile reports why bitfile is lost, or "" if it is not known to be.
