@@ -168,6 +168,14 @@ func New(addr string) (*Client, error) {
 		}
 		cores = append(cores, ca)
 	}
+	if len(cores) > 1 {
+		// A core whose host is down does not refuse a connection, it
+		// never answers: give up on it soon and try its standby (the
+		// failover loop comes back to it).
+		for _, ca := range cores {
+			ca.tr.dialer.Timeout = standbyDialTimeout
+		}
+	}
 	c := newClient(cores)
 	for _, ca := range cores {
 		if strings.HasPrefix(ca.base, "https://") {

@@ -50,6 +50,9 @@ func (e *unreachable) Error() string {
 func (e *unreachable) Is(target error) bool { return target == ErrUnreachable }
 func (e *unreachable) Unwrap() error        { return e.err }
 
+// standbyDialTimeout bounds connecting to one of several cores.
+const standbyDialTimeout = 1500 * time.Millisecond
+
 // failoverPause is how long a request waits once every configured core
 // has failed it before it tries them all again (a variable for tests).
 var failoverPause = 200 * time.Millisecond

@@ -767,11 +767,13 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
-	hc := &http.Client{Timeout: 10 * time.Second}
-	if tlsc.trust != nil {
-		// The core's certificate comes from the same CA as the movers'.
-		hc.Transport = &http.Transport{TLSClientConfig: tlsc.trust}
-	}
+	// A registration is one small request: a core that has not answered
+	// it in 3 s is taken as gone (its host down, say), and the next one
+	// of the list is tried, so that a standby that took over hears from
+	// the movers within a registration period or two.
+	d := moverconn.Dialer()
+	tr := &http.Transport{DialContext: d.DialContext, TLSClientConfig: tlsc.trust}
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: tr}
 	// Several cores: an active one and its standbys. Registering goes to
 	// the one that last accepted, else round the list; while no core
 	// accepts, the mover tries every second, so that it is back in
