@@ -47,23 +47,35 @@ type quotas struct {
 	swept    time.Time // when expired reservations were last dropped
 }
 
+// load reads the limits and the usage from the catalog (at start).
 func (q *quotas) load(ctx context.Context, store catalog.Store) error {
 	ls, err := store.Quotas(ctx)
 	if err != nil {
 		return fmt.Errorf("core: quotas: %w", err)
 	}
+	q.mu.Lock()
+	q.limits = map[qkey]catalog.Quota{}
+	for _, l := range ls {
+		q.limits[qkey{l.Kind, l.ID}] = l
+	}
+	q.mu.Unlock()
+	return q.recount(ctx, store)
+}
+
+// recount reads the usage again from the catalog. The limits are not
+// read: they change only through SetQuota, which sets them here as it
+// stores them, and a reading taken before that store could otherwise
+// land after it and undo it.
+func (q *quotas) recount(ctx context.Context, store catalog.Store) error {
 	us, err := store.Usage(ctx)
 	if err != nil {
 		return fmt.Errorf("core: quotas: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.limits, q.used = map[qkey]catalog.Quota{}, map[qkey]catalog.Usage{}
+	q.used = map[qkey]catalog.Usage{}
 	if q.reserved == nil {
 		q.reserved, q.pending = map[qkey]catalog.Usage{}, map[int64]reservation{}
-	}
-	for _, l := range ls {
-		q.limits[qkey{l.Kind, l.ID}] = l
 	}
 	for _, u := range us {
 		q.used[qkey{u.Kind, u.ID}] = u
@@ -253,7 +265,7 @@ func (c *Core) SetQuota(ctx context.Context, r api.QuotaSet) (api.QuotaInfo, err
 	if first {
 		// Without quotas, removals did not read whether files were on
 		// disk: count afresh.
-		if err := c.quota.load(ctx, c.store); err != nil {
+		if err := c.quota.recount(ctx, c.store); err != nil {
 			return api.QuotaInfo{}, err
 		}
 	}
@@ -316,7 +328,7 @@ func (c *Core) Quota(ctx context.Context, who string) ([]api.QuotaInfo, error) {
 		}
 	}
 	if c.quota.isStale() {
-		c.quota.load(ctx, c.store)
+		c.quota.recount(ctx, c.store)
 	}
 	out := []api.QuotaInfo{c.quotaInfo(qkey{catalog.QuotaUser, uid})}
 	seen := map[uint32]bool{}

@@ -29,7 +29,7 @@ func (c *Core) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if c.quota.isStale() {
-			if err := c.quota.load(ctx, c.store); err != nil && ctx.Err() == nil {
+			if err := c.quota.recount(ctx, c.store); err != nil && ctx.Err() == nil {
 				c.log.Warn("core: quota usage", "err", err)
 			}
 		}
