@@ -51,6 +51,9 @@ type Options struct {
 	// New refuses a schema that already holds tables: a catalog written
 	// from scratch (strata rebuild-catalog) goes into an empty one only.
 	New bool
+	// unresolved leaves out the transaction id each group asks for (the
+	// benchmark's baseline: what resolving a cut COMMIT costs).
+	unresolved bool
 }
 
 // ErrNotNew is returned by Open with Options.New when the schema holds
@@ -151,7 +154,12 @@ func Open(dsn string, o Options) (*sqlstore.Store, error) {
 	rdb := stdlib.OpenDB(*cfg)
 	rdb.SetMaxOpenConns(o.Readers)
 	rdb.SetMaxIdleConns(o.Readers)
-	s, err := sqlstore.New(sqlstore.Dialect{Name: "postgres", Numbered: true, AbortsOnError: true, Transient: transient}, wdb, rdb)
+	d := sqlstore.Dialect{Name: "postgres", Numbered: true, AbortsOnError: true,
+		Transient: transient, Unsent: unsent, TxID: "SELECT txid_current()", TxStatus: "SELECT txid_status(?)"}
+	if o.unresolved {
+		d.TxID, d.TxStatus = "", ""
+	}
+	s, err := sqlstore.New(d, wdb, rdb)
 	if err != nil {
 		wdb.Close()
 		rdb.Close()
@@ -179,6 +187,13 @@ func transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		strings.Contains(err.Error(), "conn closed")
+}
+
+// unsent reports whether err says that nothing of the request was sent
+// (pgx's own judgement, or database/sql's bad connection, which means the
+// operation was not performed).
+func unsent(err error) bool {
+	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn)
 }
 
 // ensureSchema creates the schema the connection's search_path names

@@ -44,6 +44,17 @@ type Dialect struct {
 	// the catalog waits for the database instead of failing (see
 	// runBatch). An embedded database has none.
 	Transient func(error) bool
+	// Unsent, when set, tells a failed COMMIT that never reached the
+	// database (so never committed: the group may run again) from one
+	// whose fate is unknown.
+	Unsent func(error) bool
+	// TxID and TxStatus, when set, resolve a COMMIT whose connection was
+	// lost after it was sent: each group asks for its transaction's id
+	// before committing (TxID), and once the database is back TxStatus
+	// (the id as its one argument) says whether it committed
+	// ("committed"; "aborted" or NULL: not). PostgreSQL's txid_current
+	// and txid_status exist for exactly this.
+	TxID, TxStatus string
 }
 
 // Store is a catalog.Store over database/sql.

@@ -169,6 +169,30 @@ const (
 	groupLost                        // the database went away: nothing answered, nothing committed
 )
 
+// resolve asks the database, once it is back, whether transaction xid
+// committed; known is false when it cannot say (no TxStatus, or not back
+// within ReconnectFor).
+func (s *Store) resolve(xid int64) (committed, known bool) {
+	if s.d.TxStatus == "" || xid == 0 {
+		return false, false
+	}
+	start := time.Now()
+	for time.Since(start) < ReconnectFor {
+		var status sql.NullString
+		err := s.wdb.QueryRowContext(context.Background(), s.rebind(s.d.TxStatus), xid).Scan(&status)
+		switch {
+		case err == nil && status.String == "in progress":
+			// Its session is still ending.
+		case err == nil:
+			return status.String == "committed", true
+		case !s.transient(err):
+			return false, false
+		}
+		time.Sleep(reconnectPause)
+	}
+	return false, false
+}
+
 // transient reports whether err says the connection to the database was
 // lost (rather than that a statement failed).
 func (s *Store) transient(err error) bool {
@@ -190,9 +214,10 @@ func (s *Store) transient(err error) bool {
 // common case does not pay for them.
 //
 // A lost connection before the COMMIT leaves the group unanswered too
-// (groupLost, with the error): nothing of it was committed. One lost
-// during the COMMIT is answered as a failure: whether the database
-// committed it cannot be known.
+// (groupLost, with the error): nothing of it was committed; so does a
+// COMMIT that never left (Dialect.Unsent). One lost during the COMMIT is
+// answered as a failure: whether the database committed it cannot be
+// known.
 func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
@@ -216,6 +241,19 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 			o.err <- err
 		}
 		return groupDone, nil
+	}
+	var xid int64
+	if s.d.TxID != "" {
+		if err := tx.QueryRowContext(ctx, s.d.TxID).Scan(&xid); err != nil {
+			tx.Rollback()
+			if s.transient(err) {
+				return groupLost, err
+			}
+			for _, o := range batch {
+				o.err <- fmt.Errorf("catalog: transaction id: %w", err)
+			}
+			return groupDone, nil
+		}
 	}
 	single := len(batch) == 1
 	var after []func()
@@ -259,7 +297,18 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 		batch[0].err <- errs[0]
 		return groupDone, nil
 	}
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	if s.transient(err) {
+		if s.d.Unsent != nil && s.d.Unsent(err) {
+			return groupLost, err // the COMMIT never left: nothing committed
+		}
+		if committed, known := s.resolve(xid); known && !committed {
+			return groupLost, err
+		} else if known {
+			err = nil // it did commit before the connection went
+		}
+	}
+	if err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("catalog: commit: %w", err)
