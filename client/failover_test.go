@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,5 +109,78 @@ func TestRestartedCoreReopens(t *testing.T) {
 	}
 	if _, err := c.Stat(ctx, "/g"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("the write begun before the restart is visible: %v", err)
+	}
+}
+
+// A core that goes away with a put's request leaves the put to find out
+// what happened: a create whose reply was lost (the core made a pending
+// write no one sees) begins again; a commit whose reply was lost is found
+// done (the file is there with the put's size and fixity); a commit that
+// never reached the core begins the put again. Each put ends with the
+// file whole and no error. A proxy in front of a real core drops the
+// replies (or the requests) it is told to.
+func TestPutAcrossALostReply(t *testing.T) {
+	t.Parallel()
+	s := testutil.Start(t, nil)
+	target, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	drops := map[string]string{} // route prefix -> "reply" (run, then drop) or "request" (drop unrun)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		var how string
+		for prefix, h := range drops {
+			if strings.HasPrefix(r.URL.Path, prefix) {
+				how = h
+				delete(drops, prefix)
+			}
+		}
+		mu.Unlock()
+		if how == "reply" {
+			rp.ServeHTTP(httptest.NewRecorder(), r) // the core runs it ...
+		}
+		if how != "" {
+			conn, _, err := w.(http.Hijacker).Hijack() // ... and no answer comes back
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	c, err := client.New(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.TCPOnly(true) // through the proxy, not the core's socket
+	c.SetToken(testutil.Token(t, s, "root", 0))
+	for i, drop := range []struct{ route, how string }{
+		{"/v1/create", "reply"},
+		{"/v1/commit", "reply"},
+		{"/v1/commit", "request"},
+	} {
+		mu.Lock()
+		drops[drop.route] = drop.how
+		mu.Unlock()
+		data := randBytes(uint64(20+i), 3<<20+i)
+		p := fmt.Sprintf("/lost-%d", i)
+		if _, err := c.Put(ctx, p, bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+			t.Fatalf("put with the %s of %s lost: %v", drop.how, drop.route, err)
+		}
+		mu.Lock()
+		left := len(drops)
+		mu.Unlock()
+		if left != 0 {
+			t.Fatalf("the put never sent %s", drop.route)
+		}
+		var got bytes.Buffer
+		if _, err := c.Get(ctx, p, &got, client.GetOptions{VerifyFixity: true}); err != nil || !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("%s after the %s of %s was lost: %d bytes, %v", p, drop.how, drop.route, got.Len(), err)
+		}
 	}
 }
