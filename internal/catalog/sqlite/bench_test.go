@@ -1,19 +1,15 @@
 package sqlite
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
-	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/catalog/catalogtest"
 )
 
 // BenchmarkCommitEmpty is the catalog's share of a create, the commit of an
-// empty file, from 8 goroutines per -cpu (corebench md's clients), each in
-// its own directory, with the commit durable (full) or not (normal). It
-// reports the writer's group size.
+// empty file (catalogtest.CommitEmpty), with the commit durable (full) or
+// not (normal).
 func BenchmarkCommitEmpty(b *testing.B) {
 	for _, sync := range []string{"full", "normal"} {
 		b.Run(sync, func(b *testing.B) {
@@ -22,26 +18,7 @@ func BenchmarkCommitEmpty(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			ctx := context.Background()
-			var next atomic.Int64
-			b.SetParallelism(4)
-			g0, n0 := s.Groups()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				d, err := s.Mkdir(ctx, catalog.Inode{Parent: catalog.RootID, Name: fmt.Sprintf("c%d", next.Add(1)), Mode: 0o755})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				for i := 0; pb.Next(); i++ {
-					if _, err := s.Commit(ctx, catalog.Inode{Parent: d.ID, Name: fmt.Sprintf("f%07d", i), Mode: 0o644}, nil, false); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			g1, n1 := s.Groups()
-			b.ReportMetric(float64(n1-n0)/float64(g1-g0), "ops/group")
+			catalogtest.CommitEmpty(b, s)
 		})
 	}
 }
