@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,8 @@ func New(t testing.TB) *Bed {
 		}
 		t.Fatalf("netbed: %v", err)
 	}
-	id := fmt.Sprintf("%d%d", os.Getpid()%100000, beds.Add(1))
+	sweep()
+	id := fmt.Sprintf("%d-%d", os.Getpid(), beds.Add(1))
 	b := &Bed{t: t, id: id, bridge: "sb" + id}
 	t.Cleanup(b.remove)
 	b.must("ip", "link", "add", b.bridge, "type", "bridge")
@@ -102,6 +104,9 @@ func (b *Bed) Host(name, rate string) *Host {
 	b.mu.Lock()
 	n := len(b.hosts) + 1
 	h := &Host{b: b, Name: name, IP: fmt.Sprintf("10.99.0.%d", n), ns: fmt.Sprintf("sn%s-%d", b.id, n), peer: fmt.Sprintf("sv%s-%d", b.id, n)}
+	if len(h.peer) > 15 { // IFNAMSIZ
+		b.t.Fatalf("netbed: link name %s too long", h.peer)
+	}
 	b.hosts = append(b.hosts, h)
 	b.mu.Unlock()
 	in := "eth0"
@@ -228,6 +233,36 @@ func (p *Proc) Stop() {
 // Signal sends sig to the process (SIGSTOP to pause a server, SIGCONT to
 // resume it).
 func (p *Proc) Signal(sig syscall.Signal) { syscall.Kill(-p.Cmd.Process.Pid, sig) }
+
+// sweep deletes the namespaces and bridges of beds whose process is gone
+// (a test binary killed before its cleanup ran): names carry the pid.
+func sweep() {
+	dead := func(name, prefix string) bool {
+		rest, ok := strings.CutPrefix(name, prefix)
+		pid, _, found := strings.Cut(rest, "-")
+		if !ok || !found {
+			return false
+		}
+		n, err := strconv.Atoi(pid)
+		return err == nil && n > 0 && syscall.Kill(n, 0) == syscall.ESRCH
+	}
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && dead(f[0], "sn") {
+				exec.Command("ip", "netns", "del", f[0]).Run()
+			}
+		}
+	}
+	if out, err := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 1 {
+				if name := strings.TrimSuffix(f[1], ":"); dead(name, "sb") {
+					exec.Command("ip", "link", "del", name).Run()
+				}
+			}
+		}
+	}
+}
 
 // remove stops every process and deletes the hosts and the bridge.
 func (b *Bed) remove() {

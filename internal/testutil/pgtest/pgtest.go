@@ -286,14 +286,15 @@ func (c *cluster) run(bin, data string, w where, cred *syscall.Credential) error
 		cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 		attr := &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		if w.netns != "" {
-			// nsenter enters the namespace as root, then becomes the
-			// postgres user and execs the server (no fork: the
-			// parent-death signal holds).
-			ns := []string{"--net=" + w.netns}
+			// nsenter enters the namespace as root; setpriv becomes the
+			// postgres user and sets the parent-death signal again (a
+			// change of user clears it) before it execs the server.
+			// Neither forks: the server is still this thread's child.
+			argv := []string{"--net=" + w.netns, "--", "setpriv", "--pdeathsig", "KILL"}
 			if cred != nil {
-				ns = append(ns, "--setuid", strconv.Itoa(int(cred.Uid)), "--setgid", strconv.Itoa(int(cred.Gid)))
+				argv = append(argv, "--reuid", strconv.Itoa(int(cred.Uid)), "--regid", strconv.Itoa(int(cred.Gid)), "--clear-groups")
 			}
-			cmd = exec.Command("nsenter", append(append(ns, "--", filepath.Join(bin, "postgres")), args...)...)
+			cmd = exec.Command("nsenter", append(append(argv, filepath.Join(bin, "postgres")), args...)...)
 			attr.Credential = nil
 		}
 		cmd.Dir = dir
