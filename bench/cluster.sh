@@ -3,7 +3,7 @@
 # namespaces on shaped links, internal/testutil/netbed), for
 # docs/PERFORMANCE.md ("Many hosts") and docs/SIMULATION.md:
 #
-#   bench/cluster.sh             # both parts below (about 15 minutes)
+#   bench/cluster.sh             # the parts below (about 17 minutes)
 #   PARTS=seed002 bench/cluster.sh
 #
 # gbit     N clients × M movers (1 2 4 8 × 1 2 4) on 1 Gbit links, 64 MiB
@@ -16,13 +16,17 @@
 #          devices capped at 50 MB/s, 32 MiB a client, beside strata sim's
 #          prediction of the same topology, bench/cluster-seed002-*.toml
 #          (committed before the measurement).
+# tape     one 2 GiB migration on an emulated LTO-7 drive in real time, the
+#          drive in the core's process and then on a tape server's host,
+#          against the drive's native rate; and the bytes the core's link
+#          carried meanwhile (none, with a tape server).
 #
 # Needs root (namespaces). Each cell is one run; a bed per mover count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_setup
-PARTS=${PARTS:-gbit seed002}
+PARTS=${PARTS:-gbit seed002 tape}
 echo "# bench/cluster.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r)"
 for part in $PARTS; do
   echo
@@ -43,6 +47,12 @@ for part in $PARTS; do
     CLUSTER_RATE=100mbit CLUSTER_MB=32 CLUSTER_DEVICE_BW=50MB/s CLUSTER_OUT=$OUT/cluster-seed002.json STRATA_BENCH_CLUSTER=1 \
       go test ./bench/clusterbench -run TestScaling -count=1 -v -timeout 60m | grep '^|'
     save_results cluster-seed002 < "$OUT/cluster-seed002.json"
+    ;;
+  tape)
+    echo "## migration through a tape server"
+    TAPE_OUT=$OUT/cluster-tape.json STRATA_BENCH_CLUSTER=1 \
+      go test ./bench/clusterbench -run TestTapeServer -count=1 -v -timeout 30m | grep '^|'
+    save_results cluster-tape < "$OUT/cluster-tape.json"
     ;;
   esac
 done

@@ -150,6 +150,39 @@ its devices, its transfers and whether the core hears it.`,
 	return cmd
 }
 
+func (e *env) tapeServerCmd() *cobra.Command {
+	var cfgPath, core string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "tape-server",
+		Short: "Run a tape server: drives of the library on this host, for a remote core",
+		Long: `Run a tape server: the [tape_server] drives of the library configured in
+[library] (its path holds the cartridges, shared with the other tape
+servers), registering with the core (--core or [tape_server] core) every 5
+seconds. The core, with [library] remote = true, keeps the robot and the
+schedule and sends each migration and recall to the drive's tape server,
+which moves the data straight between the movers and its drive. It needs
+the core's secret file (secret_file). See docs/DEPLOYMENT.md.`,
+		Args: exactArgs(0, "tape-server --config FILE [--core URL]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cfgPath, func(c *config.Config) {
+				if core != "" {
+					c.TapeServer.Core = core
+				}
+			})
+			if err != nil {
+				return err
+			}
+			private()
+			return server.RunTapeServer(cmd.Context(), cfg, e.logger(verbose))
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file")
+	cmd.Flags().StringVar(&core, "core", "", "URL of the core to register with (a comma-separated list: the core and its standbys)")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	return cmd
+}
+
 func (e *env) rebuildCmd() *cobra.Command {
 	var cfgPath, dataDir string
 	cmd := &cobra.Command{

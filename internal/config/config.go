@@ -95,6 +95,23 @@ type Library struct {
 	Capacity   Size   `toml:"capacity"`   // per cartridge; default the generation's
 	TimeScale  string `toml:"time_scale"` // real, instant, or a speed-up like x100
 	Path       string `toml:"path"`       // default <data_dir>/tapes
+	// Remote puts the drives on tape servers (strata tape-server), which
+	// register with the core; the core keeps the robot and the schedule.
+	// Drives is then unused here.
+	Remote bool `toml:"remote"`
+}
+
+// TapeServer configures strata tape-server: drives of the library (its
+// [library] section: path, generation, time_scale, cartridges,
+// capacity) on this host, serving the core named in core.
+type TapeServer struct {
+	ID        string `toml:"id"`
+	Listen    string `toml:"listen"`    // default 127.0.0.1:7430
+	Advertise string `toml:"advertise"` // URL the core calls; default from listen
+	// Core is the core's URL, or a comma-separated list of an active
+	// core and its standbys.
+	Core   string `toml:"core"`
+	Drives int    `toml:"drives"` // default 1; named <id>-drive<i>
 }
 
 // HSM configures migration, purge and recall.
@@ -170,19 +187,20 @@ type Config struct {
 	ReclaimGrace string `toml:"reclaim_grace"`
 	// ListPage is the most entries one list reply carries; clients ask
 	// for the next page until the directory is done.
-	ListPage  int        `toml:"list_page"`
-	Catalog   Catalog    `toml:"catalog"`
-	Mover     Mover      `toml:"mover"`
-	Library   Library    `toml:"library"`
-	HSM       HSM        `toml:"hsm"`
-	Devices   []Device   `toml:"device"`
-	COS       []COS      `toml:"cos"`
-	SizeRules []SizeRule `toml:"cos_rule"`
-	Auth      Auth       `toml:"auth"`
-	TLS       TLS        `toml:"tls"`
-	Audit     Audit      `toml:"audit"`
-	S3        S3         `toml:"s3"`
-	Integrity Integrity  `toml:"integrity"`
+	ListPage   int        `toml:"list_page"`
+	Catalog    Catalog    `toml:"catalog"`
+	Mover      Mover      `toml:"mover"`
+	Library    Library    `toml:"library"`
+	TapeServer TapeServer `toml:"tape_server"`
+	HSM        HSM        `toml:"hsm"`
+	Devices    []Device   `toml:"device"`
+	COS        []COS      `toml:"cos"`
+	SizeRules  []SizeRule `toml:"cos_rule"`
+	Auth       Auth       `toml:"auth"`
+	TLS        TLS        `toml:"tls"`
+	Audit      Audit      `toml:"audit"`
+	S3         S3         `toml:"s3"`
+	Integrity  Integrity  `toml:"integrity"`
 }
 
 // Integrity configures the background scrubber, which reads every disk
@@ -282,8 +300,9 @@ type Issuer struct {
 // classes of service.
 func Default() Config {
 	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s", ReclaimGrace: "10m", ListPage: 10000,
-		Catalog: Catalog{Driver: "sqlite", Sync: "full"},
-		Mover:   Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
+		Catalog:    Catalog{Driver: "sqlite", Sync: "full"},
+		Mover:      Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
+		TapeServer: TapeServer{ID: "tape0", Listen: "127.0.0.1:7430", Drives: 1},
 		// An emulated LTO-9 library, 100 times faster than real time so a
 		// mount takes a quarter of a second.
 		Library: Library{Generation: "LTO-9", Drives: 4, Cartridges: 20, TimeScale: "x100"},
@@ -377,6 +396,7 @@ func merge(c *Config, f Config) {
 	set(&c.Mover.Core, f.Mover.Core)
 	set(&c.Mover.Metrics, f.Mover.Metrics)
 	mergeFields(&c.Library, f.Library)
+	mergeFields(&c.TapeServer, f.TapeServer)
 	mergeFields(&c.HSM, f.HSM)
 	mergeFields(&c.Auth, f.Auth)
 	mergeFields(&c.TLS, f.TLS)

@@ -9,16 +9,22 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/tapeserver"
+	"github.com/strata-storage/strata/internal/token"
 )
 
 // HSMConfig configures the tape tier. With no Library there is none:
 // classes of service that ask for tape copies keep their files on disk.
 type HSMConfig struct {
 	Library tape.Library
+	// Jobs runs the library's transfers; nil runs them in this process
+	// (tapeserver.Exec), which a library with remote drives does not.
+	Jobs tapeserver.Jobs
 	// Clock is the library's clock: scheduling ages and estimates use it.
 	Clock     clock.Clock
 	TimeScale string // as configured, for display
@@ -79,10 +85,11 @@ func (h *HSMConfig) defaults() {
 // resume after a crash by looking again; recalls are user requests, kept
 // in the catalog and reloaded at start.
 type hsm struct {
-	c   *Core
-	cfg HSMConfig
-	lib tape.Library
-	clk clock.Clock
+	c    *Core
+	cfg  HSMConfig
+	lib  tape.Library
+	jobs tapeserver.Jobs
+	clk  clock.Clock
 
 	mu    sync.Mutex
 	sched *sched.Scheduler
@@ -135,7 +142,11 @@ func newHSM(c *Core, cfg HSMConfig) *hsm {
 	cfg.defaults()
 	sch := sched.New(cfg.Rules)
 	sch.Tape = geometry(cfg.Library)
-	return &hsm{c: c, cfg: cfg, lib: cfg.Library, clk: cfg.Clock, sched: sch,
+	jobs := cfg.Jobs
+	if jobs == nil && c != nil {
+		jobs = &tapeserver.Exec{Lib: cfg.Library, Pool: c.pool}
+	}
+	return &hsm{c: c, cfg: cfg, lib: cfg.Library, jobs: jobs, clk: cfg.Clock, sched: sch,
 		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
 		remakes: make(chan string, 1024)}
 }
@@ -235,11 +246,14 @@ func (c *Core) Library(ctx context.Context) (api.Library, error) {
 			state = b
 		}
 		why := h.driveOutLocked(di)
-		if why != "" {
+		switch {
+		case why == "":
+		case why == outByAdmin:
+			state = "offline"
+		case di.Lost:
+			state = "lost"
+		default:
 			state = "failed"
-			if why == outByAdmin {
-				state = "offline"
-			}
 		}
 		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, OutOfService: why, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates, ReadThroughs: di.Stats.ReadThroughs,
 			Positioning: di.Stats.Positioning.Seconds(), BytesRead: di.Stats.BytesRead, BytesWrite: di.Stats.BytesWritten})
@@ -368,4 +382,56 @@ func geometry(lib tape.Library) *sched.Geometry {
 		g.Capacity = cs[0].Capacity
 	}
 	return g
+}
+
+// filesOf says where the disk copies of a tape file's files are, with
+// capabilities to read them, for the job that writes it.
+func (c *Core) filesOf(ctx context.Context, cands []catalog.Candidate) ([]tapeserver.File, error) {
+	out := make([]tapeserver.File, len(cands))
+	for i, cd := range cands {
+		b := cd.Bitfile
+		if !b.OnDisk || len(b.Segments) == 0 {
+			return nil, api.Errorf(api.ErrOffline, "bitfile %d has no disk copy", b.ID)
+		}
+		out[i] = tapeserver.File{Size: b.Size, StripeUnit: b.StripeUnit}
+		for _, s := range b.Segments {
+			src, err := c.source(ctx, s, token.OpRead, 0)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Stripes = append(out[i].Stripes, src)
+		}
+	}
+	return out, nil
+}
+
+// source is one disk object with its mover and a capability for op. The
+// capability lives the token lifetime plus the time the rest of a tape
+// file may take to write at a slow 20 MB/s: a job reads its files one
+// after the other.
+func (c *Core) source(ctx context.Context, s catalog.Segment, op string, maxLen int64) (tapeserver.Source, error) {
+	ep, err := c.awaitMover(ctx, s.Device)
+	if err != nil {
+		return tapeserver.Source{}, fmt.Errorf("%s/%s: %w", s.Device, s.Object, err)
+	}
+	ttl := c.cfg.TokenTTL + time.Duration(c.hsm.cfg.Aggregate/(20<<20))*time.Second
+	return tapeserver.Source{Endpoint: ep, Device: s.Device, Object: s.Object, Length: s.Length,
+		Token: c.sign(auth.Root, op, s.Device, s.Object, maxLen, ttl)}, nil
+}
+
+// RegisterTapeServer records a tape server's registration (checked
+// against the cluster secret): its drives join the library.
+func (c *Core) RegisterTapeServer(ctx context.Context, r tapeserver.Registration) (tapeserver.Registered, error) {
+	var lib *tapeserver.Library
+	if c.hsm != nil {
+		lib, _ = c.hsm.lib.(*tapeserver.Library)
+	}
+	if lib == nil {
+		return tapeserver.Registered{}, api.Errorf(api.ErrInvalid, "register tape server %s: this core's library has no remote drives (set [library] remote = true)", r.ID)
+	}
+	if err := lib.Register(r); err != nil {
+		return tapeserver.Registered{}, err
+	}
+	c.hsm.poke() // drives may have come (back)
+	return tapeserver.Registered{Epoch: c.epoch}, nil
 }

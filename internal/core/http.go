@@ -48,6 +48,7 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/remove", body(c, func(ctx context.Context, r api.RemoveRequest) (struct{}, error) { return struct{}{}, c.Remove(ctx, r) }))
 	mux.HandleFunc("POST /v1/setattr", body(c, c.SetAttr))
 	mux.HandleFunc("POST /v1/movers/register", body(c, c.RegisterRemote))
+	mux.HandleFunc("POST /v1/tapeservers/register", body(c, c.RegisterTapeServer))
 	mux.HandleFunc("POST /v1/stage", body(c, c.Stage))
 	mux.HandleFunc("GET /v1/stage", func(w http.ResponseWriter, r *http.Request) {
 		// ?wait=DURATION waits for a queued or running recall to end.
@@ -103,7 +104,7 @@ func (c *Core) Handler() http.Handler {
 // the version, where the Unix socket is (a client on this host must learn
 // it before it can authenticate by its credentials there), and mover
 // registration (which proves itself with the cluster secret instead).
-var public = map[string]bool{"/healthz": true, "/v1/version": true, "/v1/local": true, "/v1/movers/register": true, "/.well-known/wlcg-tape-rest-api": true}
+var public = map[string]bool{"/healthz": true, "/v1/version": true, "/v1/local": true, "/v1/movers/register": true, "/v1/tapeservers/register": true, "/.well-known/wlcg-tape-rest-api": true}
 
 // authenticate puts the caller's identity into every request's context,
 // or answers 401; with an audit log, it writes a line for every request

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -17,13 +15,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
-	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/tapeserver"
 	"github.com/strata-storage/strata/internal/token"
-	"github.com/strata-storage/strata/internal/wire"
 )
 
 // Migrate copies files to tape now (see api.MigrateRequest).
@@ -90,6 +86,12 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 			}
 		}
 		total.Add(res)
+		if err != nil && errors.Is(err, tapeserver.ErrLost) && pass < 8 && ctx.Err() == nil {
+			// Nothing it wrote since its last flush is recorded: those
+			// files are candidates again, for the drives still in service.
+			h.c.log.Warn("hsm: a tape server was lost mid-migration; its files are written again on another drive", "err", err)
+			continue
+		}
 		if err != nil {
 			return total, err
 		}
@@ -329,55 +331,38 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 			Fixity: cd.Bitfile.Fixity, Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS})
 		off += cd.Bitfile.Size
 	}
-	fw, err := h.lib.Append(ctx, w.drive, hdr)
+	files, err := h.c.filesOf(ctx, b.files)
+	if err != nil {
+		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
+	}
+	r, err := h.jobs.Write(ctx, tapeserver.WriteJob{Drive: w.drive, Header: hdr, Files: files})
+	if fe := (*tapeserver.FileError)(nil); errors.As(err, &fe) {
+		i := fe.Index
+		if errors.Is(err, api.ErrCorrupt) && i >= 0 && i < len(b.files) {
+			if what := h.c.damagedInMigration(ctx, b.files[i], hdr.Entries[i].Path); what != "" {
+				return i, what, nil
+			}
+		}
+		if i >= 0 && i < len(hdr.Entries) {
+			return -1, "", fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, fe.Err)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, tape.ErrDriveFailed) {
 			h.driveFailed(ctx, w.drive, err)
 		}
 		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
-	crcs := make([]uint32, len(b.files))
-	ra := h.c.readAhead(ctx, b.files)
-	defer ra.stop()
-	for i, cd := range b.files {
-		// What the drive's entry CRC must equal: for a file of one stripe,
-		// the CRC32C the catalog holds for it (the bytes reached the drive
-		// through frames checked against the chunks' stored CRCs, so the
-		// drive's CRC ties the tape copy to the catalog's record without a
-		// pass of our own); for a striped one, its CRC32C in file order.
-		var dst io.Writer = fw
-		cw := &crcWriter{w: fw}
-		one := len(cd.Bitfile.Segments) == 1 && cd.Bitfile.Segments[0].Length == cd.Bitfile.Size
-		if !one {
-			dst = cw
-		}
-		data, err := ra.take(ctx, i)
-		switch {
-		case err != nil:
-		case data != nil:
-			_, err = dst.Write(data)
-			ra.release(i)
-		default:
-			err = h.c.readDisk(ctx, cd.Bitfile, dst)
-		}
-		if err != nil {
-			fw.Abort()
-			if errors.Is(err, api.ErrCorrupt) {
-				if what := h.c.damagedInMigration(ctx, cd, hdr.Entries[i].Path); what != "" {
-					return i, what, nil
-				}
-			}
-			return -1, "", fmt.Errorf("migrate %s: %w", hdr.Entries[i].Path, err)
-		}
-		crcs[i] = cw.crc
-		if one {
-			crcs[i] = cd.Bitfile.Segments[0].CRC32C
+	// What the drive's entry CRC must equal: for a file of one stripe,
+	// the CRC32C the catalog holds for it; for a striped one, its CRC32C
+	// in file order as the job read it.
+	crcs := r.CRCs
+	for i, f := range files {
+		if f.Single() {
+			crcs[i] = b.files[i].Bitfile.Segments[0].CRC32C
 		}
 	}
-	if err := fw.Close(); err != nil {
-		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
-	}
-	w.pending = append(w.pending, written{b: b, hdr: hdr, crcs: crcs, tapes: fw.EntryCRCs(), seq: fw.Seq(), start: fw.Start()})
+	w.pending = append(w.pending, written{b: b, hdr: hdr, crcs: crcs, tapes: r.EntryCRCs, seq: r.Seq, start: r.Start})
 	w.bytes += b.bytes
 	return -1, "", nil
 }
@@ -511,155 +496,6 @@ func (h *hsm) pickVolume(drive, have string, need int64, exclude map[string]bool
 	return pick, nil
 }
 
-// crcWriter passes bytes on and computes their CRC32C.
-type crcWriter struct {
-	w   io.Writer
-	crc uint32
-}
-
-func (c *crcWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.crc = crc32.Update(c.crc, wire.Castagnoli, p[:n])
-	return n, err
-}
-
-// readDisk writes b's disk copy to w in file order, stripe unit by stripe
-// unit, every byte checked against the CRCs stored with it (the mover
-// verifies each chunk, the connection each frame).
-func (c *Core) readDisk(ctx context.Context, b catalog.Bitfile, w io.Writer) error {
-	if !b.OnDisk || len(b.Segments) == 0 {
-		return api.Errorf(api.ErrOffline, "bitfile %d has no disk copy", b.ID)
-	}
-	// Every stripe streams from its mover in one request, a few units
-	// ahead, while the units go to w in file order: asking for one unit
-	// at a time left the movers idle while w (a tape drive) wrote, and w
-	// idle while the next unit came. A file of one stripe takes the same
-	// path, so its reading overlaps the drive's writing too.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	width, unit := len(b.Segments), b.StripeUnit
-	units := make([]chan []byte, width)
-	errs := make([]error, width)
-	var wg sync.WaitGroup
-	for k, s := range b.Segments {
-		units[k] = make(chan []byte, readAheadUnits)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(units[k])
-			uw := &unitWriter{ctx: ctx, unit: unit, left: s.Length, out: units[k]}
-			buf := frameBufs.Get().(*[]byte)
-			if errs[k] = c.readRange(ctx, s, 0, s.Length, uw, *buf); errs[k] == nil {
-				errs[k] = uw.flush()
-			}
-			frameBufs.Put(buf)
-		}()
-	}
-	var werr error
-	short := -1
-	for i, off := 0, int64(0); off < b.Size && werr == nil; i++ {
-		p, ok := <-units[i%width]
-		if !ok { // that stripe's reader failed (errs says why, below) or came short
-			short = i % width
-			werr = fmt.Errorf("read bitfile %d: stripe %d ended early", b.ID, short)
-			break
-		}
-		_, werr = w.Write(p)
-		off += int64(len(p))
-	}
-	if werr != nil {
-		cancel() // the readers stop; their errors are ours
-	}
-	for _, ch := range units {
-		for range ch { // drain: a reader ends once its stripe is sent or it sees the cancellation
-		}
-	}
-	wg.Wait()
-	if short >= 0 && errs[short] != nil {
-		return errs[short]
-	}
-	if werr != nil {
-		return werr
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readAheadUnits is how many stripe units each stripe of a disk copy reads
-// ahead of a migration's tape write.
-const readAheadUnits = 2
-
-// frameBufs are the buffers disk copies are read into, one frame each:
-// a migration of small files reads one per file, and a fresh megabyte
-// each time cost more CPU (zeroing it, collecting it) than the file.
-var frameBufs = sync.Pool{New: func() any { b := make([]byte, moverconn.FrameSize); return &b }}
-
-// unitWriter cuts a stripe's stream into stripe units, sent on out.
-type unitWriter struct {
-	ctx  context.Context
-	unit int64
-	left int64 // bytes of the stripe not yet in a unit: the last unit is only as large as they are
-	out  chan<- []byte
-	cur  []byte
-}
-
-func (u *unitWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if u.cur == nil {
-			u.cur = make([]byte, 0, max(min(u.unit, u.left), int64(len(p))))
-		}
-		k := min(len(p), int(u.unit)-len(u.cur))
-		u.cur = append(u.cur, p[:k]...)
-		p = p[k:]
-		u.left -= int64(k)
-		if int64(len(u.cur)) == u.unit {
-			if err := u.flush(); err != nil {
-				return n - len(p), err
-			}
-		}
-	}
-	return n, nil
-}
-
-// flush sends the unit being filled, if any.
-func (u *unitWriter) flush() error {
-	if len(u.cur) == 0 {
-		return nil
-	}
-	select {
-	case u.out <- u.cur:
-		u.cur = nil
-		return nil
-	case <-u.ctx.Done():
-		return u.ctx.Err()
-	}
-}
-
-// readRange writes n bytes at off of one segment's object to w, the mover
-// verifying each chunk against its stored CRC32C.
-func (c *Core) readRange(ctx context.Context, s catalog.Segment, off, n int64, w io.Writer, buf []byte) error {
-	conn, err := c.moverConn(ctx, s.Device)
-	if err != nil {
-		return err
-	}
-	req := wire.Request{Op: token.OpRead, Token: c.sign(auth.Root, token.OpRead, s.Device, s.Object, 0, c.cfg.TokenTTL), Device: s.Device, Object: s.Object,
-		Offset: off, Length: n, Verify: true}
-	st, err := conn.Read(ctx, req, w, buf)
-	c.pool.Put(conn)
-	if err != nil {
-		return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
-	}
-	if st.Length != n {
-		return fmt.Errorf("read %s/%s: %d bytes at %d, want %d", s.Device, s.Object, st.Length, off, n)
-	}
-	return nil
-}
-
 // stripes is how many drives a tape copy of b is written on at once: a
 // large file striped on disk keeps its stripes on tape, one tape file per
 // stripe on its own cartridge, so it streams at the rate of several drives.
@@ -783,20 +619,17 @@ func (h *hsm) writeStripe(ctx context.Context, l *lane, cd catalog.Candidate, pa
 	hdr := &tape.Header{Entries: []tape.Entry{{Path: path, Bitfile: cd.Bitfile.ID, Size: seg.Length, Fixity: cd.Bitfile.Fixity,
 		Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS,
 		Stripe: i, Stripes: len(cd.Bitfile.Segments), StripeUnit: cd.Bitfile.StripeUnit, FileSize: cd.Bitfile.Size, CopyID: copyID}}}
-	fw, err := h.lib.Append(ctx, l.drive, hdr)
+	src, err := h.c.source(ctx, seg, token.OpRead, seg.Length)
 	if err != nil {
 		return catalog.TapeCopy{}, err
 	}
-	cw := &crcWriter{w: fw}
-	if err := h.c.readRange(ctx, seg, 0, seg.Length, cw, make([]byte, 1<<20)); err != nil {
-		fw.Abort()
+	r, err := h.jobs.Write(ctx, tapeserver.WriteJob{Drive: l.drive, Header: hdr,
+		Files: []tapeserver.File{{Size: seg.Length, StripeUnit: cd.Bitfile.StripeUnit, Stripes: []tapeserver.Source{src}}}})
+	if err != nil {
 		return catalog.TapeCopy{}, err
 	}
-	if err := fw.Close(); err != nil {
-		return catalog.TapeCopy{}, err
+	if got := r.EntryCRCs[0]; got != seg.CRC32C {
+		return catalog.TapeCopy{}, api.Errorf(api.ErrCorrupt, "stripe %d: disk has crc32c %08x, tape wrote %08x", i, seg.CRC32C, got)
 	}
-	if got := fw.EntryCRCs()[0]; cw.crc != seg.CRC32C || got != seg.CRC32C {
-		return catalog.TapeCopy{}, api.Errorf(api.ErrCorrupt, "stripe %d: disk has crc32c %08x, read %08x, tape wrote %08x", i, seg.CRC32C, cw.crc, got)
-	}
-	return catalog.TapeCopy{Stripe: i, Volume: l.volume, Seq: fw.Seq(), Position: fw.Start(), Length: seg.Length, CRC32C: seg.CRC32C}, nil
+	return catalog.TapeCopy{Stripe: i, Volume: l.volume, Seq: r.Seq, Position: r.Start, Length: seg.Length, CRC32C: seg.CRC32C}, nil
 }

@@ -12,11 +12,10 @@ import (
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/clock"
-	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/tapeserver"
 	"github.com/strata-storage/strata/internal/token"
-	"github.com/strata-storage/strata/internal/wire"
 )
 
 // Stage queues recalls of the named files (see api.StageRequest) and
@@ -649,19 +648,14 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	if err := c.store.AddRecallObject(ctx, catalog.RecallObject{Bitfile: b.ID, Epoch: c.epoch, Device: dev, Object: obj}); err != nil {
 		return false, err
 	}
-	if q.ReadThrough {
-		if err := h.lib.ReadThrough(ctx, drive, tc.Seq, tc.Offset); err != nil {
-			return false, err
-		}
-	}
-	rd, err := h.lib.ReadData(ctx, drive, tc.Seq, tc.Offset, tc.Length)
+	dest := tapeserver.Source{Endpoint: ep, Device: dev, Object: obj, Length: tc.Length,
+		Token: c.sign(auth.Root, token.OpWrite, dev, obj, tc.Length, c.cfg.TokenTTL)}
+	st, err := h.jobs.Read(ctx, tapeserver.ReadJob{Drive: drive, Seq: tc.Seq, Offset: tc.Offset, Length: tc.Length, ReadThrough: q.ReadThrough, Dest: dest})
 	if err != nil {
 		return false, err
 	}
-	defer rd.Close()
-	st, err := c.writeObject(ctx, ep, dev, obj, tc.Length, rd)
-	if err != nil {
-		return false, err
+	if !c.signer.CheckReceipt(st.Receipt, dev, obj, st.Length, st.CRC32C) {
+		return false, api.Errorf(api.ErrDenied, "mover for %s: bad receipt for %s", dev, obj)
 	}
 	if st.Length != tc.Length || st.CRC32C != tc.CRC32C {
 		c.deleteObject(ctx, dev, obj)
@@ -703,25 +697,6 @@ type tapeDamage struct {
 
 func (e *tapeDamage) Error() string { return e.err.Error() }
 func (e *tapeDamage) Unwrap() error { return e.err }
-
-// writeObject streams n bytes of src into a new object through its mover
-// and checks the mover's receipt.
-func (c *Core) writeObject(ctx context.Context, ep moverconn.Endpoint, dev, obj string, n int64, src interface{ Read([]byte) (int, error) }) (wire.Status, error) {
-	conn, err := c.pool.Get(ctx, ep)
-	if err != nil {
-		return wire.Status{}, err
-	}
-	req := wire.Request{Op: token.OpWrite, Token: c.sign(auth.Root, token.OpWrite, dev, obj, n, c.cfg.TokenTTL), Device: dev, Object: obj}
-	st, err := conn.Write(ctx, req, src, make([]byte, moverconn.FrameSize), nil)
-	c.pool.Put(conn)
-	if err != nil {
-		return st, err
-	}
-	if !c.signer.CheckReceipt(st.Receipt, dev, obj, st.Length, st.CRC32C) {
-		return st, api.Errorf(api.ErrDenied, "mover for %s: bad receipt for %s", dev, obj)
-	}
-	return st, nil
-}
 
 // release ends a recall's placement on dev: its load, and the held bytes
 // (by now in the catalog, or never to be written).

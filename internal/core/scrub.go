@@ -5,15 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"slices"
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/tape"
-	"github.com/strata-storage/strata/internal/wire"
+	"github.com/strata-storage/strata/internal/tapeserver"
 )
 
 // Scrubbing: reading copies nobody has asked for, to find damage before a
@@ -202,24 +200,18 @@ func (c *Core) scrubVolume(ctx context.Context, volume string) (api.HSMResult, e
 // (tapeDamaged).
 func (h *hsm) scrubCopy(ctx context.Context, drive string, rd tapeRead, res *api.HSMResult) error {
 	tc := rd.tc
-	r, err := h.lib.ReadData(ctx, drive, tc.Seq, tc.Offset, tc.Length)
+	v, err := h.jobs.Verify(ctx, tapeserver.VerifyJob{Drive: drive, Seq: tc.Seq, Offset: tc.Offset, Length: tc.Length})
 	if err != nil {
 		return err
 	}
-	crc := crc32.New(wire.Castagnoli)
-	n, err := io.Copy(crc, r)
-	r.Close()
-	if err != nil && !errors.Is(err, api.ErrCorrupt) {
-		return err
-	}
 	res.Files++
-	res.Bytes += n
-	if err == nil && n == tc.Length && crc.Sum32() == tc.CRC32C {
+	res.Bytes += v.Length
+	if v.Damage == "" && v.Length == tc.Length && v.CRC32C == tc.CRC32C {
 		return nil
 	}
-	cause := err
-	if cause == nil {
-		cause = api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, the catalog records %d bytes %08x", tc.Volume, tc.Seq, n, crc.Sum32(), tc.Length, tc.CRC32C)
+	cause := api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, the catalog records %d bytes %08x", tc.Volume, tc.Seq, v.Length, v.CRC32C, tc.Length, tc.CRC32C)
+	if v.Damage != "" {
+		cause = api.Errorf(api.ErrCorrupt, "%s", v.Damage)
 	}
 	b, err := h.c.store.Bitfile(ctx, rd.cd.Bitfile.ID)
 	if err != nil {

@@ -22,8 +22,11 @@ const outByAdmin = "offline (admin)"
 
 // driveOutLocked says why drive d is out of service, or "" if it is in.
 func (h *hsm) driveOutLocked(d tape.DriveInfo) string {
-	if d.Failed {
+	switch {
+	case d.Failed:
 		return "failed (the library reports it)"
+	case d.Lost:
+		return "lost (its tape server does not answer)"
 	}
 	return h.drivesOut[d.ID]
 }

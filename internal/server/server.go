@@ -50,6 +50,7 @@ import (
 	"github.com/strata-storage/strata/internal/s3"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/tapeserver"
 	"github.com/strata-storage/strata/internal/token"
 )
 
@@ -219,10 +220,13 @@ func listenAddr(want string, ln net.Listener) string {
 }
 
 // hsmConfig opens the tape library and reads the HSM policy.
-func hsmConfig(cfg config.Config, fs fsio.FS, log *slog.Logger) (core.HSMConfig, *tape.Emulator, error) {
+// With [library] remote, the drives are on tape servers (secret and trust
+// are what they are checked and called with) and there is no emulator
+// here.
+func hsmConfig(cfg config.Config, fs fsio.FS, secret []byte, trust *tls.Config, log *slog.Logger) (core.HSMConfig, *tape.Emulator, error) {
 	l, hc := cfg.Library, cfg.HSM
 	var h core.HSMConfig
-	if (l.Enabled != nil && !*l.Enabled) || l.Drives <= 0 {
+	if (l.Enabled != nil && !*l.Enabled) || (l.Drives <= 0 && !l.Remote) {
 		return h, nil, nil
 	}
 	gen, err := tape.LookupGeneration(l.Generation)
@@ -233,11 +237,22 @@ func hsmConfig(cfg config.Config, fs fsio.FS, log *slog.Logger) (core.HSMConfig,
 	if err != nil {
 		return h, nil, fmt.Errorf("config: library: %w", err)
 	}
-	lib, err := tape.OpenEmulator(l.Path, tape.Options{Generation: gen, Drives: l.Drives, Cartridges: l.Cartridges, Capacity: int64(l.Capacity), Clock: clk, Log: log, FS: fs})
-	if err != nil {
-		return h, nil, err
+	var lib *tape.Emulator
+	var tl tape.Library
+	var jobs tapeserver.Jobs
+	if l.Remote {
+		if secret == nil {
+			return h, nil, errors.New("config: library: its drives are remote (remote = true); read the cartridges on a host that sees them, with remote = false")
+		}
+		r := tapeserver.NewLibrary(tapeserver.LibraryOptions{Generation: gen, Capacity: int64(l.Capacity), Clock: clk, Secret: secret, TLS: trust, Log: log})
+		tl, jobs = r, r
+	} else {
+		if lib, err = tape.OpenEmulator(l.Path, tape.Options{Generation: gen, Drives: l.Drives, Cartridges: l.Cartridges, Capacity: int64(l.Capacity), Clock: clk, Log: log, FS: fs}); err != nil {
+			return h, nil, err
+		}
+		tl = lib
 	}
-	h = core.HSMConfig{Library: lib, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate), StripeMin: int64(hc.StripeMin),
+	h = core.HSMConfig{Library: tl, Jobs: jobs, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate), StripeMin: int64(hc.StripeMin),
 		HighWater: hc.HighWater, LowWater: hc.LowWater,
 		Rules: sched.Rules{MinFiles: hc.RecallMinFiles, MinBytes: int64(hc.RecallMinBytes), Drives: hc.RecallDrives}}
 	if h.Rules.LocateEveryFile, err = sched.ParseGaps(hc.RecallGaps); err != nil {
@@ -443,7 +458,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 	for _, r := range cfg.SizeRules {
 		cc.SizeRules = append(cc.SizeRules, core.SizeRule{MaxSize: int64(r.MaxSize), COS: r.COS})
 	}
-	if cc.HSM, s.Library, err = hsmConfig(cfg, o.FS, log); err != nil {
+	if cc.HSM, s.Library, err = hsmConfig(cfg, o.FS, secret, tlsc.trust, log); err != nil {
 		return nil, err
 	}
 	if s.Core, err = core.New(ctx, s.Store, secret, cc, log); err != nil {
@@ -767,50 +782,71 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
-	// A registration is one small request: a core that has not answered
-	// it in 3 s is taken as gone (its host down, say), and the next one
-	// of the list is tried, so that a standby that took over hears from
-	// the movers within a registration period or two.
-	d := moverconn.Dialer()
-	tr := &http.Transport{DialContext: d.DialContext, TLSClientConfig: tlsc.trust}
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: tr}
-	// Several cores: an active one and its standbys. Registering goes to
-	// the one that last accepted, else round the list; while no core
-	// accepts, the mover tries every second, so that it is back in
-	// service soon after a standby takes over.
-	var cores []string
-	for _, u := range strings.Split(cfg.Mover.Core, ",") {
-		cores = append(cores, strings.TrimRight(strings.TrimSpace(u), "/"))
-	}
-	cur := 0
-	for {
+	hc := registrationClient(tlsc.trust)
+	keepRegistered(ctx, "mover", cfg.Mover.Core, log, func(ctx context.Context, coreURL string) (int64, error) {
 		reg := mn.registration(cfg, m)
 		reg.Proof = core.Proof(secret, reg)
+		return register(ctx, hc, coreURL+"/v1/movers/register", reg)
+	}, func(first bool, epoch int64, coreURL string) {
+		if first {
+			log.Info("mover registered", "core", coreURL, "data", adv, "epoch", epoch)
+		}
+		m.SetEpoch(epoch)
+		lastEpoch.Store(epoch)
+	}, &registered, &failures)
+	return nil
+}
+
+// registrationClient is how movers and tape servers register: a
+// registration is one small request, so a core that has not answered it
+// in 3 s is taken as gone (its host down, say), and the next one of the
+// list is tried, so that a standby that took over hears from them within
+// a registration period or two.
+func registrationClient(trust *tls.Config) *http.Client {
+	d := moverconn.Dialer()
+	return &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, TLSClientConfig: trust}}
+}
+
+// keepRegistered registers with a core every 5 s until ctx ends (which is
+// also the heartbeat). cores is a comma-separated list: an active core
+// and its standbys. Registering goes to the one that last accepted, else
+// round the list; while no core accepts, it tries every second, so that
+// the process is back in service soon after a standby takes over. ok runs
+// after every accepted registration, saying whether it is the first since
+// a failure or a new epoch.
+func keepRegistered(ctx context.Context, what, cores string, log *slog.Logger, send func(context.Context, string) (int64, error),
+	ok func(first bool, epoch int64, core string), registered *atomic.Bool, failures *atomic.Int64) {
+	var list []string
+	for _, u := range strings.Split(cores, ",") {
+		list = append(list, strings.TrimRight(strings.TrimSpace(u), "/"))
+	}
+	cur := 0
+	var last int64
+	for {
 		var epoch int64
-		for i := range cores {
-			if epoch, err = register(ctx, hc, cores[cur], reg); err == nil || ctx.Err() != nil {
+		var err error
+		for i := range list {
+			if epoch, err = send(ctx, list[cur]); err == nil || ctx.Err() != nil {
 				break
 			}
-			if i < len(cores)-1 {
-				cur = (cur + 1) % len(cores)
+			if i < len(list)-1 {
+				cur = (cur + 1) % len(list)
 			}
 		}
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil:
 			if registered.Load() || failures.Load()%30 == 0 {
-				log.Warn("mover: cannot register with core", "core", cfg.Mover.Core, "err", err)
+				log.Warn(what+": cannot register with core", "core", cores, "err", err)
 			}
 			registered.Store(false)
 			failures.Add(1)
-		case !registered.Load() || epoch != lastEpoch.Load():
-			log.Info("mover registered", "core", cores[cur], "data", adv, "epoch", epoch)
+		default:
+			first := !registered.Load() || epoch != last
 			registered.Store(true)
-		}
-		if err == nil {
-			m.SetEpoch(epoch)
-			lastEpoch.Store(epoch)
+			last = epoch
+			ok(first, epoch, list[cur])
 		}
 		wait := 5 * time.Second
 		if err != nil {
@@ -818,7 +854,7 @@ func RunMover(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(wait):
 		}
 	}
@@ -853,9 +889,10 @@ func serveMoverMetrics(cfg config.Config, devs []*disk.Device, m *mover.Mover, l
 	return func() { srv.Close() }, nil
 }
 
-func register(ctx context.Context, hc *http.Client, coreURL string, reg api.MoverRegistration) (int64, error) {
+// register sends one registration to url and returns the core's epoch.
+func register(ctx context.Context, hc *http.Client, url string, reg any) (int64, error) {
 	b, _ := json.Marshal(reg)
-	req, err := http.NewRequestWithContext(ctx, "POST", coreURL+"/v1/movers/register", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(b))
 	if err != nil {
 		return 0, err
 	}
@@ -978,7 +1015,7 @@ func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slo
 		return res, err
 	}
 	defer lock.Close()
-	hc, _, err := hsmConfig(cfg, nil, log)
+	hc, _, err := hsmConfig(cfg, nil, nil, nil, log)
 	if err != nil {
 		return res, err
 	}

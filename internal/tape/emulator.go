@@ -34,6 +34,13 @@ type Options struct {
 	// FS is what the cartridges' files go through; nil means fsio.OS.
 	// Tests inject faults and crashes with faultfs.
 	FS fsio.FS
+	// DriveIDs name the drives (default drive0 … drive<Drives-1>).
+	DriveIDs []string
+	// Shared makes this emulator the drives of one tape server in a
+	// library whose cartridges (dir) other tape servers' drives also
+	// write and whose robot is the core's: a cartridge is read again from
+	// its files at every mount, and mounts and dismounts take no robot.
+	Shared bool
 }
 
 // Emulator is a tape library whose cartridges are directories on the host:
@@ -55,6 +62,7 @@ type Emulator struct {
 	drives    []*drive
 	robotFail int
 	robot     chan struct{} // one robot: a token
+	shared    bool
 }
 
 type cartridge struct {
@@ -106,7 +114,7 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 		o.FS = fsio.OS
 	}
 	e := &Emulator{dir: dir, fs: o.FS, gen: o.Generation, clk: o.Clock, capacity: o.Capacity, log: o.Log,
-		carts: map[string]*cartridge{}, robot: make(chan struct{}, 1)}
+		carts: map[string]*cartridge{}, robot: make(chan struct{}, 1), shared: o.Shared}
 	if err := e.fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tape library %s: %w", dir, err)
 	}
@@ -142,8 +150,11 @@ func OpenEmulator(dir string, o Options) (*Emulator, error) {
 		e.order = append(e.order, v)
 	}
 	sort.Strings(e.order)
-	for i := 0; i < o.Drives; i++ {
+	for i := 0; i < o.Drives && len(o.DriveIDs) == 0; i++ {
 		e.drives = append(e.drives, &drive{id: fmt.Sprintf("drive%d", i)})
+	}
+	for _, id := range o.DriveIDs {
+		e.drives = append(e.drives, &drive{id: id})
 	}
 	return e, nil
 }
@@ -431,6 +442,11 @@ func (e *Emulator) Mount(ctx context.Context, driveID, volume string) error {
 		return err
 	}
 	defer e.release(d)
+	if e.shared {
+		if err := e.reload(volume); err != nil {
+			return err
+		}
+	}
 	e.mu.Lock()
 	c := e.carts[volume]
 	switch {
@@ -465,8 +481,37 @@ func (e *Emulator) Mount(ctx context.Context, driveID, volume string) error {
 	return nil
 }
 
-// robotMove takes the robot for one exchange.
+// reload reads a shared cartridge from its files again: another tape
+// server's drive may have written it since.
+func (e *Emulator) reload(volume string) error {
+	if _, err := e.fs.Stat(filepath.Join(e.dir, volume, volumeLabel)); err != nil {
+		return fmt.Errorf("%w: %s", ErrNoSuchVolume, volume)
+	}
+	fresh, err := e.loadCartridge(volume)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.carts[volume]
+	if c == nil {
+		e.carts[volume] = fresh
+		e.order = append(e.order, volume)
+		sort.Strings(e.order)
+		return nil
+	}
+	if c.drive == nil {
+		c.files, c.end = fresh.files, fresh.end
+	}
+	return nil
+}
+
+// robotMove takes the robot for one exchange; a shared library's robot is
+// the core's, which moved the cartridge before asking.
 func (e *Emulator) robotMove(ctx context.Context, d *drive) error {
+	if e.shared {
+		return nil
+	}
 	select {
 	case e.robot <- struct{}{}:
 	case <-ctx.Done():

@@ -121,8 +121,11 @@ type DriveInfo struct {
 	Volume   string   `json:"volume,omitempty"`
 	Position Position `json:"position"`
 	Failed   bool     `json:"failed,omitempty"`
-	Busy     bool     `json:"busy,omitempty"`
-	Stats    Stats    `json:"stats"`
+	// Lost is a drive whose host (a tape server) does not answer: out of
+	// service until it does, without being failed.
+	Lost  bool  `json:"lost,omitempty"`
+	Busy  bool  `json:"busy,omitempty"`
+	Stats Stats `json:"stats"`
 }
 
 // Stats counts what a library or drive did and the modelled time it took.

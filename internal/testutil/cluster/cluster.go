@@ -10,6 +10,7 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,6 +38,12 @@ type Options struct {
 	// its own with an unshaped link) in front of the first core and of
 	// every mover: what clients reach them by, each way that long.
 	Latency time.Duration
+	// TapeServers > 0 puts the library's drives on that many tape
+	// servers (one drive each, hosts of their own); 0 keeps them in the
+	// core. Generation and TimeScale set the library's (default LTO-9,
+	// instant).
+	TapeServers           int
+	Generation, TimeScale string
 }
 
 // Cluster is a running multi-host Strata.
@@ -47,6 +54,7 @@ type Cluster struct {
 	Dir     string
 	Cores   []*Core
 	Movers  []*Mover
+	Tapes   []*TapeServer
 	Clients []*netbed.Host
 	// Proxies, with Options.Latency: Proxies[0] is the core's, then the
 	// movers' in order.
@@ -73,6 +81,17 @@ type Mover struct {
 	bin  string
 }
 
+// TapeServer is a `strata tape-server` on its host, with one drive.
+type TapeServer struct {
+	Host *netbed.Host
+	Proc *netbed.Proc
+	Conf string
+	bin  string
+}
+
+// Start starts (or starts again) the tape server.
+func (s *TapeServer) Start() { s.Proc = s.Host.Start(s.bin, "tape-server", "--config", s.Conf) }
+
 const plain = "[tls]\nenabled = \"off\"\ninsecure = true\n"
 
 // New starts a cluster of the strata binary bin and waits until every
@@ -93,6 +112,13 @@ func New(t testing.TB, bin string, o Options) *Cluster {
 	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	gen, scale := cmp.Or(o.Generation, "LTO-9"), cmp.Or(o.TimeScale, "instant")
+	tapes := filepath.Join(c.Dir, "tapes")
+	library := fmt.Sprintf("[library]\npath = %q\ngeneration = %q\ntime_scale = %q\ncartridges = 4\n", tapes, gen, scale)
+	coreLibrary := library + "drives = 2\n"
+	if o.TapeServers > 0 {
+		coreLibrary = library + "remote = true\n"
+	}
 	var cores []string
 	for i := range max(o.Cores, 1) {
 		h := c.Bed.Host(fmt.Sprintf("core%d", i), o.Rate)
@@ -106,14 +132,9 @@ device = []
 id = "core%d"
 listen = %q
 socket = "off"
-[library]
-path = %q
-time_scale = "instant"
-drives = 2
-cartridges = 4
-[hsm]
+%s[hsm]
 recall_min_files = 1
-%s%s`, h.Addr(7420), k.Data, secret, i, h.Addr(7421), filepath.Join(c.Dir, "tapes"), plain, catalog)
+%s%s`, h.Addr(7420), k.Data, secret, i, h.Addr(7421), coreLibrary, plain, catalog)
 		c.write(k.Conf, conf)
 		cores = append(cores, "http://"+h.Addr(7420))
 		c.Cores = append(c.Cores, k)
@@ -158,6 +179,14 @@ recall_min_files = 1
 		m.Start()
 		c.Movers = append(c.Movers, m)
 	}
+	for i := range o.TapeServers {
+		h := c.Bed.Host(fmt.Sprintf("tape%d", i), o.Rate)
+		ts := &TapeServer{Host: h, Conf: filepath.Join(c.Dir, fmt.Sprintf("tape%d.toml", i)), bin: bin}
+		c.write(ts.Conf, fmt.Sprintf("data_dir = %q\nsecret_file = %q\n[tape_server]\nid = \"tape%d\"\nlisten = %q\ncore = %q\ndrives = 1\n%s%s",
+			filepath.Join(c.Dir, fmt.Sprintf("tape%d.data", i)), secret, i, h.Addr(7440), strings.Join(cores, ","), library, plain))
+		ts.Start()
+		c.Tapes = append(c.Tapes, ts)
+	}
 	for i := range max(o.Clients, 1) {
 		c.Clients = append(c.Clients, c.Bed.Host(fmt.Sprintf("client%d", i), o.Rate))
 	}
@@ -165,6 +194,9 @@ recall_min_files = 1
 		out, _, _ := c.Run(0, "df")
 		return strings.Count(out, "online") >= o.Movers
 	}, "the movers to register")
+	for _, ts := range c.Tapes {
+		c.WaitFor(func() bool { return strings.Contains(ts.Proc.Log(), "tape server registered") }, "the tape servers to register")
+	}
 	return c
 }
 
@@ -208,6 +240,9 @@ func (c *Cluster) Logs() string {
 	}
 	for i, m := range c.Movers {
 		fmt.Fprintf(&sb, "--- mover%d:\n%s\n", i, tail(m.Proc.Log(), 1500))
+	}
+	for i, ts := range c.Tapes {
+		fmt.Fprintf(&sb, "--- tape%d:\n%s\n", i, tail(ts.Proc.Log(), 1500))
 	}
 	return sb.String()
 }

@@ -167,6 +167,20 @@ func (h *Host) Down() { h.b.must("ip", "link", "set", h.peer, "down") }
 // Up restores the link.
 func (h *Host) Up() { h.b.must("ip", "link", "set", h.peer, "up") }
 
+// Received is how many bytes the host's link has carried to it so far
+// (what the bridge's end sent): tests check which host data went through.
+func (h *Host) Received() int64 {
+	b, err := os.ReadFile("/sys/class/net/" + h.peer + "/statistics/tx_bytes")
+	if err != nil {
+		h.b.t.Fatalf("netbed: %v", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		h.b.t.Fatalf("netbed: %s: %v", h.peer, err)
+	}
+	return n
+}
+
 // Proc is a process running on a host of the bed.
 type Proc struct {
 	Cmd  *exec.Cmd

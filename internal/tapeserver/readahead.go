@@ -1,4 +1,4 @@
-package core
+package tapeserver
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"golang.org/x/sync/semaphore"
-
-	"github.com/strata-storage/strata/internal/catalog"
 )
 
 // A tape file of small files is written file after file, and reading each
@@ -15,7 +13,7 @@ import (
 // that takes longer than the drive takes to write it: read one at a time,
 // the drive waited for every file. readAhead reads the small files of a
 // tape file ahead of the drive, several at once, into memory, and hands
-// them over in order; large files stream as before (readDisk overlaps
+// them over in order; large files stream as before (readFile overlaps
 // their reading and writing unit by unit).
 const (
 	readAheadMax   = 4 << 20  // files up to this size (one stripe) are read ahead
@@ -41,12 +39,12 @@ type readAhead struct {
 	wg     sync.WaitGroup
 }
 
-func (c *Core) readAhead(ctx context.Context, files []catalog.Candidate) *readAhead {
+func (x *Exec) readAhead(ctx context.Context, files []File) *readAhead {
 	ctx, cancel := context.WithCancel(ctx)
 	ra := &readAhead{slots: make([]*ahead, len(files)), mem: semaphore.NewWeighted(readAheadBytes), cancel: cancel}
-	for i, cd := range files {
-		if b := cd.Bitfile; b.OnDisk && len(b.Segments) == 1 && b.Size <= readAheadMax {
-			ra.slots[i] = &ahead{done: make(chan struct{}), size: b.Size}
+	for i, f := range files {
+		if f.Single() && f.Size <= readAheadMax {
+			ra.slots[i] = &ahead{done: make(chan struct{}), size: f.Size}
 		}
 	}
 	ra.wg.Add(1)
@@ -57,7 +55,7 @@ func (c *Core) readAhead(ctx context.Context, files []catalog.Candidate) *readAh
 			if a == nil {
 				continue
 			}
-			b := files[i].Bitfile
+			f := files[i]
 			if ra.mem.Acquire(ctx, a.size) != nil || inflight.Acquire(ctx, 1) != nil {
 				for _, rest := range ra.slots[i:] { // stopped: the rest fail
 					if rest != nil {
@@ -71,7 +69,7 @@ func (c *Core) readAhead(ctx context.Context, files []catalog.Candidate) *readAh
 			go func() {
 				defer ra.wg.Done()
 				defer inflight.Release(1)
-				a.data, a.err = c.readSmall(ctx, b)
+				a.data, a.err = x.readSmall(ctx, f.Stripes[0])
 				close(a.done)
 			}()
 		}
@@ -80,15 +78,11 @@ func (c *Core) readAhead(ctx context.Context, files []catalog.Candidate) *readAh
 }
 
 // readSmall reads a one-stripe disk copy into memory.
-func (c *Core) readSmall(ctx context.Context, b catalog.Bitfile) ([]byte, error) {
-	s := b.Segments[0]
-	if s.Length != b.Size {
-		return nil, fmt.Errorf("read bitfile %d: its stripe holds %d bytes of %d", b.ID, s.Length, b.Size)
-	}
+func (x *Exec) readSmall(ctx context.Context, s Source) ([]byte, error) {
 	dst := &fixedBuffer{b: make([]byte, 0, s.Length)}
 	buf := frameBufs.Get().(*[]byte)
 	defer frameBufs.Put(buf)
-	if err := c.readRange(ctx, s, 0, s.Length, dst, *buf); err != nil {
+	if err := x.readRange(ctx, s, 0, s.Length, dst, *buf); err != nil {
 		return nil, err
 	}
 	return dst.b, nil

@@ -1,0 +1,87 @@
+package clusterbench
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/testutil/cluster"
+)
+
+// tapeCell is one migration measured.
+type tapeCell struct {
+	Mode      string  `json:"mode"` // "core": the drive in the core's process; "tape-server": on a host of its own
+	Gen       string  `json:"generation"`
+	MB        int     `json:"mb"`
+	Drive     float64 `json:"drive_mb_s"`
+	Migrate   float64 `json:"migrate_mb_s"`
+	Ratio     float64 `json:"migrate_per_drive"`
+	CoreBytes int64   `json:"core_link_bytes"` // what the core's link carried to it during the migration
+}
+
+// TestTapeServer migrates TAPE_MB (default 2048) MiB, one file, on an
+// emulated drive of TAPE_GEN (default LTO-7) in real time, the drive
+// (a) in the core's process, the movers on another host, and (b) on a
+// tape server's host; against the drive's native rate. A small file is
+// migrated first so that the measured migration finds its cartridge
+// mounted. Cells go to TAPE_OUT as JSON lines.
+func TestTapeServer(t *testing.T) {
+	if bin == "" {
+		t.Skip("a benchmark: bench/cluster.sh runs it (STRATA_BENCH_CLUSTER=1)")
+	}
+	gen := env("TAPE_GEN", "LTO-7")
+	mb, _ := strconv.Atoi(env("TAPE_MB", "2048"))
+	g, err := tape.LookupGeneration(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(env("TAPE_OUT", filepath.Join(t.TempDir(), "tape.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	fmt.Printf("| drive | where | MiB | drive MB/s | migrate MB/s | migrate ÷ drive | bytes to the core's host |\n|---|---|---|---|---|---|---|\n")
+	for _, mode := range []string{"core", "tape-server"} {
+		t.Run(mode, func(t *testing.T) {
+			o := cluster.Options{Movers: 1, Generation: gen, TimeScale: "real"}
+			if mode == "tape-server" {
+				o.TapeServers = 1
+			}
+			c := cluster.New(t, bin, o)
+			for _, f := range []struct {
+				name string
+				size int
+			}{{"warm", 1 << 20}, {"big", mb << 20}} {
+				b := make([]byte, f.size)
+				rand.Read(b)
+				src := filepath.Join(c.Dir, f.name)
+				if err := os.WriteFile(src, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				c.OK("put", "--stripes", "1", src, "/"+f.name)
+				os.Remove(src)
+			}
+			c.OK("migrate", "/warm") // mounts a cartridge
+			before := c.Cores[0].Host.Received()
+			start := time.Now()
+			c.OK("migrate", "/big")
+			took := time.Since(start).Seconds()
+			k := tapeCell{Mode: mode, Gen: gen, MB: mb, Drive: g.Rate / 1e6, Migrate: float64(mb<<20) / 1e6 / took,
+				CoreBytes: c.Cores[0].Host.Received() - before}
+			k.Ratio = k.Migrate / k.Drive
+			if drives := c.OK("admin", "drives"); strings.Count(drives, "idle") < 1 {
+				t.Logf("admin drives:\n%s", drives)
+			}
+			fmt.Printf("| %s | %s | %d | %.0f | %.1f | %.3f | %d MB |\n", gen, mode, mb, k.Drive, k.Migrate, k.Ratio, k.CoreBytes/1e6)
+			line, _ := json.Marshal(k)
+			fmt.Fprintln(out, string(line))
+		})
+	}
+}

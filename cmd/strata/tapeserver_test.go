@@ -1,0 +1,114 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-storage/strata/internal/testutil/cluster"
+)
+
+// Migration and recall through two tape servers on hosts of their own,
+// the core keeping only the robot and the schedule: the data goes between
+// the movers and the drives, never through the core (its link carries a
+// small fraction of the bytes moved), and a cartridge written in one tape
+// server's drive is read in the other's.
+func TestClusterTapeServers(t *testing.T) {
+	c := cluster.New(t, bin, cluster.Options{Movers: 2, TapeServers: 2, Rate: "1gbit"})
+	files := map[string][]byte{}
+	var paths []string
+	var total int
+	c.OK("mkdir", "/s")
+	for i := range 6 {
+		p := fmt.Sprintf("/s/f%d", i)
+		src := filepath.Join(c.Dir, fmt.Sprintf("f%d", i))
+		files[p] = writeRandom(t, src, (1<<20)+i*4099)
+		c.OK("put", src, p)
+		paths = append(paths, p)
+	}
+	src := filepath.Join(c.Dir, "big")
+	files["/big"] = writeRandom(t, src, 40<<20+3)
+	c.OK("put", "--stripes", "2", src, "/big")
+	paths = append(paths, "/big")
+	for _, b := range files {
+		total += len(b)
+	}
+	core := c.Cores[0].Host
+
+	// Migration on tape1's drive (tape0's is out of service).
+	c.OK("admin", "drives", "offline", "tape0-drive0")
+	before := core.Received()
+	c.OK(append([]string{"migrate"}, paths...)...)
+	if got := core.Received() - before; got > int64(total)/10 {
+		t.Fatalf("the core's link carried %d bytes during a migration of %d: tape data went through the core", got, total)
+	}
+	c.OK(append([]string{"purge"}, paths...)...)
+
+	// Recall on tape0's drive, of what tape1's wrote.
+	c.OK("admin", "drives", "online", "tape0-drive0")
+	c.OK("admin", "drives", "offline", "tape1-drive0")
+	before = core.Received()
+	for _, p := range paths {
+		c.Check(p, files[p])
+	}
+	if got := core.Received() - before; got > int64(total)/10+int64(total) { // the gets themselves come to the client, not the core
+		t.Fatalf("the core's link carried %d bytes during a recall of %d", got, total)
+	}
+	if out := c.OK("admin", "drives"); !strings.Contains(out, "tape0-drive0") || !strings.Contains(out, "tape1-drive0") {
+		t.Fatalf("admin drives does not list both tape servers' drives:\n%s", out)
+	}
+}
+
+// A tape server killed in the middle of a migration: the copy it was
+// writing is not recorded, the migration is written again on the other
+// tape server's drive and completes, and the file reads back from tape.
+// The killed server, started again, comes back into service (its drive
+// empty, its cartridge back in its slot) without an admin.
+func TestClusterTapeServerLost(t *testing.T) {
+	c := cluster.New(t, bin, cluster.Options{Movers: 1, TapeServers: 2, Rate: "200mbit"})
+	src := filepath.Join(c.Dir, "big")
+	data := writeRandom(t, src, 64<<20)
+	c.OK("put", src, "/big")
+	c.OK("admin", "drives", "offline", "tape1-drive0")
+	victim := c.Tapes[0]
+	done := make(chan struct{})
+	go func() { // once tape0's drive is writing: tape1 back in service, tape0 killed
+		defer close(done)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			parts, _ := filepath.Glob(filepath.Join(c.Dir, "tapes", "*", "*.partial"))
+			if len(parts) > 0 {
+				if st, err := os.Stat(parts[0]); err == nil && st.Size() > 8<<20 {
+					c.Run(0, "admin", "drives", "online", "tape1-drive0")
+					victim.Proc.Kill9()
+					return
+				}
+			}
+		}
+	}()
+	c.OK("migrate", "/big")
+	<-done
+	if victim.Proc.Running() {
+		t.Fatal("the migration ended before tape0 was killed")
+	}
+	c.OK("purge", "/big")
+	c.Check("/big", data)
+	if out, _, _ := c.Run(0, "admin", "drives"); !strings.Contains(out, "tape0-drive0") {
+		t.Fatalf("admin drives:\n%s", out)
+	}
+	victim.Start()
+	c.WaitFor(func() bool {
+		out, _, _ := c.Run(0, "admin", "drives")
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "tape0-drive0") && !strings.Contains(l, "fail") && !strings.Contains(l, "out") {
+				return true
+			}
+		}
+		return false
+	}, "tape0's drive back in service")
+	c.OK("admin", "drives", "offline", "tape1-drive0")
+	c.OK("purge", "/big")
+	c.Check("/big", data)
+}
