@@ -14,8 +14,9 @@ import (
 // Migration and recall through two tape servers on hosts of their own,
 // the core keeping only the robot and the schedule: the data goes between
 // the movers and the drives, never through the core (its link carries a
-// small fraction of the bytes moved), and a cartridge written in one tape
-// server's drive is read in the other's.
+// small fraction of the bytes moved), a cartridge written in one tape
+// server's drive is read in the other's, and a scrub verifies every tape
+// copy on a tape server.
 func TestClusterTapeServers(t *testing.T) {
 	c := cluster.New(t, bin, cluster.Options{Movers: 2, TapeServers: 2, Rate: "1gbit"})
 	files := map[string][]byte{}
@@ -57,6 +58,17 @@ func TestClusterTapeServers(t *testing.T) {
 	if got := core.Received() - before; got > int64(total)/10+int64(total) { // the gets themselves come to the client, not the core
 		t.Fatalf("the core's link carried %d bytes during a recall of %d", got, total)
 	}
+	// Scrubbing the cartridges reads every tape copy back on a tape
+	// server's drive and checks it against the catalog.
+	verified := 0
+	for v := range 4 {
+		var n int
+		fmt.Sscanf(c.OK("scrub", "--volume", fmt.Sprintf("T%05d", v)), "verified %d copies", &n)
+		verified += n
+	}
+	if verified != len(paths) {
+		t.Fatalf("scrub verified %d tape copies, want %d", verified, len(paths))
+	}
 	if out := c.OK("admin", "drives"); !strings.Contains(out, "tape0-drive0") || !strings.Contains(out, "tape1-drive0") {
 		t.Fatalf("admin drives does not list both tape servers' drives:\n%s", out)
 	}
@@ -65,8 +77,9 @@ func TestClusterTapeServers(t *testing.T) {
 // A tape server killed in the middle of a migration: the copy it was
 // writing is not recorded, the migration is written again on the other
 // tape server's drive and completes, and the file reads back from tape.
-// The killed server, started again, comes back into service (its drive
-// empty, its cartridge back in its slot) without an admin.
+// Once the killed server has been silent for 20 s, the robot takes its
+// cartridge out of its drive; started again, it comes back into service
+// without an admin.
 func TestClusterTapeServerLost(t *testing.T) {
 	c := cluster.New(t, bin, cluster.Options{Movers: 1, TapeServers: 2, Rate: "200mbit"})
 	src := filepath.Join(c.Dir, "big")
@@ -95,8 +108,25 @@ func TestClusterTapeServerLost(t *testing.T) {
 	}
 	c.OK("purge", "/big")
 	c.Check("/big", data)
-	if out, _, _ := c.Run(0, "admin", "drives"); !strings.Contains(out, "tape0-drive0") {
-		t.Fatalf("admin drives:\n%s", out)
+	// Silent for LostAfter (20 s), its drive is emptied by the robot:
+	// its cartridge is free for the other drive.
+	inDrive := func(vol, drive string) bool {
+		out, _, _ := c.Run(0, "admin", "tapes")
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, vol) {
+				return strings.Contains(l, drive)
+			}
+		}
+		return false
+	}
+	if !inDrive("T00000", "tape0-drive0") {
+		out, _, _ := c.Run(0, "admin", "tapes")
+		t.Fatalf("T00000 is not in the killed server's drive:\n%s", out)
+	}
+	for deadline := time.Now().Add(60 * time.Second); inDrive("T00000", "tape0-drive0"); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost server's cartridge was never taken out of its drive\n%s", c.Logs())
+		}
 	}
 	victim.Start()
 	c.WaitFor(func() bool {

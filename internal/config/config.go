@@ -106,7 +106,7 @@ type Library struct {
 // capacity) on this host, serving the core named in core.
 type TapeServer struct {
 	ID        string `toml:"id"`
-	Listen    string `toml:"listen"`    // default 127.0.0.1:7430
+	Listen    string `toml:"listen"`    // default 127.0.0.1:7440
 	Advertise string `toml:"advertise"` // URL the core calls; default from listen
 	// Core is the core's URL, or a comma-separated list of an active
 	// core and its standbys.
@@ -302,7 +302,7 @@ func Default() Config {
 	c := Config{Listen: "127.0.0.1:7420", DataDir: "strata-data", DefaultCOS: "default", TokenTTL: "24h", ReclaimEvery: "30s", ReclaimGrace: "10m", ListPage: 10000,
 		Catalog:    Catalog{Driver: "sqlite", Sync: "full"},
 		Mover:      Mover{ID: "mover0", Listen: "127.0.0.1:7421"},
-		TapeServer: TapeServer{ID: "tape0", Listen: "127.0.0.1:7430", Drives: 1},
+		TapeServer: TapeServer{ID: "tape0", Listen: "127.0.0.1:7440", Drives: 1},
 		// An emulated LTO-9 library, 100 times faster than real time so a
 		// mount takes a quarter of a second.
 		Library: Library{Generation: "LTO-9", Drives: 4, Cartridges: 20, TimeScale: "x100"},

@@ -85,6 +85,9 @@ func NewLibrary(o LibraryOptions) *Library {
 	if o.Capacity <= 0 {
 		o.Capacity = o.Generation.Capacity
 	}
+	// The scheduler's geometry comes from the generation before any tape
+	// server has reported a cartridge.
+	o.Generation.Capacity = o.Capacity
 	if o.Clock == nil {
 		o.Clock = clock.Wall{}
 	}
