@@ -3,7 +3,7 @@
 # namespaces on shaped links, internal/testutil/netbed), for
 # docs/PERFORMANCE.md ("Many hosts") and docs/SIMULATION.md:
 #
-#   bench/cluster.sh             # the parts below (about 17 minutes)
+#   bench/cluster.sh             # the parts below (about 20 minutes)
 #   PARTS=seed002 bench/cluster.sh
 #
 # gbit     N clients × M movers (1 2 4 8 × 1 2 4) on 1 Gbit links, 64 MiB
@@ -16,10 +16,11 @@
 #          devices capped at 50 MB/s, 32 MiB a client, beside strata sim's
 #          prediction of the same topology, bench/cluster-seed002-*.toml
 #          (committed before the measurement).
-# tape     one 2 GiB migration on an emulated LTO-7 drive in real time, the
-#          drive in the core's process and then on a tape server's host,
-#          against the drive's native rate; and the bytes the core's link
-#          carried meanwhile (none, with a tape server).
+# tape     one 2 GiB migration on an emulated LTO-7 and LTO-9 drive in real
+#          time, the drive in the core's process and then on a tape
+#          server's host, against the drive's own time for it (the data at
+#          native rate and the flush that ends it); and the bytes the
+#          core's link carried meanwhile (none, with a tape server).
 #
 # Needs root (namespaces). Each cell is one run; a bed per mover count.
 set -euo pipefail

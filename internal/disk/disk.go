@@ -345,7 +345,7 @@ func (d *Device) Create(ctx context.Context, object string, maxLen int64) (*Writ
 		return nil, mapErr(fmt.Errorf("disk %s: create %s: %w", d.id, object, err))
 	}
 	d.writes.Add(1)
-	return &Writer{d: d, f: f, path: p, object: object, max: maxLen, reserved: need, ctx: ctx, direct: direct, small: small}, nil
+	return &Writer{d: d, f: f, behind: fsio.NewWriteBehind(f), path: p, object: object, max: maxLen, reserved: need, ctx: ctx, direct: direct, small: small}, nil
 }
 
 func (d *Device) openNew(p string, direct bool) (fsio.File, error) {
@@ -405,14 +405,12 @@ type Writer struct {
 	max      int64
 	reserved int64
 
-	n        int64         // data bytes written
-	prepaid  atomic.Int64  // bandwidth already waited for by Pace
-	flushed  int64         // bytes handed to writeback (sync_file_range)
-	retire   chan [2]int64 // windows to wait for and drop, in order
-	retired  chan struct{} // closed when the retire goroutine ends
-	crc      uint32        // whole-object CRC32C
-	chunkCRC uint32        // CRC of the current partial chunk
-	table    []uint32      // CRCs of completed chunks
+	n        int64        // data bytes written
+	prepaid  atomic.Int64 // bandwidth already waited for by Pace
+	behind   *fsio.WriteBehind
+	crc      uint32   // whole-object CRC32C
+	chunkCRC uint32   // CRC of the current partial chunk
+	table    []uint32 // CRCs of completed chunks
 	done     bool
 	direct   bool // the file is open with O_DIRECT
 	small    bool // made durable by a group sync (groupsync.go)
@@ -495,7 +493,7 @@ func (w *Writer) WriteOwned(p []byte, crc uint32, done func()) error {
 		return err
 	}
 	w.accountCRC(p, crc)
-	w.flushed = w.n
+	w.behind.Skip(w.n)
 	w.startIO(p, off, done)
 	return nil
 }
@@ -604,9 +602,9 @@ func (w *Writer) write(p []byte, crc uint32, known bool) (int, error) {
 		return n, mapErr(fmt.Errorf("disk %s: write %s: %w", w.d.id, w.object, err))
 	}
 	if w.direct {
-		w.flushed = w.n // nothing of it is in the page cache
-	} else if w.n-w.flushed >= writeBehind {
-		w.behind()
+		w.behind.Skip(w.n) // nothing of it is in the page cache
+	} else {
+		w.behind.Wrote(w.n)
 	}
 	return n, nil
 }
@@ -619,44 +617,6 @@ func (w *Writer) buffered() {
 		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_DIRECT)
 	}
 	w.direct = false
-}
-
-// writeBehind is the window of a streaming write kept in the page cache.
-const writeBehind = 32 << 20
-
-// behind starts writeback of the window just filled and passes it to a
-// retire goroutine, which waits for that writeback and drops the window
-// from the page cache. A mover's data is not read back soon; leaving
-// gigabytes of it cached only makes every later write pay for reclaiming
-// that memory (measured here: 400 MB/s with the cache full of old writes,
-// 2.8 GB/s without). Waiting in the writer itself stalled the stream on
-// the shared disk's writeback; the retire goroutine waits instead, at most
-// two windows behind. Errors are ignored: these are hints, and Close's
-// fsync reports real ones.
-func (w *Writer) behind() {
-	fd := int(w.f.OS().Fd())
-	unix.SyncFileRange(fd, w.flushed, w.n-w.flushed, unix.SYNC_FILE_RANGE_WRITE)
-	if w.retire == nil {
-		w.retire, w.retired = make(chan [2]int64, 2), make(chan struct{})
-		go func() {
-			defer close(w.retired)
-			for r := range w.retire {
-				unix.SyncFileRange(fd, r[0], r[1], unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
-				unix.Fadvise(fd, r[0], r[1], unix.FADV_DONTNEED)
-			}
-		}()
-	}
-	w.retire <- [2]int64{w.flushed, w.n - w.flushed}
-	w.flushed = w.n
-}
-
-// stopRetire waits for the retire goroutine to finish with the file.
-func (w *Writer) stopRetire() {
-	if w.retire != nil {
-		close(w.retire)
-		<-w.retired
-		w.retire = nil
-	}
 }
 
 // accountCRC records p with its known CRC: a piece that is exactly one
@@ -727,7 +687,7 @@ func (w *Writer) Close() error {
 	if err == nil {
 		_, err = w.f.WriteAt(tr, w.n)
 	}
-	w.stopRetire()
+	w.behind.Stop()
 	if err == nil {
 		err = w.sync()
 	}
@@ -784,7 +744,7 @@ func (w *Writer) Abort() {
 	w.done = true
 	w.d.writes.Add(-1)
 	w.stopIO()
-	w.stopRetire()
+	w.behind.Stop()
 	w.f.Close()
 	w.d.fs.Remove(w.path)
 	w.d.release(w.reserved)
@@ -1014,8 +974,8 @@ func (r *Reader) Sequential() {
 // streaming read has passed it: movers serve data once, and a cache full of
 // it makes the next transfer pay for reclaim.
 func (r *Reader) dropBehind(off int64) {
-	if off > 0 && off%writeBehind == 0 {
-		unix.Fadvise(int(r.f.OS().Fd()), off-writeBehind, writeBehind, unix.FADV_DONTNEED)
+	if off > 0 && off%fsio.WriteBehindWindow == 0 {
+		unix.Fadvise(int(r.f.OS().Fd()), off-fsio.WriteBehindWindow, fsio.WriteBehindWindow, unix.FADV_DONTNEED)
 	}
 }
 

@@ -653,7 +653,7 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		e.release(d)
 		return nil, fmt.Errorf("tape: %s: %w", c.volume, err)
 	}
-	w := &fileWriter{e: e, d: d, c: c, f: f, final: final, seq: h.Seq, start: c.end, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx, entries: h.Entries, ecrc: make([]uint32, len(h.Entries)),
+	w := &fileWriter{e: e, d: d, c: c, f: f, behind: fsio.NewWriteBehind(f), final: final, seq: h.Seq, start: c.end, hdrLen: int64(len(hdr)), want: h.DataLen(), ctx: ctx, entries: h.Entries, ecrc: make([]uint32, len(h.Entries)),
 		tiled: tiles(h.Entries)}
 	w.pace = newPacer(e, d, &d.stats.Transfer)
 	if _, err := w.write(hdr); err != nil {
@@ -668,7 +668,8 @@ type fileWriter struct {
 	d      *drive
 	c      *cartridge
 	f      fsio.File
-	off    int64 // where the next write goes in f
+	behind *fsio.WriteBehind // f streams to the host's disk as a drive streams to tape
+	off    int64             // where the next write goes in f
 	final  string
 	seq    int
 	start  int64
@@ -749,6 +750,7 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	n, err := w.write(p)
 	if err == nil {
 		err = w.readAfterWrite(p[:n], w.hdrLen+w.n)
+		w.behind.Wrote(w.off) // after the read-back: the window may leave the cache
 	}
 	if !w.tiled {
 		w.crc = crc32.Update(w.crc, castagnoli, p[:n])
@@ -798,6 +800,7 @@ func (w *fileWriter) Close() error {
 		tr = binary.BigEndian.AppendUint64(tr, uint64(len(tr)))
 		_, err = w.write(tr)
 	}
+	w.behind.Stop()
 	if err == nil {
 		err = w.f.Close()
 		w.f = nil
@@ -828,6 +831,7 @@ func (w *fileWriter) Abort() {
 		return
 	}
 	w.done = true
+	w.behind.Stop()
 	if w.f != nil {
 		w.f.Close()
 	}
