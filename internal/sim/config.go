@@ -262,7 +262,7 @@ func overlay(p, o *DiskParams) {
 	set(&p.SeekTrack, o.SeekTrack)
 	set(&p.Settle, o.Settle)
 	set(&p.Overhead, o.Overhead)
-	for _, f := range []struct{ dst, v *Size }{{&p.RateOD, &o.RateOD}, {&p.RateID, &o.RateID}, {&p.Capacity, &o.Capacity}, {&p.Cache, &o.Cache}, {&p.Interface, &o.Interface}} {
+	for _, f := range []struct{ dst, v *Size }{{&p.RateOD, &o.RateOD}, {&p.RateID, &o.RateID}, {&p.Capacity, &o.Capacity}, {&p.Cache, &o.Cache}, {&p.Interface, &o.Interface}, {&p.ReadAheadGap, &o.ReadAheadGap}} {
 		if *f.v != 0 {
 			*f.dst = *f.v
 		}

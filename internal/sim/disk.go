@@ -22,6 +22,13 @@ type DiskParams struct {
 	Interface Rate    `toml:"interface"` // host interface (ATA, SAS, FC) rate
 	Overhead  float64 `toml:"overhead_ms"`
 	ReadAhead bool    `toml:"read_ahead"`
+	// ReadAheadGap is the largest skip ahead of a sequential stream that
+	// read-ahead still serves (the media streams through the gap and its
+	// bytes are dropped): a RAID-5 member skips the parity unit it holds
+	// once a turn of the stripes. Current drives keep streaming across
+	// such a gap; 2003-era drives' look-ahead served exactly sequential
+	// reads only (0), and a member paid a revolution for each parity unit.
+	ReadAheadGap Size `toml:"read_ahead_gap"`
 }
 
 // Disk presets by name.
@@ -35,7 +42,8 @@ var DiskPresets = map[string]DiskParams{
 	// DotHill arrays).
 	"fc-15k-2003": {RPM: 15000, SeekAvg: 3.6, SeekTrack: 0.3, Settle: 0.4, RateOD: 75e6, RateID: 50e6, Zones: 16, Capacity: 36e9, Cache: 8 << 20, Interface: 200e6, Overhead: 0.2, ReadAhead: true},
 	// current 7,200 rpm enterprise drive (Exos X18 / Ultrastar class).
-	"sata-7k2": {RPM: 7200, SeekAvg: 7.4, SeekTrack: 0.3, Settle: 0.8, RateOD: 270e6, RateID: 135e6, Zones: 24, Capacity: 18e12, Cache: 256 << 20, Interface: 600e6, Overhead: 0.1, ReadAhead: true},
+	"sata-7k2": {RPM: 7200, SeekAvg: 7.4, SeekTrack: 0.3, Settle: 0.8, RateOD: 270e6, RateID: 135e6, Zones: 24, Capacity: 18e12, Cache: 256 << 20, Interface: 600e6, Overhead: 0.1, ReadAhead: true,
+		ReadAheadGap: 16 << 20},
 }
 
 // diskRun is a continuous media transfer of buffered write data.
@@ -308,6 +316,13 @@ func (d *Disk) read(t des.Time, lba, size int64) des.Time {
 	d.prune(t)
 	iface := float64(d.p.Interface) / 1e9
 	buf := float64(d.p.Cache)
+	if gap := lba - d.raLBA; d.p.ReadAhead && d.raOK && gap > 0 && gap <= int64(d.p.ReadAheadGap) && float64(gap) < buf && d.actFree <= t {
+		// A read a little ahead of the stream (a RAID-5 member skipping
+		// the parity unit it holds in this stripe) is still read ahead:
+		// the media streamed through the gap; its bytes are dropped.
+		d.raAt += des.Time(float64(gap) / d.rate(d.raLBA))
+		d.raLBA = lba
+	}
 	if d.p.ReadAhead && d.raOK && lba == d.raLBA && d.actFree <= t {
 		rate := d.rate(lba)
 		have := float64(t-d.raAt) * rate // read ahead since

@@ -162,21 +162,35 @@ func (a *Array) cacheSize() int64 {
 	return c
 }
 
+// admit takes waiting writes into the cache, as much of each as there is
+// room for: a write larger than the room left is taken in part and
+// acknowledged once all of it is in. Taking writes whole let a partial
+// stripe (the tail of a record that does not divide the stripe) hold the
+// cache while the next record, which would complete that stripe, waited
+// for room that only the stripe's destage could make: a deadlock. A
+// controller fills its cache up to the byte, so the tail's stripe
+// completes and goes out as a full stripe.
 func (a *Array) admit() {
 	for len(a.waiting) > 0 {
-		w := a.waiting[0]
-		if a.cacheUsed+w.size > a.cacheSize() && a.cacheUsed > 0 {
+		w := &a.waiting[0]
+		n := min(w.size, a.cacheSize()-a.cacheUsed)
+		if n <= 0 {
 			break
 		}
-		a.waiting = a.waiting[1:]
-		a.cacheUsed += w.size
-		if n := len(a.dirty); n > 0 && a.dirty[n-1].end == w.lba {
-			a.dirty[n-1].end += w.size
+		a.cacheUsed += n
+		if k := len(a.dirty); k > 0 && a.dirty[k-1].end == w.lba {
+			a.dirty[k-1].end += n
 		} else {
-			a.dirty = append(a.dirty, extent{w.lba, w.lba + w.size})
+			a.dirty = append(a.dirty, extent{w.lba, w.lba + n})
 		}
-		if w.done != nil {
-			w.done()
+		w.lba, w.size = w.lba+n, w.size-n
+		if w.size > 0 {
+			break
+		}
+		done := w.done
+		a.waiting = a.waiting[1:]
+		if done != nil {
+			done()
 		}
 	}
 	a.destage()
