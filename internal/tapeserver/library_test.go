@@ -1,15 +1,19 @@
 package tapeserver_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/fsio"
 	"github.com/strata-storage/strata/internal/moverconn"
+	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/tape/tapetest"
 	"github.com/strata-storage/strata/internal/tapeserver"
@@ -22,6 +26,7 @@ var secret = []byte("conformance secret")
 type bed struct {
 	lib     *tapeserver.Library
 	servers []*http.Server
+	url     string // the first server's
 }
 
 // openBed starts one tape server per entry of drives (how many drives it
@@ -50,6 +55,9 @@ func openBed(t *testing.T, dir string, fs fsio.FS, cartridges int, capacity int6
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 		b.servers = append(b.servers, srv)
+		if b.url == "" {
+			b.url = "http://" + ln.Addr().String()
+		}
 		r := tapeserver.Registration{ID: fmt.Sprintf("ts%d", k), URL: "http://" + ln.Addr().String(), Generation: "LTO-9",
 			Drives: e.Drives(), Cartridges: e.Cartridges()}
 		r.Proof = tapeserver.Proof(secret, r)
@@ -78,3 +86,77 @@ func TestRemoteConformance(t *testing.T) {
 		Faults: func(l tape.Library) tapetest.Faults { return tapetest.FaultsOf(l.(*tapeserver.Library)) },
 	})
 }
+
+// A tape server on TLS (its listener as strata tape-server makes it) and
+// the core's library verifying it by the cluster's CA: a tape file goes
+// through and reads back.
+func TestRemoteOverTLS(t *testing.T) {
+	files := pki.In(t.TempDir())
+	if err := pki.Ensure(files, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	srvTLS, err := pki.ServerConfig(files.Cert, files.Key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := pki.ClientConfig(files.CA, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e, err := tape.OpenEmulator(dir, tape.Options{DriveIDs: []string{"d0"}, Cartridges: 1, Clock: clock.NewInstant(time.Time{}), Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: tapeserver.NewServer(e, moverconn.NewPool(), secret, nil).Handler()}
+	go srv.Serve(pki.NewListener(ln, srvTLS))
+	t.Cleanup(func() { srv.Close() })
+	lib := tapeserver.NewLibrary(tapeserver.LibraryOptions{Generation: tape.Generations["LTO-9"], Clock: clock.NewInstant(time.Time{}), Secret: secret, TLS: trust})
+	r := tapeserver.Registration{ID: "ts", URL: "https://" + ln.Addr().String(), Generation: "LTO-9", Drives: e.Drives(), Cartridges: e.Cartridges()}
+	r.Proof = tapeserver.Proof(secret, r)
+	if err := lib.Register(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.Mount(ctx, "d0", "T00000"); err != nil {
+		t.Fatal(err)
+	}
+	seq := tapetest.AppendFile(t, lib, "d0", []byte("over TLS"))
+	if got := tapetest.ReadAll(t, lib, "d0", seq, 0, 8); string(got) != "over TLS" {
+		t.Fatalf("read back %q", got)
+	}
+}
+
+// Only the core may drive a tape server, and only a tape server with the
+// cluster secret may offer the core drives.
+func TestRemoteRefusesStrangers(t *testing.T) {
+	b := openBed(t, t.TempDir(), fsio.OS, 1, 0, 1)
+	drives := b.lib.Drives()
+	if len(drives) != 1 {
+		t.Fatalf("drives %+v", drives)
+	}
+	other := tapeserver.NewLibrary(tapeserver.LibraryOptions{Generation: tape.Generations["LTO-9"], Clock: clock.NewInstant(time.Time{}), Secret: []byte("another secret")})
+	r := tapeserver.Registration{ID: "ts0", URL: b.url, Generation: "LTO-9", Drives: drives, Cartridges: b.lib.Cartridges()}
+	r.Proof = tapeserver.Proof(secret, r) // this cluster's proof: the other core refuses it
+	if err := other.Register(r); err == nil {
+		t.Fatal("a registration proved with another cluster's secret was accepted")
+	}
+	// Proved with the other core's own secret, it registers ...
+	r.Proof = tapeserver.Proof([]byte("another secret"), r)
+	if err := other.Register(r); err != nil {
+		t.Fatal(err)
+	}
+	// ... and its calls, signed with its own secret, are refused by the
+	// tape server.
+	if err := other.Mount(ctx, drives[0].ID, "T00000"); err == nil || !errors.Is(err, api.ErrUnauthenticated) {
+		t.Fatalf("a core with another secret mounted a cartridge: %v", err)
+	}
+	if err := b.lib.Mount(ctx, drives[0].ID, "T00000"); err != nil {
+		t.Fatalf("the right core cannot mount after a stranger tried: %v", err)
+	}
+}
+
+var ctx = context.Background()
