@@ -2,6 +2,7 @@ package tapeserver_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,9 +25,26 @@ var secret = []byte("conformance secret")
 // bed is a library of tape servers on 127.0.0.1, each with its own drives
 // of one shared set of cartridges, and the core's Library over them.
 type bed struct {
-	lib     *tapeserver.Library
-	servers []*http.Server
-	url     string // the first server's
+	lib *tapeserver.Library
+	url string // the first server's
+}
+
+// serveDrives serves e's drives on 127.0.0.1 (with TLS when tc is set)
+// until the test ends, and returns the URL.
+func serveDrives(t *testing.T, e *tape.Emulator, tc *tls.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	if tc != nil {
+		ln, url = pki.NewListener(ln, tc), "https://"+ln.Addr().String()
+	}
+	srv := &http.Server{Handler: tapeserver.NewServer(e, moverconn.NewPool(), secret, nil).Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return url
 }
 
 // openBed starts one tape server per entry of drives (how many drives it
@@ -47,18 +65,11 @@ func openBed(t *testing.T, dir string, fs fsio.FS, cartridges int, capacity int6
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: tapeserver.NewServer(e, moverconn.NewPool(), secret, nil).Handler()}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		b.servers = append(b.servers, srv)
+		url := serveDrives(t, e, nil)
 		if b.url == "" {
-			b.url = "http://" + ln.Addr().String()
+			b.url = url
 		}
-		r := tapeserver.Registration{ID: fmt.Sprintf("ts%d", k), URL: "http://" + ln.Addr().String(), Generation: "LTO-9",
+		r := tapeserver.Registration{ID: fmt.Sprintf("ts%d", k), URL: url, Generation: "LTO-9",
 			Drives: e.Drives(), Cartridges: e.Cartridges()}
 		r.Proof = tapeserver.Proof(secret, r)
 		if err := b.lib.Register(r); err != nil {
@@ -108,15 +119,9 @@ func TestRemoteOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: tapeserver.NewServer(e, moverconn.NewPool(), secret, nil).Handler()}
-	go srv.Serve(pki.NewListener(ln, srvTLS))
-	t.Cleanup(func() { srv.Close() })
+	url := serveDrives(t, e, srvTLS)
 	lib := tapeserver.NewLibrary(tapeserver.LibraryOptions{Generation: tape.Generations["LTO-9"], Clock: clock.NewInstant(time.Time{}), Secret: secret, TLS: trust})
-	r := tapeserver.Registration{ID: "ts", URL: "https://" + ln.Addr().String(), Generation: "LTO-9", Drives: e.Drives(), Cartridges: e.Cartridges()}
+	r := tapeserver.Registration{ID: "ts", URL: url, Generation: "LTO-9", Drives: e.Drives(), Cartridges: e.Cartridges()}
 	r.Proof = tapeserver.Proof(secret, r)
 	if err := lib.Register(r); err != nil {
 		t.Fatal(err)
