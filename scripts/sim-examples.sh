@@ -27,6 +27,7 @@ sweep alice-streams examples/sim/alice-streams.toml
 sweep alice-disks examples/sim/alice-disks.toml
 sweep recall-rules examples/sim/recall-rules.toml
 sweep migrate-alice examples/sim/migrate-alice.toml
+sweep cemss-lto1 examples/sim/cemss-lto1.toml
 sweep hpcs-random examples/sim/hpcs-random.toml
 
 # calibrate NAME REPORT: the fit of a strata bench report, held-out errors

@@ -89,7 +89,7 @@ type SizeRule struct {
 // Library configures the emulated tape library.
 type Library struct {
 	Enabled    *bool  `toml:"enabled"`    // default true
-	Generation string `toml:"generation"` // LTO-5 … LTO-9
+	Generation string `toml:"generation"` // LTO-1 … LTO-9
 	Drives     int    `toml:"drives"`
 	Cartridges int    `toml:"cartridges"`
 	Capacity   Size   `toml:"capacity"`   // per cartridge; default the generation's

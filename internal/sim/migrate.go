@@ -84,6 +84,16 @@ type migModel struct {
 	migrated  int
 	tapeFiles int
 	flushes   int
+	// stuck: a pass ended with every stream unable to find a cartridge
+	// with room while tape files waited; nothing more can be written.
+	stuck bool
+}
+
+// streams is how many migration streams a pass runs: migrate_drives, as
+// far as there are drives and cartridges (a stream writes one cartridge at
+// a time; Strata's extra writers wait for one).
+func (m *migModel) streams() int {
+	return min(m.c.Tape.migrateDrives, len(m.drives), len(m.carts))
 }
 
 // writerState is one migration stream for one pass.
@@ -134,7 +144,7 @@ func runMigrate(c *Config, seed uint64) (*Result, error) {
 		} else {
 			m.pass()
 		}
-		if m.migrated < len(m.files) {
+		if m.migrated < len(m.files) && !m.stuck {
 			s.After(m.every, evMigTick, 0, tick)
 		}
 	}
@@ -142,6 +152,9 @@ func runMigrate(c *Config, seed uint64) (*Result, error) {
 	s.LimitEvents(2e9)
 	if _, err := s.Run(des.Forever); err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
+	}
+	if m.stuck {
+		return nil, fmt.Errorf("sim: %s: %d of %d files never reached tape: no cartridge had room for the next tape file (tape.cartridges, tape.capacity)", c.Name, len(m.files)-m.migrated, len(m.files))
 	}
 	if m.migrated != len(m.files) {
 		return nil, fmt.Errorf("sim: %s: %d of %d files never reached tape", c.Name, len(m.files)-m.migrated, len(m.files))
@@ -188,12 +201,15 @@ func (m *migModel) pass() {
 	m.tapeFiles += len(batches)
 	m.passes++
 	m.running, m.passAt = true, now
-	nw := min(m.c.Tape.migrateDrives, len(m.drives))
-	left := nw
+	nw := m.streams()
+	left, stuck := nw, 0
 	queue := batches
 	done := func() {
 		if left--; left > 0 {
 			return
+		}
+		if stuck == nw && len(queue) > 0 {
+			m.stuck = true
 		}
 		m.running = false
 		m.inPass += m.sim.Now() - m.passAt
@@ -215,7 +231,11 @@ func (m *migModel) pass() {
 			}
 			b := queue[0]
 			queue = queue[1:]
-			m.write(w, b, loop)
+			m.write(w, b, loop, func() { // no cartridge with room: give the tape file back, end the stream
+				queue = append([][]int{b}, queue...)
+				stuck++
+				done()
+			})
 		}
 		loop()
 	}
@@ -231,8 +251,9 @@ func (m *migModel) cartNamed(v string) *cart {
 }
 
 // write appends one tape file of the files b, changing cartridge first if
-// it does not fit, and flushes after when enough is pending.
-func (m *migModel) write(w *writerState, b []int, then func()) {
+// it does not fit, and flushes after when enough is pending. When no
+// cartridge that no other drive holds has room, it calls stuck instead.
+func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 	var bytes int64
 	for _, i := range b {
 		bytes += m.files[i].size
@@ -278,7 +299,8 @@ func (m *migModel) write(w *writerState, b []int, then func()) {
 	m.flush(w, func() {
 		next := m.pick(need, w.cart)
 		if next == nil {
-			panic("sim: migration found no cartridge with room (checked at start)")
+			stuck()
+			return
 		}
 		m.change(w.d, w.cart, next, func() {
 			w.cart = next
@@ -383,7 +405,7 @@ func (m *migModel) result(seed uint64) *Result {
 		st.Add(d.stats)
 	}
 	mr.Mounts = int(st.Mounts)
-	if total := float64(m.inPass) * float64(min(m.c.Tape.migrateDrives, len(m.drives))); total > 0 {
+	if total := float64(m.inPass) * float64(m.streams()); total > 0 {
 		mr.Mounting = round3(float64(st.Mounting) / total)
 		mr.Positioning = round3(float64(st.Positioning) / total)
 		mr.Transfer = round3(float64(st.Transfer) / total)

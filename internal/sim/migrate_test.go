@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,5 +81,45 @@ file_size = "100MB"
 	r := run(t, c).Migrate
 	if r.MBps < 1.7*one.MBps || r.MBps > 2.05*one.MBps {
 		t.Errorf("two streams %.0f MB/s, one %.0f MB/s", r.MBps, one.MBps)
+	}
+}
+
+// Every figure of a drive can be set in a study: LTO-9 given all of
+// LTO-1's figures in [tape.drive] migrates exactly as the LTO-1 preset,
+// which streams at its 15 MB/s (CeMSS's drives, seed 000).
+func TestDriveOverrides(t *testing.T) {
+	study := `[tape]
+drives = 2
+migrate_drives = 2
+migrate_after = "0s"
+migrate_every = "30s"
+%s
+[workload]
+op = "migrate"
+files = 20
+file_size = "1GB"
+`
+	g := tape.Generations["LTO-1"]
+	preset := migrateRun(t, fmt.Sprintf(study, `generation = "LTO-1"`))
+	over := migrateRun(t, fmt.Sprintf(study, fmt.Sprintf(`generation = "LTO-9"
+[tape.drive]
+rate = "%dB/s"
+capacity = "%dB"
+length_m = %g
+wraps = %d
+load = %q
+unload = %q
+avg_locate = %q
+locate_start = %q
+wrap_change = %q
+flush = %q
+exchange = %q`, int64(g.Rate), g.Capacity, g.Length, g.Wraps, g.Load, g.Unload, g.AvgLocate, g.LocateStart, g.WrapChange, g.Flush, g.Exchange)))
+	if preset.Seconds != over.Seconds {
+		t.Errorf("LTO-1 preset %v s, LTO-9 with LTO-1's figures %v s", preset.Seconds, over.Seconds)
+	}
+	// two drives at 15 MB/s: 20 GB take 667 s of streaming, plus a mount
+	// and the flushes
+	if stream := 20e9 / (2 * g.Rate); preset.Seconds < stream || preset.Seconds > stream+120 {
+		t.Errorf("20 GB on two LTO-1 drives in %.0f s; streaming alone takes %.0f s", preset.Seconds, stream)
 	}
 }

@@ -33,7 +33,7 @@ import (
 // TapeConfig is the library and the recall rules ([tape]). The rule keys
 // and their defaults are strata serve's ([hsm] recall_*).
 type TapeConfig struct {
-	Generation string `toml:"generation"` // LTO-5 … LTO-9
+	Generation string `toml:"generation"` // LTO-1 … LTO-9
 	Drives     int    `toml:"drives"`
 	// Cartridges hold the files a synthetic workload recalls, written
 	// front to back as migration appends them.
@@ -70,6 +70,10 @@ type TapeConfig struct {
 	FlushBytes    Size   `toml:"flush_bytes"`
 	MigrateEvery  string `toml:"migrate_every"`
 	MigrateAfter  string `toml:"migrate_after"`
+	// Drive overrides the generation's figures ([tape.drive]): a drive
+	// no preset has (an enterprise drive, a half-height one, a site's own
+	// measurements), or one figure swept.
+	Drive DriveParams `toml:"drive"`
 
 	gen           tape.Generation
 	poll          time.Duration
@@ -87,6 +91,9 @@ func (t *TapeConfig) fill() error {
 	g, err := tape.LookupGeneration(t.Generation)
 	if err != nil {
 		return fmt.Errorf("tape.generation: %w", err)
+	}
+	if err := t.Drive.apply(&g); err != nil {
+		return err
 	}
 	t.gen = g
 	if t.Drives <= 0 {
@@ -615,7 +622,7 @@ func (c *Config) recallBound(add func(name, what string, bps float64)) {
 	t := c.Tape
 	d := t.recallDrives()
 	if c.Workload.Op == "migrate" {
-		d = min(t.migrateDrives, t.Drives)
+		d = min(t.migrateDrives, t.Drives, t.Cartridges)
 		add("D·T", fmt.Sprintf("%d %s drives migrating × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
 		add("disk", "disk reads "+mbps(float64(t.BufferRate)), float64(t.BufferRate))
 		return
@@ -632,4 +639,55 @@ func (c *Config) recallBound(add func(name, what string, bps float64)) {
 	if w.ArrivalRate > 0 {
 		add("λ·s", fmt.Sprintf("%.3g requests/s × %s offered", w.ArrivalRate, chart.SizeStr(int64(size))), w.ArrivalRate*size)
 	}
+}
+
+// DriveParams are a tape drive's figures, each overriding the
+// generation's when set: every number of tape.Generation.
+type DriveParams struct {
+	Rate        Rate    `toml:"rate"`     // native streaming rate
+	Capacity    Size    `toml:"capacity"` // native cartridge capacity
+	Length      float64 `toml:"length_m"` // tape length, metres
+	Wraps       int     `toml:"wraps"`    // end-to-end passes
+	Load        string  `toml:"load"`     // load and thread to ready
+	Unload      string  `toml:"unload"`   // after the rewind
+	AvgLocate   string  `toml:"avg_locate"`
+	LocateStart string  `toml:"locate_start"` // the fixed part of every locate
+	WrapChange  string  `toml:"wrap_change"`
+	Flush       string  `toml:"flush"`    // a synchronising file mark
+	Exchange    string  `toml:"exchange"` // the robot, each way
+}
+
+// apply overrides g's figures with those set, and checks the result.
+func (d DriveParams) apply(g *tape.Generation) error {
+	if d.Rate > 0 {
+		g.Rate = float64(d.Rate)
+	}
+	if d.Capacity > 0 {
+		g.Capacity = int64(d.Capacity)
+	}
+	if d.Length > 0 {
+		g.Length = d.Length
+	}
+	if d.Wraps > 0 {
+		g.Wraps = d.Wraps
+	}
+	for _, x := range []struct {
+		key, v string
+		dst    *time.Duration
+	}{{"load", d.Load, &g.Load}, {"unload", d.Unload, &g.Unload}, {"avg_locate", d.AvgLocate, &g.AvgLocate},
+		{"locate_start", d.LocateStart, &g.LocateStart}, {"wrap_change", d.WrapChange, &g.WrapChange},
+		{"flush", d.Flush, &g.Flush}, {"exchange", d.Exchange, &g.Exchange}} {
+		if x.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(x.v)
+		if err != nil || v < 0 {
+			return fmt.Errorf("tape.drive.%s %q: want a duration like 15s", x.key, x.v)
+		}
+		*x.dst = v
+	}
+	if g.AvgLocate <= g.LocateStart+g.WrapChange {
+		return fmt.Errorf("tape.drive: avg_locate %v must exceed locate_start + wrap_change (%v): the rest is the distance at locate speed", g.AvgLocate, g.LocateStart+g.WrapChange)
+	}
+	return nil
 }

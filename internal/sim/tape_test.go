@@ -205,7 +205,9 @@ func TestRecallRulesSweep(t *testing.T) {
 // Bad tape studies fail with one line naming the key.
 func TestTapeStudyErrors(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"[workload]\nop = \"recall\"\n[tape]\ngeneration = \"LTO-2\"", "tape.generation"},
+		{"[workload]\nop = \"recall\"\n[tape]\ngeneration = \"LTO-11\"", "tape.generation"},
+		{"[workload]\nop = \"recall\"\n[tape.drive]\nload = \"quick\"", "tape.drive.load"},
+		{"[workload]\nop = \"recall\"\n[tape.drive]\navg_locate = \"3s\"", "avg_locate"},
 		{"[workload]\nop = \"recall\"\n[tape]\nrecall_max_age = \"soon\"", "recall_max_age"},
 		{"[workload]\nop = \"recall\"\n[tape]\nfill = 2.0", "tape.fill"},
 		{"[workload]\nop = \"recall\"\nfiles = 100\nfile_size = \"1TB\"\n[tape]\ncartridges = 1\ncapacity = \"10TB\"", "hold only 9"},
@@ -213,6 +215,8 @@ func TestTapeStudyErrors(t *testing.T) {
 		{"[workload]\nop = \"migrate\"\nfile_size = \"1TB\"\n[tape]\ncapacity = \"100GB\"", "does not fit"},
 		{"[workload]\nop = \"migrate\"\nfiles = 100\nfile_size = \"50GB\"\n[tape]\ncapacity = \"100GB\"\ncartridges = 2", "need more than"},
 		{"[workload]\nop = \"migrate\"\n[tape]\nmigrate_every = \"0s\"", "migrate_every"},
+		// the bytes fit the cartridges, the tape files do not (it panicked)
+		{"[workload]\nop = \"migrate\"\nfiles = 19\nfile_size = \"1GB\"\n[tape]\ncapacity = \"10GB\"\ncartridges = 2\ndrives = 2\nmigrate_drives = 2\nmigrate_after = \"0s\"", "no cartridge had room"},
 		{"[workload]\nop = \"migrate\"\n[tape]\nmigrate_drives = 0", "migrate_drives"},
 	} {
 		s, err := ParseStudy([]byte(c.src))
@@ -317,4 +321,16 @@ func fmtSscan(t *testing.T, s string, v *float64) {
 		t.Fatalf("%q: %v", s, err)
 	}
 	*v = x
+}
+
+// Seed 000's LTO-1 library: every point of the example migrates the
+// terabyte below its bound (drives × 15 MB/s) and above 0.85 of it.
+func TestCeMSSLTO1(t *testing.T) {
+	s := load(t, "cemss-lto1.toml")
+	for _, n := range []string{"10", "20", "40"} {
+		r := sweepByKey(t, s, map[string]string{"tape.migrate_drives": n})
+		if r.Bytes != 1000e9 || r.MBps > r.Bound.MBps*1.0001 || r.MBps < 0.85*r.Bound.MBps {
+			t.Errorf("%s drives: %d bytes at %.1f MB/s against a bound of %.1f", n, r.Bytes, r.MBps, r.Bound.MBps)
+		}
+	}
 }
