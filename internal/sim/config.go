@@ -262,12 +262,15 @@ func overlay(p, o *DiskParams) {
 	set(&p.SeekTrack, o.SeekTrack)
 	set(&p.Settle, o.Settle)
 	set(&p.Overhead, o.Overhead)
-	for _, f := range []struct{ dst, v *Size }{{&p.RateOD, &o.RateOD}, {&p.RateID, &o.RateID}, {&p.Capacity, &o.Capacity}, {&p.Cache, &o.Cache}, {&p.Interface, &o.Interface}, {&p.ReadAheadGap, &o.ReadAheadGap}} {
+	for _, f := range []struct{ dst, v *Size }{{&p.RateOD, &o.RateOD}, {&p.RateID, &o.RateID}, {&p.Capacity, &o.Capacity}, {&p.Cache, &o.Cache}, {&p.Interface, &o.Interface}, {&p.ReadAheadGap, &o.ReadAheadGap}, {&p.Prefetch, &o.Prefetch}} {
 		if *f.v != 0 {
 			*f.dst = *f.v
 		}
 	}
 	if o.Zones != 0 {
 		p.Zones = o.Zones
+	}
+	if o.Segments != 0 {
+		p.Segments = o.Segments
 	}
 }

@@ -29,6 +29,14 @@ type DiskParams struct {
 	// such a gap; 2003-era drives' look-ahead served exactly sequential
 	// reads only (0), and a member paid a revolution for each parity unit.
 	ReadAheadGap Size `toml:"read_ahead_gap"`
+	// Segments is how many sequential read streams the drive keeps read
+	// ahead at once (its cache segments; 0 or 1: one). Prefetch is what
+	// it reads on for a sequential stream before it turns to another
+	// stream's command. Drives do not publish either; the values below are
+	// assumptions, and with one segment a drive reading for several
+	// streams seeks at every switch.
+	Segments int  `toml:"read_ahead_segments"`
+	Prefetch Size `toml:"prefetch"`
 }
 
 // Disk presets by name.
@@ -43,7 +51,14 @@ var DiskPresets = map[string]DiskParams{
 	"fc-15k-2003": {RPM: 15000, SeekAvg: 3.6, SeekTrack: 0.3, Settle: 0.4, RateOD: 75e6, RateID: 50e6, Zones: 16, Capacity: 36e9, Cache: 8 << 20, Interface: 200e6, Overhead: 0.2, ReadAhead: true},
 	// current 7,200 rpm enterprise drive (Exos X18 / Ultrastar class).
 	"sata-7k2": {RPM: 7200, SeekAvg: 7.4, SeekTrack: 0.3, Settle: 0.8, RateOD: 270e6, RateID: 135e6, Zones: 24, Capacity: 18e12, Cache: 256 << 20, Interface: 600e6, Overhead: 0.1, ReadAhead: true,
-		ReadAheadGap: 16 << 20},
+		ReadAheadGap: 16 << 20, Segments: 16, Prefetch: 2 << 20},
+}
+
+// frozenSeg is a read-ahead segment of a stream the media left for other
+// work: the bytes it had read ahead, held for that stream's next reads.
+type frozenSeg struct {
+	lba  int64 // the stream's next byte
+	held int64 // bytes from lba in the buffer
 }
 
 // diskRun is a continuous media transfer of buffered write data.
@@ -90,6 +105,10 @@ type Disk struct {
 	raLBA int64
 	raAt  des.Time
 	raOK  bool
+	raSeq bool // the live stream was read sequentially: it gets its prefetch
+	// frozen are the other streams' segments (most recent first): what
+	// the media read ahead for them before it left them.
+	frozen []frozenSeg
 
 	// Busy time and bytes, for utilisation.
 	MediaBytes int64
@@ -263,7 +282,7 @@ func (d *Disk) prune(t des.Time) {
 // available from t. It extends the open run when the media is still
 // writing the preceding bytes then; otherwise it positions anew.
 func (d *Disk) destage(t des.Time, lba, size int64) {
-	d.raOK = false
+	d.freeze(max(t, d.actFree), false)
 	if n := len(d.runs); n > 0 {
 		r := &d.runs[n-1]
 		if r.end == d.actFree && r.endLBA == lba && t <= r.end {
@@ -316,6 +335,9 @@ func (d *Disk) read(t des.Time, lba, size int64) des.Time {
 	d.prune(t)
 	iface := float64(d.p.Interface) / 1e9
 	buf := float64(d.p.Cache)
+	if k := d.frozenAt(lba); k >= 0 {
+		return d.readFrozen(t, k, lba, size)
+	}
 	if gap := lba - d.raLBA; d.p.ReadAhead && d.raOK && gap > 0 && gap <= int64(d.p.ReadAheadGap) && float64(gap) < buf && d.actFree <= t {
 		// A read a little ahead of the stream (a RAID-5 member skipping
 		// the parity unit it holds in this stripe) is still read ahead:
@@ -335,6 +357,7 @@ func (d *Disk) read(t des.Time, lba, size int64) des.Time {
 			d.raLBA += int64(size)
 			d.actFree = t
 			d.head = lba + size
+			d.raSeq = true
 			return end
 		}
 		// the buffer filled and reading stopped: serve what is held, and
@@ -351,17 +374,78 @@ func (d *Disk) read(t des.Time, lba, size int64) des.Time {
 		d.actFree = t
 		return end
 	}
-	from := t
-	if d.actFree > from {
-		from = d.actFree
-	}
+	from := d.freeze(max(t, d.actFree), true)
 	start := d.position(from, lba, false)
 	rate := d.rate(lba)
 	end := start + des.Time(float64(size)/rate)
 	d.actFree = end
 	d.head = lba + size
-	d.raOK, d.raLBA, d.raAt = true, lba+size, end
+	d.raOK, d.raLBA, d.raAt, d.raSeq = true, lba+size, end, false
 	return end
+}
+
+// freeze stops the live read-ahead stream when the media leaves it for
+// other work at from. A drive of several segments keeps what it read
+// ahead for that stream's next reads, after reading on its Prefetch for
+// a sequential stream when the other work is a read (writes go first);
+// the returned time is when the media is free for the other work.
+func (d *Disk) freeze(from des.Time, forRead bool) des.Time {
+	if !d.raOK {
+		return from
+	}
+	d.raOK = false
+	segs := max(d.p.Segments, 1)
+	if segs == 1 {
+		return from
+	}
+	rate := d.rate(d.raLBA)
+	if forRead && d.raSeq && d.p.Prefetch > 0 {
+		from = max(from, d.raAt+des.Time(float64(d.p.Prefetch)/rate))
+	}
+	held := int64(math.Min(math.Max(float64(from-d.raAt)*rate, 0), float64(d.p.Cache)/float64(segs)))
+	d.head = d.raLBA + held
+	d.frozen = append([]frozenSeg{{d.raLBA, held}}, d.frozen...)
+	if len(d.frozen) > segs-1 {
+		d.frozen = d.frozen[:segs-1]
+	}
+	return from
+}
+
+// frozenAt is the frozen segment a read at lba continues (at its next
+// byte, or a gap of up to ReadAheadGap ahead), or -1.
+func (d *Disk) frozenAt(lba int64) int {
+	if !d.p.ReadAhead {
+		return -1
+	}
+	for i, f := range d.frozen {
+		if gap := lba - f.lba; gap == 0 || gap > 0 && gap <= int64(d.p.ReadAheadGap) {
+			return i
+		}
+	}
+	return -1
+}
+
+// readFrozen serves a read that continues frozen segment k: from the
+// buffer while it holds the bytes, and what it does not hold from the
+// media, which then streams for this stream again.
+func (d *Disk) readFrozen(t des.Time, k int, lba, size int64) des.Time {
+	iface := float64(d.p.Interface) / 1e9
+	f := d.frozen[k]
+	held := max(f.held-(lba-f.lba), 0)
+	d.frozen = append(d.frozen[:k], d.frozen[k+1:]...)
+	if size <= held {
+		d.frozen = append([]frozenSeg{{lba + size, held - size}}, d.frozen...)
+		return t + des.Time(float64(size)/iface)
+	}
+	from := d.freeze(max(t, d.actFree), true)
+	rest := lba + held
+	start := d.position(from, rest, false)
+	rate := d.rate(rest)
+	media := start + des.Time(float64(size-held)/rate)
+	d.actFree = media
+	d.head = lba + size
+	d.raOK, d.raLBA, d.raAt, d.raSeq = true, lba+size, media, true
+	return max(media, t+des.Time(float64(size)/iface))
 }
 
 // Read implements Device.
