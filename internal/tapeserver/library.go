@@ -3,6 +3,7 @@ package tapeserver
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -112,7 +113,7 @@ func (l *Library) Register(r Registration) error {
 	if r.ID == "" || r.URL == "" {
 		return api.Errorf(api.ErrInvalid, "register tape server: id and url required")
 	}
-	if !hmacEqual(r.Proof, Proof(l.secret, r)) {
+	if !hmac.Equal([]byte(r.Proof), []byte(Proof(l.secret, r))) {
 		return api.Errorf(api.ErrDenied, "register tape server %s: bad proof (is the cluster secret the same?)", r.ID)
 	}
 	if r.Generation != "" && r.Generation != l.gen.Name {
@@ -160,8 +161,7 @@ func (l *Library) Register(r Registration) error {
 	return nil
 }
 
-func hmacEqual(a, b string) bool { return len(a) == len(b) && subtleEq(a, b) }
-
+// Generation is the drives' generation, with the configured capacity.
 func (l *Library) Generation() tape.Generation { return l.gen }
 
 // Cartridges lists the cartridges in volume order.
@@ -422,6 +422,8 @@ func (l *Library) Dismount(ctx context.Context, drive string) error {
 	return nil
 }
 
+// Flush, Erase, ReadHeader, ReadTrailer and ReadThrough run on the
+// drive's tape server.
 func (l *Library) Flush(ctx context.Context, drive string) error {
 	return l.call(ctx, drive, "flush", driveReq{Drive: drive}, nil)
 }

@@ -3,7 +3,6 @@ package tapeserver
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -152,5 +151,3 @@ func (b *errBody) err() error {
 // gone, or the network between. Its drives count as failed until it
 // registers again; what it was writing is written again elsewhere.
 var ErrLost = errors.New("tape server lost")
-
-func subtleEq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
