@@ -58,27 +58,7 @@ sync = true
 // read at 3–48 % of its bound for 64 KiB–2 MiB units.
 func TestRAIDReadKeepsStreaming(t *testing.T) {
 	for _, unit := range []string{"64KiB", "256KiB", "1MiB", "2MiB"} {
-		cfg, err := Parse([]byte(fmt.Sprintf(`
-[clients]
-nic = "10GB/s"
-[storage]
-kind = "raid5"
-disk = "sata-7k2"
-[storage.array]
-disks = 9
-stripe_unit = %q
-[workload]
-op = "read"
-record = "8MiB"
-file_size = "2GiB"
-`, unit)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(cfg, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := readArray(t, unit, 1, "2GiB")
 		t.Logf("%s units: %.1f MB/s, bound %.1f", unit, r.MBps, r.Bound.MBps)
 		if r.MBps < 0.95*r.Bound.MBps || r.MBps > r.Bound.MBps*1.0001 {
 			t.Errorf("%s units: %.1f MB/s against a bound of %.1f", unit, r.MBps, r.Bound.MBps)
@@ -96,7 +76,23 @@ func TestRAIDSeveralReaders(t *testing.T) {
 	for _, unit := range []string{"64KiB", "1MiB"} {
 		var one float64
 		for _, n := range []int{1, 2, 4} {
-			cfg, err := Parse([]byte(fmt.Sprintf(`
+			r := readArray(t, unit, n, "1GiB")
+			t.Logf("%s units, %d streams: %.1f MB/s, bound %.1f", unit, n, r.MBps, r.Bound.MBps)
+			if n == 1 {
+				one = r.MBps
+			}
+			if r.MBps > one*1.0001 || r.MBps < 0.6*r.Bound.MBps {
+				t.Errorf("%s units, %d streams: %.1f MB/s (one stream %.1f, bound %.1f)", unit, n, r.MBps, one, r.Bound.MBps)
+			}
+		}
+	}
+}
+
+// readArray runs streams readers of files of size each on a current 8+1
+// array of unit stripe units.
+func readArray(t *testing.T, unit string, streams int, size string) *Result {
+	t.Helper()
+	cfg, err := Parse([]byte(fmt.Sprintf(`
 [clients]
 nic = "10GB/s"
 [storage]
@@ -109,22 +105,14 @@ stripe_unit = %q
 op = "read"
 streams = %d
 record = "8MiB"
-file_size = "1GiB"
-`, unit, n)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Run(cfg, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s units, %d streams: %.1f MB/s, bound %.1f", unit, n, r.MBps, r.Bound.MBps)
-			if n == 1 {
-				one = r.MBps
-			}
-			if r.MBps > one*1.0001 || r.MBps < 0.6*r.Bound.MBps {
-				t.Errorf("%s units, %d streams: %.1f MB/s (one stream %.1f, bound %.1f)", unit, n, r.MBps, one, r.Bound.MBps)
-			}
-		}
+file_size = %q
+`, unit, streams, size)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	r, err := Run(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
