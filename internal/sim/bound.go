@@ -110,7 +110,7 @@ func (b BoundResult) bind() BoundResult {
 func (c *Config) deviceRate() (float64, string) {
 	op := c.Workload.Op
 	switch c.Storage.Kind {
-	case "disk", "raid5":
+	case "disk", "raid5", "raid6":
 		p := c.diskParams()
 		r := float64(p.RateOD) // files start at the outer edge
 		if t := c.randomService(); t > 0 {
@@ -119,18 +119,21 @@ func (c *Config) deviceRate() (float64, string) {
 				return r, fmt.Sprintf("disk at %.0f random requests/s", 1/t)
 			}
 			// random reads use every member; a small write reads and
-			// writes data and parity: four member I/Os
-			n := float64(c.Storage.Array.Disks)
+			// writes data and parity: four member I/Os on RAID-5, six
+			// on RAID-6
+			a := c.Storage.Array
+			n := float64(a.Disks)
 			if op != "read" {
-				n /= 4
+				n /= float64(2 + 2*a.parity)
 			}
-			return n * r, fmt.Sprintf("RAID-5 of %d disks at %.0f random requests/s each", c.Storage.Array.Disks, 1/t)
+			return n * r, fmt.Sprintf("%s of %d disks at %.0f random requests/s each", c.Storage.arrayName(), a.Disks, 1/t)
 		}
 		if c.Storage.Kind == "disk" {
 			return r, "disk at " + mbps(r)
 		}
-		n := c.Storage.Array.Disks - 1
-		return float64(n) * r, fmt.Sprintf("RAID-5 (%d+1) of disks at %s", n, mbps(r))
+		a := c.Storage.Array
+		n := a.Disks - a.parity
+		return float64(n) * r, fmt.Sprintf("%s (%d+%d) of disks at %s", c.Storage.arrayName(), n, a.parity, mbps(r))
 	default:
 		cp := c.Storage.Curve
 		r := float64(cp.WriteRate)
@@ -167,8 +170,8 @@ func (c *Config) randomService() float64 {
 	}
 	perDev := (c.Clients.Count*w.Streams + devs - 1) / devs
 	cap := float64(p.Capacity)
-	if c.Storage.Kind == "raid5" {
-		cap *= float64(c.Storage.Array.Disks - 1)
+	if a := c.Storage.Array; a.parity > 0 {
+		cap *= float64(a.Disks - a.parity)
 	}
 	f := math.Min(1, float64(perDev)*float64(w.File)*float64(w.Files)/cap)
 	seek := p.SeekTrack + (p.SeekAvg-p.SeekTrack)*math.Sqrt(f)

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/strata-storage/strata/internal/des"
 )
 
 // Config is one study: a topology and a workload (TOML; examples/sim/).
@@ -37,7 +40,9 @@ type PlotConfig struct {
 	// Metric is "aggregate" (default), "per_stream" (each stream's
 	// share: the aggregate over the streams of that kind), or for recall
 	// studies "latency_mean", "latency_p95" or "mounts"; "iops" is
-	// requests per second.
+	// requests per second; with failed array members, "degraded" (the
+	// users' MB/s from the failure to the rebuild's end) or
+	// "rebuild_hours".
 	Metric string `toml:"metric"`
 }
 
@@ -70,10 +75,10 @@ type ServerConfig struct {
 
 // StorageConfig: what each server has behind it.
 type StorageConfig struct {
-	Kind      string       `toml:"kind"`       // disk, raid5, curve
+	Kind      string       `toml:"kind"`       // disk, raid5, raid6, curve
 	PerServer int          `toml:"per_server"` // devices per server
 	Link      Rate         `toml:"link"`       // each device's host port (FC, SAS); 0: none
-	Disk      string       `toml:"disk"`       // preset for kind=disk and raid5 members
+	Disk      string       `toml:"disk"`       // preset for kind=disk and the arrays' members
 	DiskOver  *DiskParams  `toml:"disk_params"`
 	Array     ArrayParams  `toml:"array"`
 	Curve     *CurveParams `toml:"curve"`
@@ -164,7 +169,7 @@ func (c *Config) fill() error {
 		c.Storage.Kind = "disk"
 	}
 	switch c.Storage.Kind {
-	case "disk", "raid5":
+	case "disk", "raid5", "raid6":
 		name := c.Storage.Disk
 		if name == "" {
 			name = "sata-7k2"
@@ -173,15 +178,15 @@ func (c *Config) fill() error {
 		if _, ok := DiskPresets[name]; !ok {
 			return fmt.Errorf("storage.disk %q: want one of %s", name, strings.Join(presetNames(), ", "))
 		}
-		if c.Storage.Kind == "raid5" && c.Storage.Array.Disks < 3 {
-			return fmt.Errorf("storage.array.disks = %d: a RAID-5 array needs at least 3", c.Storage.Array.Disks)
+		if err := c.Storage.fillArray(); err != nil {
+			return err
 		}
 	case "curve":
 		if c.Storage.Curve == nil || c.Storage.Curve.ReadRate <= 0 && c.Storage.Curve.WriteRate <= 0 {
 			return fmt.Errorf("storage.kind = \"curve\" needs [storage.curve] with read_rate or write_rate")
 		}
 	default:
-		return fmt.Errorf("storage.kind %q: want disk, raid5 or curve", c.Storage.Kind)
+		return fmt.Errorf("storage.kind %q: want disk, raid5, raid6 or curve", c.Storage.Kind)
 	}
 	w := &c.Workload
 	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate"); err != nil {
@@ -193,7 +198,7 @@ func (c *Config) fill() error {
 	if err := oneOf("workload.pattern", &w.Pattern, "sequential", "random"); err != nil {
 		return err
 	}
-	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops"); err != nil {
+	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops", "degraded", "rebuild_hours"); err != nil {
 		return err
 	}
 	if w.Streams <= 0 {
@@ -215,6 +220,49 @@ func (c *Config) fill() error {
 		return fmt.Errorf("workload.arrival_rate = %g: want ≥ 0 requests/s", w.ArrivalRate)
 	}
 	return c.Tape.fill()
+}
+
+// fillArray checks an array's parameters: enough members for its parity,
+// no more failed members than the parity covers, a failure time.
+func (sc *StorageConfig) fillArray() error {
+	a := &sc.Array
+	switch sc.Kind {
+	case "raid5":
+		a.parity = 1
+	case "raid6":
+		a.parity = 2
+	default:
+		if a.Failed != 0 {
+			return fmt.Errorf("storage.array.failed = %d: only arrays (raid5, raid6) have members to fail", a.Failed)
+		}
+		return nil
+	}
+	name := sc.arrayName()
+	if a.Disks < a.parity+2 {
+		return fmt.Errorf("storage.array.disks = %d: a %s array needs at least %d", a.Disks, name, a.parity+2)
+	}
+	if a.Failed < 0 || a.Failed > a.parity {
+		return fmt.Errorf("storage.array.failed = %d: a %s array survives at most %d", a.Failed, name, a.parity)
+	}
+	if a.FailAt != "" {
+		d, err := time.ParseDuration(a.FailAt)
+		if err != nil || d < 0 {
+			return fmt.Errorf("storage.array.fail_at %q: want a duration from the start (\"0s\", \"10m\")", a.FailAt)
+		}
+		a.failAt = des.Time(d)
+	}
+	if a.Rebuild && a.Failed == 0 {
+		return fmt.Errorf("storage.array.rebuild = true with no failed member: set storage.array.failed")
+	}
+	return nil
+}
+
+// arrayName is "RAID-5" or "RAID-6".
+func (sc *StorageConfig) arrayName() string {
+	if sc.Array.parity == 2 {
+		return "RAID-6"
+	}
+	return "RAID-5"
 }
 
 // oneOf checks that *v is one of allowed, the first being the default

@@ -30,9 +30,32 @@ type Result struct {
 	// capacity: where the DES says the limit is.
 	Busiest string      `json:"busiest,omitempty"`
 	Bound   BoundResult `json:"bound"`
+	// Rebuild is set when array members fail.
+	Rebuild *RebuildResult `json:"rebuild,omitempty"`
 	// Recall and Migrate are set for tape studies.
 	Recall  *RecallResult  `json:"recall,omitempty"`
 	Migrate *MigrateResult `json:"migrate,omitempty"`
+}
+
+// RebuildResult is what users saw while arrays ran degraded, and how long
+// the spares took.
+type RebuildResult struct {
+	Arrays   int     `json:"arrays"`
+	Failed   int     `json:"failed_per_array"`
+	FailedAt float64 `json:"failed_at_s"`
+	// Seconds is from the failure until the last array's spares were
+	// whole; 0 without a rebuild.
+	Seconds float64 `json:"rebuild_s,omitempty"`
+	// MemberMBps is each spare's rebuild rate: its bytes over Seconds.
+	MemberMBps float64 `json:"rebuild_mb_per_s,omitempty"`
+	// UserMBps is the users' aggregate from the failure until the
+	// rebuild ended or the workload did, whichever was first (Window
+	// seconds); 0 when the workload ended before the failure.
+	UserMBps float64 `json:"user_mb_per_s"`
+	Window   float64 `json:"window_s"`
+	// HealthyMBps is the users' aggregate before the failure (0 when
+	// it was at the start): the baseline from the same run.
+	HealthyMBps float64 `json:"healthy_mb_per_s,omitempty"`
 }
 
 // model is a built simulation.
@@ -40,6 +63,7 @@ type model struct {
 	sim     *des.Sim
 	streams []*Stream
 	res     []*des.Resource
+	arrays  []*Array
 }
 
 // build lays out the topology and the streams.
@@ -91,8 +115,10 @@ func build(c *Config, seed uint64) (*model, error) {
 			switch c.Storage.Kind {
 			case "disk":
 				d = NewDisk(s, devID, dp)
-			case "raid5":
-				d = NewArray(s, devID, c.Storage.Array, dp)
+			case "raid5", "raid6":
+				a := NewArray(s, devID, c.Storage.Array, dp)
+				m.arrays = append(m.arrays, a)
+				d = a
 			case "curve":
 				cd := NewCurveDevice(s, devID, fmt.Sprintf("server%d.dev%d", j, k), *c.Storage.Curve, w.Op != "read", shared)
 				m.res = append(m.res, cd.res)
@@ -195,6 +221,7 @@ func Run(c *Config, seed uint64) (*Result, error) {
 	for _, st := range m.streams {
 		st.Run(s)
 	}
+	rw := m.watchRebuild(c)
 	// a guard, not a limit a real study reaches: 2e9 events is minutes
 	s.LimitEvents(2e9)
 	if _, err := s.Run(des.Forever); err != nil {
@@ -242,7 +269,76 @@ func Run(c *Config, seed uint64) (*Result, error) {
 		}
 	}
 	r.Bound = Bound(c)
+	r.Rebuild = rw.result(r.Bytes, first, last)
 	return r, nil
+}
+
+// rebuildWatch counts the users' bytes from the arrays' failure to their
+// rebuild.
+type rebuildWatch struct {
+	c          *Config
+	arrays     []*Array
+	at         des.Time // failure
+	bytes0     int64    // users' bytes by then
+	done       des.Time // every spare whole; 0 before
+	bytes1     int64
+	rebuilding int
+}
+
+func (m *model) watchRebuild(c *Config) *rebuildWatch {
+	a := c.Storage.Array
+	if len(m.arrays) == 0 || a.Failed == 0 {
+		return nil
+	}
+	w := &rebuildWatch{c: c, arrays: m.arrays, at: a.failAt, rebuilding: len(m.arrays)}
+	userBytes := func() int64 {
+		var n int64
+		for _, st := range m.streams {
+			n += st.Bytes
+		}
+		return n
+	}
+	m.sim.Schedule(a.failAt, 1, evRebuild, -1, func() { w.bytes0 = userBytes() })
+	for _, ar := range m.arrays {
+		ar.OnRebuilt = func() {
+			if w.rebuilding--; w.rebuilding == 0 {
+				w.done, w.bytes1 = m.sim.Now(), userBytes()
+			}
+		}
+	}
+	return w
+}
+
+// result is the rebuild's summary, given the users' bytes and the
+// workload's end.
+func (w *rebuildWatch) result(total int64, start, end des.Time) *RebuildResult {
+	if w == nil {
+		return nil
+	}
+	a := w.c.Storage.Array
+	r := &RebuildResult{Arrays: len(w.arrays), Failed: a.Failed, FailedAt: w.at.Seconds()}
+	t1, b1 := end, total
+	if w.done > 0 {
+		r.Seconds = round3((w.done - w.at).Seconds())
+		ext := float64(a.RebuildExtent)
+		if ext <= 0 {
+			ext = float64(w.c.diskParams().Capacity)
+		}
+		if r.Seconds > 0 {
+			r.MemberMBps = round3(ext / r.Seconds / 1e6)
+		}
+		if w.done < end {
+			t1, b1 = w.done, w.bytes1
+		}
+	}
+	if d := (t1 - w.at).Seconds(); d > 0 {
+		r.Window = round3(d)
+		r.UserMBps = round3(float64(b1-w.bytes0) / d / 1e6)
+	}
+	if d := (min(w.at, end) - start).Seconds(); d > 0 {
+		r.HealthyMBps = round3(float64(w.bytes0) / d / 1e6)
+	}
+	return r
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/strata-storage/strata/internal/des"
 )
 
-// ArrayParams describe a RAID-5 array.
+// ArrayParams describe a parity array: RAID-5 (one parity unit per
+// stripe) or RAID-6 (two), set by storage.kind.
 type ArrayParams struct {
 	Disks      int     `toml:"disks"` // members, parity included (9+1 → 10)
 	StripeUnit Size    `toml:"stripe_unit"`
@@ -14,20 +17,45 @@ type ArrayParams struct {
 	// completes only when all its members have); default 8, as a
 	// controller keeps several destage commands queued at each member.
 	Queue int `toml:"queue"`
+
+	// Failed members (the first ones) stop at FailAt (a duration from
+	// the start of the run, "0s" by default): the array serves reads of
+	// their units by reconstructing them from the others and writes
+	// what it can. RAID-5 survives one, RAID-6 two.
+	Failed int    `toml:"failed"`
+	FailAt string `toml:"fail_at"`
+	// Rebuild puts a hot spare in each failed member's place at the
+	// failure and rebuilds it from the survivors, chunk by chunk from
+	// the start of the members, beside the users' I/O: the survivors'
+	// queues serve both. RebuildRate caps the spare's write rate (a
+	// controller's rebuild priority, md's speed_limit_max; 0: as fast as
+	// the members allow); RebuildChunk is the member bytes of one step
+	// (default 8 MiB, an assumption); RebuildExtent the member bytes to
+	// rebuild (default the whole member, as a hardware controller does).
+	Rebuild       bool `toml:"rebuild"`
+	RebuildRate   Rate `toml:"rebuild_rate"`
+	RebuildChunk  Size `toml:"rebuild_chunk"`
+	RebuildExtent Size `toml:"rebuild_extent"`
+
+	parity int      // 1 (RAID-5) or 2 (RAID-6), from storage.kind
+	failAt des.Time // FailAt, parsed
 }
 
-// Array is a request-level RAID-5 controller over member Disks, with
-// rotating parity (left-symmetric), a write-back cache that gathers
-// sequential writes into full stripes, and the barrier that makes RAID-5
-// what it is: a stripe is written when every member has taken its unit,
-// and only then does the next stripe go out.
+// Array is a request-level RAID-5 or RAID-6 controller over member
+// Disks, with rotating parity (left-symmetric: a stripe's parity units,
+// then its data units, each stripe one member further), a write-back
+// cache that gathers sequential writes into full stripes, and the barrier
+// that makes parity RAID what it is: a stripe is written when every member
+// has taken its unit, and only then does the next stripe go out.
 type Array struct {
 	sim     *des.Sim
 	id      int32
 	p       ArrayParams
+	dp      DiskParams
 	members []*Disk
 	unit    int64
 	width   int64 // data bytes per stripe
+	parity  int   // parity units per stripe
 
 	// write-back cache: dirty sequential data waiting to be destaged
 	cacheUsed int64
@@ -36,6 +64,21 @@ type Array struct {
 	inflight  int      // stripes being written
 	flushing  bool
 	drainWait []func() // Flush calls waiting for the cache to drain
+
+	// failures: down members hold nothing at or past rebuilt (a member
+	// LBA; the spare in their place holds everything below it)
+	down    []bool
+	rebuilt int64
+	// stripeCache holds the last reconstructed stripes (stripe+1; 0 is
+	// empty)
+	stripeCache [8]int64
+	cacheNext   int
+	rbWriting   bool     // a rebuild step's writes are queued at the spares
+	rbNext      func()   // the next step, waiting for them
+	FailedAt    des.Time // when the members failed (valid when Failed > 0)
+	RebuiltAt   des.Time // when the spares were whole; 0 while rebuilding
+	// OnRebuilt runs when the spares are whole.
+	OnRebuilt func()
 }
 
 type extent struct{ lba, end int64 }
@@ -45,21 +88,33 @@ type cacheWait struct {
 	done      func()
 }
 
-const evArray uint16 = 20
+// mcmd is one member command: size bytes at the member's lba.
+type mcmd struct {
+	m         int
+	lba, size int64
+}
+
+const (
+	evArray   uint16 = 20
+	evRebuild uint16 = 21
+)
 
 // NewArray makes an array of members built from dp.
 func NewArray(s *des.Sim, id int32, p ArrayParams, dp DiskParams) *Array {
-	a := &Array{sim: s, id: id, p: p, unit: int64(p.StripeUnit)}
+	a := &Array{sim: s, id: id, p: p, dp: dp, unit: int64(p.StripeUnit), parity: max(1, p.parity)}
 	if a.unit <= 0 {
 		a.unit = 64 << 10
 	}
-	if p.Disks < 2 {
-		p.Disks = 2
-		a.p.Disks = 2
+	if p.Disks < a.parity+1 {
+		p.Disks = a.parity + 1
+		a.p.Disks = p.Disks
 	}
-	a.width = a.unit * int64(p.Disks-1)
+	a.width = a.unit * int64(p.Disks-a.parity)
 	for i := 0; i < p.Disks; i++ {
 		a.members = append(a.members, NewDisk(s, id*1000+int32(i), dp))
+	}
+	if p.Failed > 0 {
+		s.Schedule(p.failAt, 0, evRebuild, id, a.fail)
 	}
 	return a
 }
@@ -72,9 +127,101 @@ func (a *Array) member(lba int64) (int, int64) {
 	stripe := lba / a.width
 	in := lba % a.width
 	n := int64(a.p.Disks)
-	parity := stripe % n
-	m := (parity + 1 + in/a.unit) % n
+	m := (stripe%n + int64(a.parity) + in/a.unit) % n
 	return int(m), stripe*a.unit + in%a.unit
+}
+
+// parityMember is the member holding parity unit j (0: P, 1: Q) of stripe.
+func (a *Array) parityMember(stripe int64, j int) int {
+	n := int64(a.p.Disks)
+	return int((stripe%n + int64(j)) % n)
+}
+
+// missing says whether member m has no data at member LBA lba: it has
+// failed and its spare has not been rebuilt that far.
+func (a *Array) missing(m int, lba int64) bool {
+	return a.down != nil && a.down[m] && lba >= a.rebuilt
+}
+
+// commands splits [lba, lba+size), within one stripe, into member commands.
+func (a *Array) commands(lba, size int64) []mcmd {
+	var cmds []mcmd
+	for off := int64(0); off < size; {
+		m, mlba := a.member(lba + off)
+		k := min(a.unit-(lba+off)%a.unit, size-off)
+		cmds = append(cmds, mcmd{m, mlba, k})
+		off += k
+	}
+	return cmds
+}
+
+// degradedRead is the member reads for one stripe's commands. When a
+// unit is missing the controller reads the whole stripe from the
+// survivors, reconstructs it and keeps it in its stripe cache (as md's
+// stripe cache and a hardware controller's do), so the stripe's other
+// units, which the next request usually wants, cost no member I/O. The
+// cache holds the last few reconstructed stripes.
+func (a *Array) degradedRead(stripe int64, cmds []mcmd) []mcmd {
+	if a.down == nil {
+		return cmds
+	}
+	if slices.Contains(a.stripeCache[:], stripe+1) {
+		return nil
+	}
+	lost := slices.ContainsFunc(cmds, func(c mcmd) bool { return a.missing(c.m, c.lba) })
+	if !lost {
+		return cmds
+	}
+	a.stripeCache[a.cacheNext] = stripe + 1 // 0: empty
+	a.cacheNext = (a.cacheNext + 1) % len(a.stripeCache)
+	whole := []mcmd{{a.parityMember(stripe, 0), stripe * a.unit, a.unit}}
+	return a.reconstruct(stripe, whole)
+}
+
+// reconstruct replaces the reads of missing members in one stripe's
+// commands by reads of the same range from as many others as the parity
+// needs (n − parity units in all: the stripe's data members first, then
+// its parity), extending a read already going to a member to cover the
+// range.
+func (a *Array) reconstruct(stripe int64, cmds []mcmd) []mcmd {
+	var out []mcmd
+	lo, hi := int64(-1), int64(0)
+	for _, c := range cmds {
+		if a.missing(c.m, c.lba) {
+			if lo < 0 || c.lba < lo {
+				lo = c.lba
+			}
+			hi = max(hi, c.lba+c.size)
+			continue
+		}
+		out = append(out, c)
+	}
+	if lo < 0 {
+		return cmds
+	}
+	n := a.p.Disks
+	var order []int
+	for k := 0; k < n-a.parity; k++ {
+		order = append(order, (a.parityMember(stripe, 0)+a.parity+k)%n)
+	}
+	for j := 0; j < a.parity; j++ {
+		order = append(order, a.parityMember(stripe, j))
+	}
+	have := len(out)
+	for _, m := range order {
+		if a.missing(m, lo) {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(c mcmd) bool { return c.m == m }); i >= 0 {
+			e := max(out[i].lba+out[i].size, hi)
+			out[i].lba = min(out[i].lba, lo)
+			out[i].size = e - out[i].lba
+		} else if have < n-a.parity {
+			out = append(out, mcmd{m, lo, hi - lo})
+			have++
+		}
+	}
+	return out
 }
 
 // Read reads size bytes at lba stripe by stripe: one command per stripe
@@ -96,17 +243,16 @@ func (a *Array) Read(lba, size int64, done func()) {
 				stripe(end)
 			}
 		}
-		var cmds [][3]int64
-		for o := off; o < end; {
-			m, mlba := a.member(lba + o)
-			n := min(a.unit-(lba+o)%a.unit, end-o)
-			cmds = append(cmds, [3]int64{int64(m), mlba, n})
-			o += n
-		}
+		cmds := a.degradedRead((lba+off)/a.width, a.commands(lba+off, end-off))
 		left = len(cmds)
+		if left == 0 {
+			left = 1
+			a.sim.After(des.Time(a.p.Overhead*1e6), evArray, a.id, fin)
+			return
+		}
 		a.sim.After(des.Time(a.p.Overhead*1e6), evArray, a.id, func() {
 			for _, c := range cmds {
-				a.members[c[0]].Submit(false, c[1], c[2], fin)
+				a.members[c.m].Submit(false, c.lba, c.size, fin)
 			}
 		})
 	}
@@ -226,30 +372,45 @@ func (a *Array) destage() {
 
 // writeStripe writes [lba, lba+size) within one stripe: the data units
 // and parity. A full stripe writes every member; a partial one reads the
-// old data and parity first (read-modify-write).
+// old data and parity first (read-modify-write). With a member missing, a
+// full stripe writes the others; a partial one whose data or parity
+// falls on the missing member reads the stripe's other data instead
+// (reconstruct-write), since the old contents it would read are gone.
 func (a *Array) writeStripe(lba, size int64) {
 	a.inflight++
 	stripe := lba / a.width
-	n := int64(a.p.Disks)
-	parity := int(stripe % n)
 	full := size == a.width && lba%a.width == 0
-	type cmd struct {
-		m         int
-		lba, size int64
-	}
-	var cmds []cmd
-	for off := int64(0); off < size; {
-		m, mlba := a.member(lba + off)
-		k := min(a.unit-(lba+off)%a.unit, size-off)
-		cmds = append(cmds, cmd{m, mlba, k})
-		off += k
-	}
+	cmds := a.commands(lba, size)
 	pl, psize := stripe*a.unit, a.unit
 	if !full && size < a.unit {
 		pl, psize = cmds[0].lba, size
 	}
-	cmds = append(cmds, cmd{parity, pl, psize})
-	left := len(cmds)
+	for j := 0; j < a.parity; j++ {
+		cmds = append(cmds, mcmd{a.parityMember(stripe, j), pl, psize})
+	}
+	var reads, writes []mcmd
+	for _, c := range cmds {
+		if !a.missing(c.m, c.lba) {
+			writes = append(writes, c)
+		}
+	}
+	switch {
+	case full:
+	case len(writes) == len(cmds):
+		reads = cmds
+	default:
+		lo, hi := cmds[0].lba, cmds[0].lba
+		for _, c := range cmds {
+			lo, hi = min(lo, c.lba), max(hi, c.lba+c.size)
+		}
+		for k := 0; k < a.p.Disks-a.parity; k++ {
+			m := (a.parityMember(stripe, 0) + a.parity + k) % a.p.Disks
+			if !a.missing(m, lo) && !slices.ContainsFunc(cmds, func(c mcmd) bool { return c.m == m }) {
+				reads = append(reads, mcmd{m, lo, hi - lo})
+			}
+		}
+	}
+	left := len(writes)
 	finish := func() {
 		if left--; left > 0 {
 			return
@@ -260,22 +421,109 @@ func (a *Array) writeStripe(lba, size int64) {
 		a.drained()
 	}
 	write := func() {
-		for _, c := range cmds {
+		if len(writes) == 0 {
+			left = 1
+			finish()
+			return
+		}
+		for _, c := range writes {
 			a.members[c.m].Submit(true, c.lba, c.size, finish)
 		}
 	}
 	a.sim.After(des.Time(a.p.Overhead*1e6), evArray, a.id, func() {
-		if full {
+		if len(reads) == 0 {
 			write()
 			return
 		}
-		reads := len(cmds)
-		for _, c := range cmds {
+		n := len(reads)
+		for _, c := range reads {
 			a.members[c.m].Submit(false, c.lba, c.size, func() {
-				if reads--; reads == 0 {
+				if n--; n == 0 {
 					write()
 				}
 			})
 		}
 	})
+}
+
+// fail takes the failed members out and, with rebuild, starts rebuilding
+// their spares.
+func (a *Array) fail() {
+	a.down = make([]bool, len(a.members))
+	a.FailedAt = a.sim.Now()
+	for i := 0; i < a.p.Failed; i++ {
+		a.down[i] = true
+	}
+	if !a.p.Rebuild {
+		return
+	}
+	for i := 0; i < a.p.Failed; i++ {
+		a.members[i] = NewDisk(a.sim, a.id*1000+int32(len(a.members)+i), a.dp)
+	}
+	a.rebuildFrom(0)
+}
+
+// rebuildFrom rebuilds the spares from member LBA x on: each step reads
+// a chunk from every survivor and, once all have it, writes it to the
+// spares while the next step's reads go out — no sooner than the rate cap
+// allows, and not while the step before's writes are still queued at the
+// spares (one chunk written behind the reads, as a controller's rebuild
+// buffer allows: a spare that also serves users is slower than the
+// survivors, and its queue must not fill with rebuild writes).
+func (a *Array) rebuildFrom(x int64) {
+	extent := int64(a.p.RebuildExtent)
+	if extent <= 0 {
+		extent = int64(a.dp.Capacity)
+	}
+	if x >= extent {
+		return
+	}
+	chunk := int64(a.p.RebuildChunk)
+	if chunk <= 0 {
+		chunk = 8 << 20
+	}
+	n := min(chunk, extent-x)
+	start := a.sim.Now()
+	reads := len(a.members) - a.p.Failed
+	for m, d := range a.members {
+		if a.down[m] {
+			continue
+		}
+		d.Submit(false, x, n, func() {
+			if reads--; reads > 0 {
+				return
+			}
+			next := a.sim.Now()
+			if r := float64(a.p.RebuildRate); r > 0 {
+				next = max(next, start+des.Time(float64(n)/r*1e9))
+			}
+			step := func() { a.rebuildFrom(x + n) }
+			if a.rbWriting {
+				a.rbNext = func() { a.sim.Schedule(max(next, a.sim.Now()), 0, evRebuild, a.id, step) }
+			} else {
+				a.sim.Schedule(next, 0, evRebuild, a.id, step)
+			}
+			a.rbWriting = true
+			writes := a.p.Failed
+			for i := 0; i < a.p.Failed; i++ {
+				a.members[i].Submit(true, x, n, func() {
+					if writes--; writes > 0 {
+						return
+					}
+					a.rebuilt = x + n
+					a.rbWriting = false
+					if f := a.rbNext; f != nil {
+						a.rbNext = nil
+						f()
+					}
+					if a.rebuilt >= extent {
+						a.RebuiltAt = a.sim.Now()
+						if a.OnRebuilt != nil {
+							a.OnRebuilt()
+						}
+					}
+				})
+			}
+		})
+	}
 }

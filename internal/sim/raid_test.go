@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -92,21 +93,26 @@ func TestRAIDSeveralReaders(t *testing.T) {
 // array of unit stripe units.
 func readArray(t *testing.T, unit string, streams int, size string) *Result {
 	t.Helper()
+	return runArray(t, "raid5", 9, unit, fmt.Sprintf("op = %q\nstreams = %d\nrecord = \"8MiB\"\nfile_size = %q", "read", streams, size), "")
+}
+
+// runArray runs a study of one array of disks sata-7k2 members: kind
+// (raid5, raid6), the workload's keys and more [storage.array] keys.
+func runArray(t *testing.T, kind string, disks int, unit, workload, array string) *Result {
+	t.Helper()
 	cfg, err := Parse([]byte(fmt.Sprintf(`
 [clients]
 nic = "10GB/s"
 [storage]
-kind = "raid5"
+kind = %q
 disk = "sata-7k2"
 [storage.array]
-disks = 9
+disks = %d
 stripe_unit = %q
+%s
 [workload]
-op = "read"
-streams = %d
-record = "8MiB"
-file_size = %q
-`, unit, streams, size)))
+%s
+`, kind, disks, unit, array, workload)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +121,115 @@ file_size = %q
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A RAID-6 array streams at (n − 2) members' media rate, reading (each
+// member skips the two parity units it holds without losing its
+// read-ahead) and writing (full stripes, P and Q beside the data), and a
+// partial-stripe write (read-modify-write of data, P and Q) completes.
+func TestRAID6(t *testing.T) {
+	for _, c := range []struct {
+		unit, op, record string
+		min              float64 // of the bound
+	}{
+		{"64KiB", "read", "8MiB", 0.95},
+		{"1MiB", "read", "8MiB", 0.95},
+		{"64KiB", "write", "8MiB", 0.95},
+		{"1MiB", "write", "8MiB", 0.95},
+		{"64KiB", "write", "1MB", 0.95}, // records that do not divide the stripe
+	} {
+		name := fmt.Sprintf("%s %s, %s records", c.unit, c.op, c.record)
+		r := runArray(t, "raid6", 10, c.unit, fmt.Sprintf("op = %q\nrecord = %q\nfile_size = \"1GiB\"\nsync = true", c.op, c.record), "")
+		t.Logf("%s: %.1f MB/s, bound %.1f (%s)", name, r.MBps, r.Bound.MBps, r.Bound.Binding)
+		if want := 8 * DiskPresets["sata-7k2"].RateOD; math.Abs(r.Bound.MBps*1e6-float64(want))/float64(want) > 0.001 {
+			t.Errorf("%s: bound %.1f MB/s, want 8 members' media rate %.1f", name, r.Bound.MBps, float64(want)/1e6)
+		}
+		if r.MBps < c.min*r.Bound.MBps || r.MBps > r.Bound.MBps*1.0001 {
+			t.Errorf("%s: %.1f MB/s against a bound of %.1f", name, r.MBps, r.Bound.MBps)
+		}
+	}
+}
+
+// An array with failed members streams sequential reads and writes as a
+// healthy one does: every survivor reads each of its units in turn (the
+// parity that stands for the missing unit included, which keeps it
+// streaming where a healthy member skips it: up to a few per cent faster)
+// and full stripes are written to the survivors.
+func TestDegradedArray(t *testing.T) {
+	for _, c := range []struct {
+		kind       string
+		failed     int
+		op, record string
+		min, max   float64 // of the healthy array's rate
+	}{
+		{"raid5", 1, "read", "8MiB", 0.95, 1.05},
+		{"raid6", 1, "read", "8MiB", 0.95, 1.05},
+		{"raid6", 2, "read", "8MiB", 0.95, 1.05},
+		{"raid5", 1, "write", "8MiB", 0.95, 1.0001},
+		{"raid6", 2, "write", "8MiB", 0.95, 1.0001},
+		{"raid5", 1, "write", "1MB", 0.95, 1.0001},
+	} {
+		name := fmt.Sprintf("%s, %d failed, %s %s", c.kind, c.failed, c.op, c.record)
+		w := fmt.Sprintf("op = %q\nrecord = %q\nfile_size = \"1GiB\"\nsync = true", c.op, c.record)
+		healthy := runArray(t, c.kind, 10, "256KiB", w, "")
+		r := runArray(t, c.kind, 10, "256KiB", w, fmt.Sprintf("failed = %d", c.failed))
+		t.Logf("%s: %.1f MB/s, healthy %.1f", name, r.MBps, healthy.MBps)
+		if r.Bytes != healthy.Bytes || r.MBps < c.min*healthy.MBps || r.MBps > c.max*healthy.MBps {
+			t.Errorf("%s: %d bytes at %.1f MB/s; healthy %d at %.1f", name, r.Bytes, r.MBps, healthy.Bytes, healthy.MBps)
+		}
+		if x := r.Rebuild; x == nil || x.UserMBps != r.MBps || x.Seconds != 0 {
+			t.Errorf("%s: rebuild summary %+v, want the users' rate over the whole run and no rebuild", name, x)
+		}
+	}
+}
+
+// A rebuild takes the survivors' time from the users: uncapped it runs
+// near the members' media rate and users get little; capped it runs at
+// the cap, and the lower the cap the more the users get and the longer
+// the array stays exposed. The spare's bytes over the rebuild's time is
+// the rate reported.
+func TestRebuild(t *testing.T) {
+	const extent = 16 << 30
+	prevUser, prevSecs := 0.0, 0.0
+	for _, rate := range []string{"", "200MB/s", "100MB/s", "50MB/s"} {
+		array := "failed = 1\nfail_at = \"1s\"\nrebuild = true\nrebuild_extent = \"16GiB\""
+		if rate != "" {
+			array += fmt.Sprintf("\nrebuild_rate = %q", rate)
+		}
+		r := runArray(t, "raid5", 10, "256KiB", "op = \"read\"\nrecord = \"8MiB\"\nfile_size = \"64GiB\"", array)
+		x := r.Rebuild
+		t.Logf("rebuild rate %q: users %.1f MB/s for %.1f s; rebuild %.1f s at %.1f MB/s", rate, x.UserMBps, x.Window, x.Seconds, x.MemberMBps)
+		if x.Seconds <= 0 || x.FailedAt != 1 {
+			t.Fatalf("rebuild rate %q: %+v", rate, x)
+		}
+		if got := float64(extent) / x.Seconds / 1e6; math.Abs(got-x.MemberMBps) > 0.01 {
+			t.Errorf("rebuild rate %q: %.3f MB/s reported, %.3f from the extent and the time", rate, x.MemberMBps, got)
+		}
+		if rate != "" {
+			var cap Rate
+			if err := cap.UnmarshalText([]byte(rate)); err != nil {
+				t.Fatal(err)
+			}
+			if c := float64(cap) / 1e6; x.MemberMBps > c*1.001 || x.MemberMBps < 0.9*c {
+				t.Errorf("rebuild rate %q: the spare was rebuilt at %.1f MB/s", rate, x.MemberMBps)
+			}
+		}
+		if x.UserMBps <= prevUser || x.Seconds <= prevSecs {
+			t.Errorf("rebuild rate %q: users %.1f MB/s, rebuild %.1f s; a higher cap gave %.1f MB/s and %.1f s", rate, x.UserMBps, x.Seconds, prevUser, prevSecs)
+		}
+		prevUser, prevSecs = x.UserMBps, x.Seconds
+	}
+}
+
+// A rebuild with no users runs at the members' media rate: every step
+// reads a chunk from each survivor and writes it to the spare.
+func TestRebuildAlone(t *testing.T) {
+	r := runArray(t, "raid6", 8, "256KiB", "op = \"read\"\nrecord = \"8MiB\"\nfile_size = \"8MiB\"",
+		"failed = 2\nrebuild = true\nrebuild_extent = \"8GiB\"")
+	x := r.Rebuild
+	media := float64(DiskPresets["sata-7k2"].RateOD) / 1e6
+	t.Logf("rebuild of 8 GiB: %.1f s at %.1f MB/s (media %.1f)", x.Seconds, x.MemberMBps, media)
+	if x.MemberMBps < 0.9*media || x.MemberMBps > media*1.0001 {
+		t.Errorf("rebuild at %.1f MB/s; the members stream at %.1f", x.MemberMBps, media)
+	}
 }

@@ -69,6 +69,15 @@ func WriteResult(w io.Writer, r *Result) error {
 	if r.Busiest != "" {
 		fmt.Fprintf(tw, "busiest\t%s\t\n", r.Busiest)
 	}
+	if x := r.Rebuild; x != nil {
+		if x.HealthyMBps > 0 {
+			fmt.Fprintf(tw, "healthy\t%.2f MB/s\tusers, before the failure\n", x.HealthyMBps)
+		}
+		fmt.Fprintf(tw, "degraded\t%.2f MB/s\tusers, for %s from the failure of %d member(s) in each of %d arrays at %s\n", x.UserMBps, hms(x.Window), x.Failed, x.Arrays, hms(x.FailedAt))
+		if x.Seconds > 0 {
+			fmt.Fprintf(tw, "rebuild\t%s\t%.2f MB/s per spare\n", hms(x.Seconds), x.MemberMBps)
+		}
+	}
 	fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 	return tw.Flush()
 }
@@ -108,8 +117,12 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	recall := r.recall()
 	head := append(append([]string{}, r.Keys...), "MB/s", "read MB/s", "write MB/s", "bound", "binds", "events", "")
-	if recall {
+	rebuild := r.rebuild()
+	switch {
+	case recall:
 		head = append(append([]string{}, r.Keys...), "MB/s", "mean wait", "p95 wait", "max wait", "mounts", "bound", "events", "")
+	case rebuild:
+		head = append(append([]string{}, r.Keys...), "MB/s", "healthy MB/s", "degraded MB/s", "rebuild", "spare MB/s", "bound", "binds", "events", "")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, p := range r.Points {
@@ -123,6 +136,8 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 			x := p.Result
 			if mean, p95, mx, mounts, ok := tapeSummary(x); ok {
 				row = append(row, f2(x.MBps), hms(mean), hms(p95), hms(mx), strconv.Itoa(mounts), f2(x.Bound.MBps), strconv.FormatUint(x.Events, 10))
+			} else if rb := x.Rebuild; rebuild && rb != nil {
+				row = append(row, f2(x.MBps), f2(rb.HealthyMBps), f2(rb.UserMBps), hms(rb.Seconds), f2(rb.MemberMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
 			} else {
 				row = append(row, f2(x.MBps), f2(x.ReadMBps), f2(x.WriteMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
 			}
@@ -142,6 +157,16 @@ func (r *SweepResult) recall() bool {
 		if p.Result != nil {
 			_, _, _, _, ok := tapeSummary(p.Result)
 			return ok
+		}
+	}
+	return false
+}
+
+// rebuild says whether the sweep's runs had failed array members.
+func (r *SweepResult) rebuild() bool {
+	for _, p := range r.Points {
+		if p.Result != nil && p.Result.Rebuild != nil {
+			return true
 		}
 	}
 	return false
@@ -170,7 +195,7 @@ func f2(v float64) string {
 func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
 	cw.Write(append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error",
-		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts", "ops_per_s"))
+		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts", "ops_per_s", "healthy_mb_per_s", "degraded_mb_per_s", "rebuild_s"))
 	for _, p := range r.Points {
 		var row []string
 		for _, k := range r.Keys {
@@ -184,8 +209,13 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 				row = append(row, "", "", "", "")
 			}
 			row = append(row, ftoa(x.IOPS))
+			if rb := x.Rebuild; rb != nil {
+				row = append(row, ftoa(rb.HealthyMBps), ftoa(rb.UserMBps), ftoa(rb.Seconds))
+			} else {
+				row = append(row, "", "", "")
+			}
 		} else {
-			row = append(row, "", "", "", "", "", "", "", p.Error, "", "", "", "", "")
+			row = append(row, "", "", "", "", "", "", "", p.Error, "", "", "", "", "", "", "", "")
 		}
 		cw.Write(row)
 	}
@@ -232,6 +262,21 @@ func recallMetric(r *Result, metric string) (float64, bool) {
 		return p95, true
 	case "mounts":
 		return float64(mounts), true
+	}
+	return 0, false
+}
+
+// rebuildMetric is a run's value of a rebuild metric: the users' MB/s
+// while degraded, or the rebuild's hours.
+func rebuildMetric(r *Result, metric string) (float64, bool) {
+	x := r.Rebuild
+	switch {
+	case x == nil:
+		return 0, false
+	case metric == "degraded":
+		return x.UserMBps, true
+	case metric == "rebuild_hours":
+		return x.Seconds / 3600, true
 	}
 	return 0, false
 }
@@ -286,6 +331,10 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 			add(name, xv, res.IOPS)
 			continue
 		}
+		if y, ok := rebuildMetric(res, s.Plot.Metric); ok {
+			add(name, xv, y)
+			continue
+		}
 		if y, ok := recallMetric(res, s.Plot.Metric); ok {
 			add(name, xv, y)
 			continue
@@ -322,6 +371,10 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 		yl = "mounts"
 	case "iops":
 		yl = "requests/s"
+	case "degraded":
+		yl = "users' MB/s while degraded"
+	case "rebuild_hours":
+		yl = "rebuild, hours"
 	}
 	return chart.Line(title, xl, yl, ss, logX, false)
 }
