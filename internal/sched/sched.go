@@ -17,9 +17,11 @@
 // geometry (Scheduler.Tape): LTO tape is serpentine, so byte order jumps
 // back and forth along the tape between neighbours; the scheduler instead
 // reads a batch in one sweep out along the forward wraps and one back along
-// the reverse wraps, as a drive's recommended access order does. strata sim
-// measured the difference before it was made (docs/SIMULATION.md). Within
-// the sweep, a gap between two requests that streams in less time than a
+// the reverse wraps, as a drive's recommended access order does, unless
+// byte order positions less by the tape model (a dense batch: a whole
+// cartridge read for a repack or a recopy streams wrap by wrap in byte
+// order). strata sim measured both differences (docs/SIMULATION.md).
+// Within a batch, a gap between two requests that streams in less time than a
 // locate takes is read through (Request.ReadThrough), as drives do over
 // short distances: a locate costs seconds however short it is.
 package sched
@@ -435,17 +437,48 @@ func (s *Scheduler) planGaps(batch []Request) {
 // offset, or with a geometry in one sweep — forward wraps by rising
 // longitudinal position, then reverse wraps by falling position — so the
 // head crosses the tape about twice per batch instead of a third of its
-// length per file.
+// length per file; unless byte order costs less. It does when the batch
+// is dense (a whole cartridge's files, as a repack or a recopy reads
+// them): byte order streams the serpentine tape wrap by wrap, where the
+// sweep would locate between every two files.
 func (s *Scheduler) sortByPosition(rs []Request) {
-	if s.Tape == nil {
+	byOffset := func(rs []Request) {
 		slices.SortFunc(rs, func(a, b Request) int {
 			if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.ID, b.ID)
 		})
+	}
+	if s.Tape == nil {
+		byOffset(rs)
 		return
 	}
+	s.sweep(rs)
+	off := slices.Clone(rs)
+	byOffset(off)
+	if s.orderCost(off) < s.orderCost(rs) {
+		copy(rs, off)
+	}
+}
+
+// orderCost is the positioning time of reading rs in order from the
+// beginning of the tape: each request reached the quicker way, reading on
+// through the gap or locating (Generation.Reach).
+func (s *Scheduler) orderCost(rs []Request) time.Duration {
+	var t time.Duration
+	at := int64(0)
+	for _, r := range rs {
+		_, d := s.Tape.Gen.Reach(at, r.Offset, s.Tape.Capacity)
+		t += d
+		at = r.Offset + r.Size
+	}
+	return t
+}
+
+// sweep orders rs in one sweep of the tape: forward wraps by rising
+// longitudinal position, then reverse wraps by falling position.
+func (s *Scheduler) sweep(rs []Request) {
 	type keyed struct {
 		back bool    // on a reverse wrap: the return sweep
 		lpos float64 // along the sweep's direction

@@ -42,7 +42,7 @@ type PlotConfig struct {
 	// studies "latency_mean", "latency_p95" or "mounts"; "iops" is
 	// requests per second; with failed array members, "degraded" (the
 	// users' MB/s from the failure to the rebuild's end) or
-	// "rebuild_hours".
+	// "rebuild_hours"; with tape.recopy, "recopy_hours".
 	Metric string `toml:"metric"`
 }
 
@@ -198,7 +198,7 @@ func (c *Config) fill() error {
 	if err := oneOf("workload.pattern", &w.Pattern, "sequential", "random"); err != nil {
 		return err
 	}
-	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops", "degraded", "rebuild_hours"); err != nil {
+	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops", "degraded", "rebuild_hours", "recopy_hours"); err != nil {
 		return err
 	}
 	if w.Streams <= 0 {

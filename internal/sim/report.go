@@ -45,6 +45,12 @@ func WriteResult(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "latency\tmean %s\tp50 %s, p95 %s, p99 %s, max %s\n", hms(x.Mean), hms(x.P50), hms(x.P95), hms(x.P99), hms(x.Max))
 		fmt.Fprintf(tw, "drives\t%d mounts, %d locates, %d gaps read through\ttime mounting %.1f%%, positioning %.1f%%, streaming %.1f%%, server %.1f%%, idle %.1f%%\n",
 			x.Mounts, x.Locates, x.ReadThroughs, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Overhead, 100*x.Idle)
+		if x.BadMounts+x.DrivesFailed+x.Lost > 0 {
+			fmt.Fprintf(tw, "failures\t%d bad mounts, %d drives failed\t%d recalls served from another copy, %d lost (no readable copy)\n", x.BadMounts, x.DrivesFailed, x.FromCopy, x.Lost)
+		}
+		if x.RecopySeconds > 0 {
+			fmt.Fprintf(tw, "recopy\t%s\t%s read back from another copy and written to new cartridges, from the first bad mount\n", hms(x.RecopySeconds), chart.SizeStr(x.RecopyBytes))
+		}
 		fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
 		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 		return tw.Flush()
@@ -121,6 +127,9 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	switch {
 	case recall:
 		head = append(append([]string{}, r.Keys...), "MB/s", "mean wait", "p95 wait", "max wait", "mounts", "bound", "events", "")
+		if r.tapeFailures() {
+			head = append(head[:len(head)-1], "from copy", "lost", "recopy", "")
+		}
 	case rebuild:
 		head = append(append([]string{}, r.Keys...), "MB/s", "healthy MB/s", "degraded MB/s", "rebuild", "spare MB/s", "bound", "binds", "events", "")
 	}
@@ -136,6 +145,9 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 			x := p.Result
 			if mean, p95, mx, mounts, ok := tapeSummary(x); ok {
 				row = append(row, f2(x.MBps), hms(mean), hms(p95), hms(mx), strconv.Itoa(mounts), f2(x.Bound.MBps), strconv.FormatUint(x.Events, 10))
+				if rc := x.Recall; rc != nil && r.tapeFailures() {
+					row = append(row, strconv.Itoa(rc.FromCopy), strconv.Itoa(rc.Lost), hms(rc.RecopySeconds))
+				}
 			} else if rb := x.Rebuild; rebuild && rb != nil {
 				row = append(row, f2(x.MBps), f2(rb.HealthyMBps), f2(rb.UserMBps), hms(rb.Seconds), f2(rb.MemberMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
 			} else {
@@ -157,6 +169,17 @@ func (r *SweepResult) recall() bool {
 		if p.Result != nil {
 			_, _, _, _, ok := tapeSummary(p.Result)
 			return ok
+		}
+	}
+	return false
+}
+
+// tapeFailures says whether the sweep's recalls met bad cartridges or
+// failed drives.
+func (r *SweepResult) tapeFailures() bool {
+	for _, p := range r.Points {
+		if x := p.Result; x != nil && x.Recall != nil && x.Recall.BadMounts+x.Recall.DrivesFailed+x.Recall.Lost > 0 {
+			return true
 		}
 	}
 	return false
@@ -262,6 +285,10 @@ func recallMetric(r *Result, metric string) (float64, bool) {
 		return p95, true
 	case "mounts":
 		return float64(mounts), true
+	case "recopy_hours":
+		if x := r.Recall; x != nil && x.RecopySeconds > 0 {
+			return x.RecopySeconds / 3600, true
+		}
 	}
 	return 0, false
 }
@@ -375,6 +402,8 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 		yl = "users' MB/s while degraded"
 	case "rebuild_hours":
 		yl = "rebuild, hours"
+	case "recopy_hours":
+		yl = "hours until the second copy is back"
 	}
 	return chart.Line(title, xl, yl, ss, logX, false)
 }

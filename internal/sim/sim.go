@@ -2,8 +2,9 @@
 // configuration deliver, and which part limits it?" — analytically (the
 // bound of seed 002, generalised to a path of resources) and by
 // discrete-event simulation on the des kernel: fluid sharing for links,
-// switches and servers, request-level models for disks, RAID-5 arrays and
-// tape. Workloads are the same streams strata bench runs; studies are TOML
+// switches and servers, request-level models for disks, RAID-5 and RAID-6
+// arrays (with failed members and rebuilds) and tape (with bad cartridges,
+// failed drives and recopies). Workloads are the same streams strata bench runs; studies are TOML
 // files (examples/sim/); sweeps run points in parallel, each
 // deterministic; calibrate fits device curves from strata bench JSON.
 package sim

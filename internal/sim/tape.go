@@ -74,8 +74,22 @@ type TapeConfig struct {
 	// no preset has (an enterprise drive, a half-height one, a site's own
 	// measurements), or one figure swept.
 	Drive DriveParams `toml:"drive"`
+	// Failures in recall studies (tapefail.go): every file has Copies
+	// tape copies (copy k > 0 on cartridges "C<k>-" + the first copy's
+	// name, at the same offsets, as copies written side by side are);
+	// the first BadCartridges of the first copy are unreadable (found
+	// at mount, as strata serve finds them); FailedDrives drives fail at
+	// DriveFailAt. Recopy writes a new copy of each bad cartridge from
+	// another copy: its files recalled through the scheduler and written
+	// to a new cartridge by one drive, trailing the reads.
+	Copies        int    `toml:"copies"`
+	BadCartridges int    `toml:"bad_cartridges"`
+	FailedDrives  int    `toml:"failed_drives"`
+	DriveFailAt   string `toml:"drive_fail_at"`
+	Recopy        bool   `toml:"recopy"`
 
 	gen           tape.Generation
+	driveFailAt   des.Time
 	poll          time.Duration
 	migrateDrives int
 	migrateEvery  time.Duration
@@ -168,7 +182,7 @@ func (t *TapeConfig) fill() error {
 			return fmt.Errorf("tape.poll %q: want a duration like 20s", t.Poll)
 		}
 	}
-	return nil
+	return t.fillFailures()
 }
 
 // drives is how many drives recalls may hold at once.
@@ -203,6 +217,16 @@ type RecallResult struct {
 	Transfer    float64 `json:"transfer"`
 	Overhead    float64 `json:"overhead"`
 	Idle        float64 `json:"idle"`
+	// Failures: recalls that had no readable copy left, mounts of
+	// unreadable cartridges, recalls served from another copy, drives
+	// that failed, and when the copies on bad cartridges were whole again
+	// (seconds from the first bad mount; Recopy).
+	Lost          int     `json:"lost,omitempty"`
+	BadMounts     int     `json:"bad_mounts,omitempty"`
+	FromCopy      int     `json:"from_other_copy,omitempty"`
+	DrivesFailed  int     `json:"drives_failed,omitempty"`
+	RecopyBytes   int64   `json:"recopy_bytes,omitempty"`
+	RecopySeconds float64 `json:"recopy_s,omitempty"`
 }
 
 // RecallRequest is one recall of a trace: at Time seconds, Size bytes at
@@ -320,6 +344,7 @@ const (
 	evTapeXfer
 	evTapeCommit
 	evTapeAge
+	evTapeFail
 )
 
 type tdrive struct {
@@ -332,6 +357,8 @@ type tdrive struct {
 	head  *des.Resource
 	stats tape.Stats
 	over  des.Time
+	// failing drives fail at their next operation; out ones have
+	failing, out bool
 }
 
 type recallModel struct {
@@ -353,6 +380,10 @@ type recallModel struct {
 	ageWake *des.Event
 	done    int
 	poll    time.Duration
+	fill    float64 // of each cartridge, written
+	fail    *tapeFailures
+	// recopyWait: a recopy's reads are on disk and wait for a drive
+	recopyWait bool
 }
 
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -374,7 +405,8 @@ func runRecall(c *Config, seed uint64) (*Result, error) {
 	sch.Tape = &sched.Geometry{Gen: t.gen, Capacity: int64(t.Capacity)}
 	m := &recallModel{sim: s, g: t.gen, cap: int64(t.Capacity), rules: t.rules, sch: sch,
 		byID: map[string]*tdrive{}, reqs: reqs, queued: make([]des.Time, len(reqs)), doneAt: make([]des.Time, len(reqs)),
-		free: math.MaxInt64 / 2, over: des.FromSeconds(t.OverheadMS / 1e3), poll: t.poll}
+		free: math.MaxInt64 / 2, over: des.FromSeconds(t.OverheadMS / 1e3), poll: t.poll, fill: t.Fill}
+	m.initFailures(c)
 	if t.Buffer > 0 {
 		m.free = int64(t.Buffer)
 	}
@@ -390,9 +422,8 @@ func runRecall(c *Config, seed uint64) (*Result, error) {
 	// arrivals chain: one pending event, however long the trace
 	var arrive func(i int)
 	arrive = func(i int) {
-		q := reqs[i]
 		m.queued[i] = s.Now()
-		m.sch.Add(sched.Request{ID: int64(i), Key: strconv.Itoa(i), Volume: q.Volume, Offset: q.Offset, Size: q.Size, Queued: m.now()})
+		m.queue(i)
 		m.poke()
 		if i+1 < len(reqs) {
 			s.Schedule(des.FromSeconds(reqs[i+1].Time), 0, evTapeArrive, int32(i+1), func() { arrive(i + 1) })
@@ -430,9 +461,12 @@ func (m *recallModel) poke() {
 }
 
 func (m *recallModel) decideNow() {
+	if m.recopyWait {
+		m.recopyWrite() // before the recalls take the drive it waits for
+	}
 	ds := make([]sched.Drive, len(m.drives))
 	for i, d := range m.drives {
-		ds[i] = sched.Drive{ID: d.id, Volume: d.vol, Busy: d.busy, Idle: d.idle}
+		ds[i] = sched.Drive{ID: d.id, Volume: d.vol, Busy: d.busy, Idle: d.idle, Failed: d.out || d.failing}
 	}
 	for _, dec := range m.sch.Next(m.now(), ds, m.free) {
 		d := m.byID[dec.Drive]
@@ -502,6 +536,11 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 	reqs := dec.Requests
 	var next func(i int)
 	next = func(i int) {
+		if d.failing {
+			rest := reqs[i:]
+			m.driveOut(d, func() { m.sch.Done(dec.Volume, rest) })
+			return
+		}
 		if i == len(reqs) {
 			d.busy, d.idle = false, m.now()
 			m.sch.Done(dec.Volume, nil)
@@ -522,8 +561,12 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 				d.off += q.Size
 				m.sim.After(m.over, evTapeCommit, d.idx, func() {
 					d.over += m.over
-					m.doneAt[q.ID] = m.sim.Now()
-					m.done++
+					if q.ID >= int64(len(m.reqs)) {
+						m.recopyRead(q.Size)
+					} else {
+						m.doneAt[q.ID] = m.sim.Now()
+						m.done++
+					}
 					next(i + 1)
 				})
 			}
@@ -556,6 +599,10 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 			m.after(d, des.Duration(m.g.Load), &d.stats.Mounting, evTapeLoad, func() {
 				d.vol, d.off = dec.Volume, -1
 				d.stats.Mounts++
+				if m.fail.bad[dec.Volume] {
+					m.badMount(d, dec.Volume, reqs)
+					return
+				}
 				next(0)
 			})
 		})
@@ -580,13 +627,20 @@ func (m *recallModel) result(c *Config, seed uint64) *Result {
 	s := m.sim
 	rr := &RecallResult{Files: len(m.reqs)}
 	var first, last des.Time = des.Forever, 0
-	lat := make([]float64, len(m.reqs))
+	lat := make([]float64, 0, len(m.reqs))
 	sum := 0.0
 	for i, q := range m.reqs {
+		first = min(first, m.queued[i])
+		if m.fail.copyOf[i] >= m.fail.copies {
+			continue // lost: no copy was readable
+		}
 		rr.Bytes += q.Size
-		first, last = min(first, m.queued[i]), max(last, m.doneAt[i])
-		lat[i] = (m.doneAt[i] - m.queued[i]).Seconds()
-		sum += lat[i]
+		last = max(last, m.doneAt[i])
+		lat = append(lat, (m.doneAt[i] - m.queued[i]).Seconds())
+		sum += lat[len(lat)-1]
+	}
+	if len(lat) == 0 {
+		lat = append(lat, 0)
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return round3(lat[min(len(lat)-1, int(math.Ceil(p*float64(len(lat))))-1)]) }
@@ -604,6 +658,7 @@ func (m *recallModel) result(c *Config, seed uint64) *Result {
 		over += d.over
 	}
 	rr.Mounts, rr.Locates, rr.ReadThroughs = int(st.Mounts), int(st.Locates), int(st.ReadThroughs)
+	m.failureResult(rr)
 	if total := float64(span) * float64(len(m.drives)); total > 0 {
 		rr.Mounting = round3(float64(st.Mounting) / total)
 		rr.Positioning = round3(float64(st.Positioning) / total)
