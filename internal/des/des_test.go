@@ -237,3 +237,25 @@ func BenchmarkFluidChurn(b *testing.B) {
 	s.Run(Forever)
 	b.ReportMetric(float64(s.Events())/b.Elapsed().Seconds(), "events/s")
 }
+
+func TestFluidSetCap(t *testing.T) {
+	// 1 GB on a 100 MB/s link whose capacity halves at 5 s: 500 MB moved
+	// by then, the rest at 50 MB/s, done at 15 s; a link with no flows
+	// takes its new capacity for the next one.
+	s := NewSim(1)
+	L := s.Fluid.NewResource("link", 100*mb)
+	var end Time
+	s.Fluid.Start(&Flow{Path: []*Resource{L}, Size: 1e9, Done: func() { end = s.Now() }})
+	s.Schedule(5*Second, 0, 1, 0, func() { s.Fluid.SetCap(L, 50*mb) })
+	s.Run(Forever)
+	if !near(end.Seconds(), 15, 1e-6) || !near(L.Bytes, 1e9, 1e-9) {
+		t.Fatalf("ended at %v having moved %.0f bytes", end, L.Bytes)
+	}
+	s.Fluid.SetCap(L, 200*mb)
+	start := s.Now()
+	s.Fluid.Start(&Flow{Path: []*Resource{L}, Size: 1e9, Done: func() { end = s.Now() }})
+	s.Run(Forever)
+	if !near((end - start).Seconds(), 5, 1e-6) {
+		t.Fatalf("took %v at 200 MB/s", end-start)
+	}
+}

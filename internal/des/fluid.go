@@ -222,6 +222,19 @@ func (fl *Fluid) resolve(seed *Flow) {
 	}
 }
 
+// SetCap changes r's capacity from now on (a disk tier losing an array's
+// bandwidth to a rebuild): the flows crossing it move at their old rates
+// until now and at new ones after.
+func (fl *Fluid) SetCap(r *Resource, cap float64) {
+	if len(r.flows) == 0 {
+		r.Cap = cap
+		return
+	}
+	// resolve advances every flow it reaches at its old rate first
+	r.Cap = cap
+	fl.resolve(r.flows[0])
+}
+
 // maxMin sets each flow's rate by progressive filling: repeatedly find the
 // tightest constraint (a resource's remaining capacity shared equally by
 // its unfrozen flows, or a flow's own limit), freeze the flows it binds at

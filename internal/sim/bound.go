@@ -38,8 +38,12 @@ func Bound(c *Config) BoundResult {
 			b.Terms = append(b.Terms, Term{Name: name, What: what, MBps: round3(bps / 1e6)})
 		}
 	}
-	if w.Op == "recall" || w.Op == "migrate" {
+	switch w.Op {
+	case "recall", "migrate":
 		c.recallBound(add)
+		return b.bind()
+	case "site":
+		c.siteBound(add)
 		return b.bind()
 	}
 	// what the layout can reach

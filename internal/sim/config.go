@@ -22,6 +22,8 @@ type Config struct {
 	Workload WorkloadConfig `toml:"workload"`
 	// Tape is the library recall workloads run on.
 	Tape TapeConfig `toml:"tape"`
+	// Site is a site study's disk tier (op = "site").
+	Site SiteConfig `toml:"site"`
 	// Sweep maps a parameter ("storage.array.stripe_unit") to the values
 	// it takes; sweep points are the cross product, in key order.
 	Sweep map[string][]string `toml:"sweep"`
@@ -113,6 +115,22 @@ type WorkloadConfig struct {
 	ArrivalRate float64 `toml:"arrival_rate"`
 	Spread      int     `toml:"spread"`
 	Trace       string  `toml:"trace"`
+	// Site (op = "site", site.go): files arrive at ArrivalRate for
+	// Duration, only during data taking when IngestOn and IngestOff are
+	// set (runs of IngestOn, pauses of IngestOff), their sizes drawn from
+	// SizeDist ("fixed", "exponential", "lognormal" with σ SizeSigma)
+	// with mean File, written by Streams ingest streams; RecallPerMonth
+	// of the files on tape are recalled every 30 days; users read the
+	// disk tier at ReadRate.
+	Duration       string  `toml:"duration"`
+	IngestOn       string  `toml:"ingest_on"`
+	IngestOff      string  `toml:"ingest_off"`
+	SizeDist       string  `toml:"size_dist"`
+	SizeSigma      float64 `toml:"size_sigma"`
+	RecallPerMonth float64 `toml:"recall_per_month"`
+	ReadRate       Rate    `toml:"read_rate"`
+
+	duration, ingestOn, ingestOff des.Time
 }
 
 // Load reads a study's configuration.
@@ -189,7 +207,7 @@ func (c *Config) fill() error {
 		return fmt.Errorf("storage.kind %q: want disk, raid5, raid6 or curve", c.Storage.Kind)
 	}
 	w := &c.Workload
-	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate"); err != nil {
+	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate", "site"); err != nil {
 		return err
 	}
 	if err := oneOf("workload.layout", &w.Layout, "distribute", "stripe"); err != nil {
@@ -218,6 +236,12 @@ func (c *Config) fill() error {
 	}
 	if w.ArrivalRate < 0 {
 		return fmt.Errorf("workload.arrival_rate = %g: want ≥ 0 requests/s", w.ArrivalRate)
+	}
+	if err := w.fillSite(); err != nil {
+		return err
+	}
+	if err := c.Site.fill(); err != nil {
+		return err
 	}
 	return c.Tape.fill()
 }
@@ -263,6 +287,40 @@ func (sc *StorageConfig) arrayName() string {
 		return "RAID-6"
 	}
 	return "RAID-5"
+}
+
+// fillSite checks a site study's workload keys.
+func (w *WorkloadConfig) fillSite() error {
+	if err := oneOf("workload.size_dist", &w.SizeDist, "fixed", "exponential", "lognormal"); err != nil {
+		return err
+	}
+	if w.SizeSigma <= 0 {
+		w.SizeSigma = 1
+	}
+	if w.Op != "site" {
+		return nil
+	}
+	if w.ArrivalRate <= 0 {
+		return fmt.Errorf("workload.arrival_rate = %g: a site study needs files arriving (files/s)", w.ArrivalRate)
+	}
+	if w.RecallPerMonth < 0 || w.RecallPerMonth > 1 {
+		return fmt.Errorf("workload.recall_per_month = %g: want a fraction of the archive in [0, 1]", w.RecallPerMonth)
+	}
+	for _, x := range []struct {
+		key, v string
+		dst    *des.Time
+		need   bool
+	}{{"duration", w.Duration, &w.duration, true}, {"ingest_on", w.IngestOn, &w.ingestOn, w.IngestOff != ""}, {"ingest_off", w.IngestOff, &w.ingestOff, w.IngestOn != ""}} {
+		if x.v == "" && !x.need {
+			continue
+		}
+		d, err := time.ParseDuration(x.v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("workload.%s %q: want a duration (\"8760h\" for a year)", x.key, x.v)
+		}
+		*x.dst = des.Time(d)
+	}
+	return nil
 }
 
 // oneOf checks that *v is one of allowed, the first being the default

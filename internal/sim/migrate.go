@@ -53,8 +53,11 @@ type MigrateResult struct {
 
 type migFile struct {
 	created des.Time
+	onDisk  des.Time // a candidate migrate_after later
 	size    int64
 	done    des.Time
+	vol     string // where migration wrote it
+	off     int64
 }
 
 type cart struct {
@@ -77,8 +80,9 @@ type migModel struct {
 	inPass    des.Time // total time passes ran
 	passAt    des.Time
 	running   bool
-	robotAt   des.Time // when the robot is next free
-	tick      bool     // a policy tick came while a pass ran
+	robot     *robot
+	site      *siteModel // set when the migration is part of a site study
+	tick      bool       // a policy tick came while a pass ran
 	every     des.Time
 	after     des.Time
 	migrated  int
@@ -108,7 +112,7 @@ func runMigrate(c *Config, seed uint64) (*Result, error) {
 	t := c.Tape
 	w := c.Workload
 	s := des.NewSim(seed)
-	m := &migModel{sim: s, c: c, g: t.gen, cap: int64(t.Capacity), every: des.Duration(t.migrateEvery), after: des.Duration(t.migrateAfter)}
+	m := newMigModel(s, c)
 	need := int64(w.File) + 512 + 1<<20 // core's room check for a one-file tape file
 	if need > m.cap {
 		return nil, fmt.Errorf("sim: %s: workload.file_size %d does not fit on a %d-byte cartridge", c.Name, w.File, m.cap)
@@ -119,36 +123,18 @@ func runMigrate(c *Config, seed uint64) (*Result, error) {
 		if w.ArrivalRate > 0 && i > 0 {
 			now += gap.ExpFloat64() / w.ArrivalRate
 		}
-		m.files = append(m.files, migFile{created: des.FromSeconds(now), size: int64(w.File)})
+		m.files = append(m.files, migFile{created: des.FromSeconds(now), onDisk: des.FromSeconds(now), size: int64(w.File)})
 	}
 	if total := int64(w.Files) * need; total > int64(t.Cartridges)*m.cap {
 		return nil, fmt.Errorf("sim: %s: %d files of %d bytes need more than the %d cartridges", c.Name, w.Files, w.File, t.Cartridges)
 	}
-	for i := 0; i < t.Cartridges; i++ {
-		m.carts = append(m.carts, &cart{name: fmt.Sprintf("V%05d", i)})
-	}
-	for i := 0; i < t.Drives; i++ {
-		d := &tdrive{id: fmt.Sprintf("drive%d", i), idx: int32(i)}
-		d.head = s.Fluid.NewResource(d.id, t.gen.Rate)
-		m.drives = append(m.drives, d)
-	}
+	m.drives = newDrives(s, t)
 	if t.BufferRate > 0 {
 		m.buf = s.Fluid.NewResource("disk reads", float64(t.BufferRate))
 	}
 	// the policy's ticker: a tick that comes during a pass waits for it
 	// (Go's ticker keeps one), later ones are dropped
-	var tick func()
-	tick = func() {
-		if m.running {
-			m.tick = true
-		} else {
-			m.pass()
-		}
-		if m.migrated < len(m.files) && !m.stuck {
-			s.After(m.every, evMigTick, 0, tick)
-		}
-	}
-	s.After(m.every, evMigTick, 0, tick)
+	m.startTicks()
 	s.LimitEvents(2e9)
 	if _, err := s.Run(des.Forever); err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
@@ -160,6 +146,47 @@ func runMigrate(c *Config, seed uint64) (*Result, error) {
 		return nil, fmt.Errorf("sim: %s: %d of %d files never reached tape", c.Name, len(m.files)-m.migrated, len(m.files))
 	}
 	return m.result(seed), nil
+}
+
+// newMigModel is a migration model of the study's library: its
+// cartridges, no drives yet.
+func newMigModel(s *des.Sim, c *Config) *migModel {
+	t := c.Tape
+	m := &migModel{sim: s, c: c, g: t.gen, cap: int64(t.Capacity), every: des.Duration(t.migrateEvery), after: des.Duration(t.migrateAfter), robot: &robot{}}
+	for i := 0; i < t.Cartridges; i++ {
+		m.carts = append(m.carts, &cart{name: fmt.Sprintf("V%05d", i)})
+	}
+	return m
+}
+
+// newDrives makes the library's drives.
+func newDrives(s *des.Sim, t TapeConfig) []*tdrive {
+	var ds []*tdrive
+	for i := 0; i < t.Drives; i++ {
+		d := &tdrive{id: fmt.Sprintf("drive%d", i), idx: int32(i)}
+		d.head = s.Fluid.NewResource(d.id, t.gen.Rate)
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// startTicks starts the policy's ticker: a tick that comes during a pass
+// waits for it (Go's ticker keeps one), later ones are dropped. It stops
+// when every file is on tape and no more will come.
+func (m *migModel) startTicks() {
+	var tick func()
+	tick = func() {
+		if m.running {
+			m.tick = true
+		} else {
+			m.pass()
+		}
+		more := m.migrated < len(m.files) || m.site != nil && !m.site.ingestOver()
+		if more && !m.stuck {
+			m.sim.After(m.every, evMigTick, 0, tick)
+		}
+	}
+	m.sim.After(m.every, evMigTick, 0, tick)
 }
 
 const (
@@ -176,8 +203,8 @@ func (m *migModel) pass() {
 	now := m.sim.Now()
 	var take []int
 	for i := m.next; i < len(m.files) && len(take) < 100000; i++ {
-		if m.files[i].created+m.after > now {
-			break // files are in creation order
+		if m.files[i].onDisk+m.after > now {
+			break // files are in the order they reached disk
 		}
 		take = append(take, i)
 	}
@@ -209,7 +236,14 @@ func (m *migModel) pass() {
 			return
 		}
 		if stuck == nw && len(queue) > 0 {
-			m.stuck = true
+			if m.site != nil && m.roomLeft(queue[0]) {
+				// the cartridges with room were in the recalls' drives:
+				// the next pass takes these files again
+				m.next = queue[0][0]
+				m.tapeFiles -= len(queue)
+			} else {
+				m.stuck = true
+			}
 		}
 		m.running = false
 		m.inPass += m.sim.Now() - m.passAt
@@ -219,26 +253,63 @@ func (m *migModel) pass() {
 		}
 	}
 	for k := 0; k < nw; k++ {
-		w := &writerState{d: m.drives[k]}
-		if w.d.vol != "" {
-			w.cart = m.cartNamed(w.d.vol)
-		}
-		var loop func()
-		loop = func() {
-			if len(queue) == 0 {
-				m.flush(w, done)
-				return
-			}
-			b := queue[0]
-			queue = queue[1:]
-			m.write(w, b, loop, func() { // no cartridge with room: give the tape file back, end the stream
-				queue = append([][]int{b}, queue...)
-				stuck++
-				done()
-			})
-		}
-		loop()
+		m.takeDrive(k, func(d *tdrive) { m.runWriter(d, &queue, &stuck, done) })
 	}
+}
+
+// takeDrive gives writer k a drive: the k-th, or in a site study the
+// first the recalls leave free, when one is (core's takeDrive).
+func (m *migModel) takeDrive(k int, use func(d *tdrive)) {
+	if m.site == nil {
+		use(m.drives[k])
+		return
+	}
+	m.site.takeDrive(use)
+}
+
+// runWriter is one stream of a pass on drive d: tape files from the queue
+// until it is empty, then a flush; done when it ends.
+func (m *migModel) runWriter(d *tdrive, queue *[][]int, stuck *int, done func()) {
+	w := &writerState{d: d}
+	if w.d.vol != "" {
+		w.cart = m.cartNamed(w.d.vol)
+	}
+	end := func() {
+		if m.site != nil {
+			// the cartridge stays in the drive, which the recalls
+			// may use and empty: mounted() keeps track from here
+			if w.cart != nil {
+				w.cart.drive = nil
+			}
+			m.site.releaseDrive(d)
+		}
+		done()
+	}
+	var loop func()
+	loop = func() {
+		if len(*queue) == 0 {
+			m.flush(w, end)
+			return
+		}
+		b := (*queue)[0]
+		*queue = (*queue)[1:]
+		m.write(w, b, loop, func() { // no cartridge with room: give the tape file back, end the stream
+			*queue = append([][]int{b}, *queue...)
+			*stuck++
+			end()
+		})
+	}
+	loop()
+}
+
+// roomLeft says whether any cartridge, mounted or not, has room for the
+// tape file of files b.
+func (m *migModel) roomLeft(b []int) bool {
+	need := int64(len(b))*512 + 1<<20
+	for _, i := range b {
+		need += m.files[i].size
+	}
+	return slices.ContainsFunc(m.carts, func(c *cart) bool { return c.end+need <= m.cap })
 }
 
 func (m *migModel) cartNamed(v string) *cart {
@@ -277,6 +348,11 @@ func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 			start := m.sim.Now()
 			f.Done = func() {
 				d.stats.Transfer += time.Duration(m.sim.Now() - start)
+				off := c.end + 512
+				for _, i := range b {
+					m.files[i].vol, m.files[i].off = c.name, off
+					off += m.files[i].size
+				}
 				c.end += bytes + 1<<10 // header and trailer
 				d.off = c.end
 				w.pending = append(w.pending, b...)
@@ -312,11 +388,22 @@ func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 // pick is the first cartridge with room that no drive holds.
 func (m *migModel) pick(need int64, not *cart) *cart {
 	for _, c := range m.carts {
-		if c != not && c.drive == nil && c.end+need <= m.cap {
+		if c != not && c.drive == nil && c.end+need <= m.cap && !m.mounted(c.name) {
 			return c
 		}
 	}
 	return nil
+}
+
+// mounted says whether a drive holds volume (in a site study the recalls'
+// drives hold cartridges too).
+func (m *migModel) mounted(volume string) bool {
+	for _, d := range m.drives {
+		if d.vol == volume {
+			return true
+		}
+	}
+	return false
 }
 
 // change dismounts from (if any) and mounts to on d.
@@ -349,12 +436,18 @@ func (m *migModel) change(d *tdrive, from, to *cart, then func()) {
 	})
 }
 
-// robotMove is one exchange of the library's one robot, first come first
-// served among the streams.
-func (m *migModel) robotMove(d *tdrive, fn func()) {
-	m.robotAt = max(m.sim.Now(), m.robotAt) + des.Duration(m.g.Exchange)
-	d.stats.Mounting += time.Duration(m.robotAt - m.sim.Now())
-	m.sim.Schedule(m.robotAt, 0, evMigMount, d.idx, fn)
+// robotMove is one exchange of the library's one robot.
+func (m *migModel) robotMove(d *tdrive, fn func()) { m.robot.move(m.sim, d, m.g, evMigMount, fn) }
+
+// robot is the library's one robot: exchanges first come, first served
+// (the emulator's robot token), shared by recalls and migration.
+type robot struct{ free des.Time }
+
+// move runs fn when d's exchange is done, after those before it.
+func (r *robot) move(s *des.Sim, d *tdrive, g tape.Generation, kind uint16, fn func()) {
+	r.free = max(s.Now(), r.free) + des.Duration(g.Exchange)
+	d.stats.Mounting += time.Duration(r.free - s.Now())
+	s.Schedule(r.free, 0, kind, d.idx, fn)
 }
 
 // flush makes the pending tape files durable; their files are migrated.
@@ -370,6 +463,9 @@ func (m *migModel) flush(w *writerState, then func()) {
 		for _, i := range w.pending {
 			m.files[i].done = m.sim.Now()
 			m.migrated++
+			if m.site != nil {
+				m.site.migrated(i)
+			}
 		}
 		w.pending, w.bytes = w.pending[:0], 0
 		then()

@@ -35,6 +35,7 @@ type Result struct {
 	// Recall and Migrate are set for tape studies.
 	Recall  *RecallResult  `json:"recall,omitempty"`
 	Migrate *MigrateResult `json:"migrate,omitempty"`
+	Site    *SiteResult    `json:"site,omitempty"`
 }
 
 // RebuildResult is what users saw while arrays ran degraded, and how long
@@ -212,6 +213,8 @@ func Run(c *Config, seed uint64) (*Result, error) {
 		return runRecall(c, seed)
 	case "migrate":
 		return runMigrate(c, seed)
+	case "site":
+		return runSite(c, seed)
 	}
 	m, err := build(c, seed)
 	if err != nil {

@@ -55,6 +55,10 @@ func WriteResult(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 		return tw.Flush()
 	}
+	if x := r.Site; x != nil {
+		writeSite(tw, r, x)
+		return tw.Flush()
+	}
 	if x := r.Migrate; x != nil {
 		fmt.Fprintf(tw, "migrated\t%.2f MB/s\t%d files, %s in %d tape files on %d cartridges, %d passes; %s from the first file to the last on tape\n",
 			x.MBps, x.Files, chart.SizeStr(x.Bytes), x.TapeFiles, x.Cartridges, x.Passes, hms(x.Seconds))
@@ -86,6 +90,26 @@ func WriteResult(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 	return tw.Flush()
+}
+
+// writeSite prints a site study's run.
+func writeSite(tw io.Writer, r *Result, x *SiteResult) {
+	fmt.Fprintf(tw, "ingest\t%.2f MB/s offered\t%d files, %s over %s; wait to disk mean %s, p95 %s, max %s\n",
+		x.OfferedMBps, x.Files, chart.SizeStr(x.Bytes), hms(x.Seconds), hms(x.IngestMean), hms(x.IngestP95), hms(x.IngestMax))
+	fmt.Fprintf(tw, "disk tier\t%.0f%% busy\tpeak %s waiting for tape; users read %s\n", 100*x.DiskBusy, chart.SizeStr(x.BacklogPeak), chart.SizeStr(x.UserBytes))
+	if x.RebuildMean > 0 || x.RebuildBacklog > 0 {
+		fmt.Fprintf(tw, "array rebuild\twait to disk mean %s\tpeak %s waiting for tape, for the files arriving while it ran\n", hms(x.RebuildMean), chart.SizeStr(x.RebuildBacklog))
+	}
+	if m := x.Migrate; m != nil {
+		fmt.Fprintf(tw, "migration\t%.2f MB/s\t%d tape files on %d cartridges; time to tape mean %s, p95 %s, max %s\n",
+			m.MBps, m.TapeFiles, m.Cartridges, hms(m.Mean), hms(m.P95), hms(m.Max))
+	}
+	if c := x.Recall; c != nil {
+		fmt.Fprintf(tw, "recalls\t%d files\t%s; wait mean %s, p95 %s, max %s\n", c.Files, chart.SizeStr(c.Bytes), hms(c.Mean), hms(c.P95), hms(c.Max))
+	}
+	fmt.Fprintf(tw, "drives\t%.1f%% migrating\t%.1f%% recalling (of drives × the run), %d mounts\n", 100*x.Migrating, 100*x.Recalling, x.Migrate.Mounts)
+	fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (sustained ingest the site can migrate)\n", r.Bound.MBps, r.Bound.Binding)
+	fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 }
 
 // hms prints seconds as a duration people read ("1h2m3s", "4.2s").
@@ -124,7 +148,10 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	recall := r.recall()
 	head := append(append([]string{}, r.Keys...), "MB/s", "read MB/s", "write MB/s", "bound", "binds", "events", "")
 	rebuild := r.rebuild()
+	site := r.site()
 	switch {
+	case site:
+		head = append(append([]string{}, r.Keys...), "MB/s offered", "to tape mean", "p95", "max", "backlog peak", "recall wait", "p95", "migrating", "recalling", "mounts", "events", "")
 	case recall:
 		head = append(append([]string{}, r.Keys...), "MB/s", "mean wait", "p95 wait", "max wait", "mounts", "bound", "events", "")
 		if r.tapeFailures() {
@@ -143,7 +170,15 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 			row = append(row, "error: "+p.Error)
 		} else {
 			x := p.Result
-			if mean, p95, mx, mounts, ok := tapeSummary(x); ok {
+			if st := x.Site; st != nil {
+				row = append(row, f2(st.OfferedMBps), hms(st.Migrate.Mean), hms(st.Migrate.P95), hms(st.Migrate.Max), chart.SizeStr(st.BacklogPeak))
+				if c := st.Recall; c != nil {
+					row = append(row, hms(c.Mean), hms(c.P95))
+				} else {
+					row = append(row, "", "")
+				}
+				row = append(row, fmt.Sprintf("%.1f%%", 100*st.Migrating), fmt.Sprintf("%.1f%%", 100*st.Recalling), strconv.Itoa(st.Migrate.Mounts), strconv.FormatUint(x.Events, 10))
+			} else if mean, p95, mx, mounts, ok := tapeSummary(x); ok {
 				row = append(row, f2(x.MBps), hms(mean), hms(p95), hms(mx), strconv.Itoa(mounts), f2(x.Bound.MBps), strconv.FormatUint(x.Events, 10))
 				if rc := x.Recall; rc != nil && r.tapeFailures() {
 					row = append(row, strconv.Itoa(rc.FromCopy), strconv.Itoa(rc.Lost), hms(rc.RecopySeconds))
@@ -185,6 +220,16 @@ func (r *SweepResult) tapeFailures() bool {
 	return false
 }
 
+// site says whether the sweep is of site studies.
+func (r *SweepResult) site() bool {
+	for _, p := range r.Points {
+		if p.Result != nil {
+			return p.Result.Site != nil
+		}
+	}
+	return false
+}
+
 // rebuild says whether the sweep's runs had failed array members.
 func (r *SweepResult) rebuild() bool {
 	for _, p := range r.Points {
@@ -203,6 +248,9 @@ func tapeSummary(r *Result) (mean, p95, max float64, mounts int, ok bool) {
 	}
 	if c := r.Migrate; c != nil {
 		return c.Mean, c.P95, c.Max, c.Mounts, true
+	}
+	if x := r.Site; x != nil && x.Migrate != nil {
+		return x.Migrate.Mean, x.Migrate.P95, x.Migrate.Max, x.Migrate.Mounts, true
 	}
 	return 0, 0, 0, 0, false
 }

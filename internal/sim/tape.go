@@ -359,6 +359,9 @@ type tdrive struct {
 	over  des.Time
 	// failing drives fail at their next operation; out ones have
 	failing, out bool
+	// site studies: held by a migration writer, since when held
+	migrating bool
+	since     des.Time
 }
 
 type recallModel struct {
@@ -369,7 +372,7 @@ type recallModel struct {
 	sch     *sched.Scheduler
 	drives  []*tdrive
 	byID    map[string]*tdrive // lookup only
-	robot   des.Time           // when the robot is next free
+	robot   *robot
 	buf     *des.Resource
 	free    int64
 	over    des.Time
@@ -384,6 +387,7 @@ type recallModel struct {
 	fail    *tapeFailures
 	// recopyWait: a recopy's reads are on disk and wait for a drive
 	recopyWait bool
+	site       *siteModel // set in a site study
 }
 
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -401,23 +405,9 @@ func runRecall(c *Config, seed uint64) (*Result, error) {
 		return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
 	}
 	slices.SortStableFunc(reqs, func(a, b RecallRequest) int { return compareFloat(a.Time, b.Time) })
-	sch := sched.New(t.rules)
-	sch.Tape = &sched.Geometry{Gen: t.gen, Capacity: int64(t.Capacity)}
-	m := &recallModel{sim: s, g: t.gen, cap: int64(t.Capacity), rules: t.rules, sch: sch,
-		byID: map[string]*tdrive{}, reqs: reqs, queued: make([]des.Time, len(reqs)), doneAt: make([]des.Time, len(reqs)),
-		free: math.MaxInt64 / 2, over: des.FromSeconds(t.OverheadMS / 1e3), poll: t.poll, fill: t.Fill}
-	m.initFailures(c)
-	if t.Buffer > 0 {
-		m.free = int64(t.Buffer)
-	}
+	m := newRecallModel(s, c, reqs, newDrives(s, t), &robot{})
 	if t.BufferRate > 0 {
 		m.buf = s.Fluid.NewResource("recall buffer", float64(t.BufferRate))
-	}
-	for i := 0; i < t.Drives; i++ {
-		d := &tdrive{id: fmt.Sprintf("drive%d", i), idx: int32(i)}
-		d.head = s.Fluid.NewResource(d.id, t.gen.Rate)
-		m.drives = append(m.drives, d)
-		m.byID[d.id] = d
 	}
 	// arrivals chain: one pending event, however long the trace
 	var arrive func(i int)
@@ -438,6 +428,48 @@ func runRecall(c *Config, seed uint64) (*Result, error) {
 		return nil, fmt.Errorf("sim: %s: %d of %d recalls never completed (the rules never let their cartridge be mounted?)", c.Name, len(reqs)-m.done, len(reqs))
 	}
 	return m.result(c, seed), nil
+}
+
+// newRecallModel is the recaller of the study's library, with its
+// scheduler, over drives and robot (shared with migration in a site
+// study), for reqs.
+func newRecallModel(s *des.Sim, c *Config, reqs []RecallRequest, drives []*tdrive, rb *robot) *recallModel {
+	t := c.Tape
+	sch := sched.New(t.rules)
+	sch.Tape = &sched.Geometry{Gen: t.gen, Capacity: int64(t.Capacity)}
+	m := &recallModel{sim: s, g: t.gen, cap: int64(t.Capacity), rules: t.rules, sch: sch,
+		byID: map[string]*tdrive{}, reqs: reqs, queued: make([]des.Time, len(reqs)), doneAt: make([]des.Time, len(reqs)),
+		free: math.MaxInt64 / 2, over: des.FromSeconds(t.OverheadMS / 1e3), poll: t.poll, fill: t.Fill, drives: drives, robot: rb}
+	m.initFailures(c)
+	if t.Buffer > 0 {
+		m.free = int64(t.Buffer)
+	}
+	for _, d := range drives {
+		m.byID[d.id] = d
+	}
+	return m
+}
+
+// free1 ends a recall batch's hold on d (in a site study, waking the
+// migration writers waiting for a drive) and asks for a decision.
+func (m *recallModel) free1(d *tdrive) {
+	d.busy, d.idle = false, m.now()
+	if m.site != nil {
+		m.site.held[1] += m.sim.Now() - d.since
+		m.site.freed()
+	}
+	m.poke()
+}
+
+// add queues a recall arriving now (site studies).
+func (m *recallModel) add(q RecallRequest) {
+	i := len(m.reqs)
+	m.reqs = append(m.reqs, q)
+	m.queued = append(m.queued, m.sim.Now())
+	m.doneAt = append(m.doneAt, 0)
+	m.fail.copyOf = append(m.fail.copyOf, 0)
+	m.queue(i)
+	m.poke()
 }
 
 func compareFloat(a, b float64) int {
@@ -470,7 +502,7 @@ func (m *recallModel) decideNow() {
 	}
 	for _, dec := range m.sch.Next(m.now(), ds, m.free) {
 		d := m.byID[dec.Drive]
-		d.busy = true
+		d.busy, d.since = true, m.sim.Now()
 		for _, q := range dec.Requests {
 			m.free -= q.Size
 		}
@@ -522,12 +554,7 @@ func (m *recallModel) after(d *tdrive, dt des.Time, counter *time.Duration, kind
 
 // robotMove takes the one robot for an exchange (first come, first served,
 // as the emulator's robot token is), waiting if it is busy.
-func (m *recallModel) robotMove(d *tdrive, fn func()) {
-	start := max(m.sim.Now(), m.robot)
-	m.robot = start + des.Duration(m.g.Exchange)
-	d.stats.Mounting += time.Duration(m.robot - m.sim.Now())
-	m.sim.Schedule(m.robot, 0, evTapeRobot, d.idx, fn)
-}
+func (m *recallModel) robotMove(d *tdrive, fn func()) { m.robot.move(m.sim, d, m.g, evTapeRobot, fn) }
 
 // serve runs a decision as the recaller's serve does: dismount what the
 // drive holds if another cartridge is wanted, mount, then each request in
@@ -542,9 +569,8 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 			return
 		}
 		if i == len(reqs) {
-			d.busy, d.idle = false, m.now()
 			m.sch.Done(dec.Volume, nil)
-			m.poke()
+			m.free1(d)
 			return
 		}
 		q := reqs[i]

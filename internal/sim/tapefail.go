@@ -165,8 +165,7 @@ func (m *recallModel) release(d *tdrive) {
 		m.driveOut(d, nil)
 		return
 	}
-	d.busy, d.idle = false, m.now()
-	m.poke()
+	m.free1(d)
 }
 
 // driveOut takes a failing drive out of service: the rest of its batch
@@ -245,7 +244,7 @@ func (m *recallModel) recopyWrite() {
 		return
 	}
 	m.recopyWait = false
-	d.busy = true
+	d.busy, d.since = true, m.sim.Now()
 	f.writer = d
 	write := func() {
 		m.robotMove(d, func() {
