@@ -3,6 +3,8 @@
 #
 #   bench/core.sh            # all three parts; prints a Markdown report
 #   PARTS="md" bench/core.sh # only some of: single stripe md
+#   PARTS=mdcal bench/core.sh  # the inputs strata sim's catalog model is
+#                              # calibrated on (docs/SIMULATION.md)
 #
 # Every Strata figure is set against a baseline measured in the same run on
 # the same file system, alternating with it (this machine is shared and its
@@ -162,6 +164,39 @@ if [[ " $PARTS " == *" stripe "* ]]; then
     rm -f "$SCRATCH/w.dat"; sync; sleep 2   # files stay until the end: no reclaim runs during a measurement
   done
   "$S" rm /w1 /w2 /w4 /w8; settle
+  stop
+fi
+
+# The terms of strata sim's catalog model, each from the run that isolates
+# it: the group commit from the catalog alone at 4 to 32 goroutines
+# (time per commit against commits per group), the round trip from one
+# client's stats (no commit), CPU per operation from 8 clients.
+if [[ " $PARTS " == *" mdcal "* ]]; then
+  echo; echo "## The catalog model's inputs"
+  echo; echo "The catalog alone (go test -bench CommitEmpty/full ./internal/catalog/sqlite; goroutines = 4 × -cpu), median of $REPS:"; echo
+  echo "| goroutines | µs per commit | commits per group |"; echo "|---|---|---|"
+  for cpu in 1 2 4 8; do
+    out=$(go test -run XXX -bench 'CommitEmpty/full' -benchtime 20000x -count "$REPS" -cpu "$cpu" ./internal/catalog/sqlite | grep ns/op)
+    per=$(echo "$out" | awk '{print $5}' | python3 -c 'import sys,statistics; print(round(statistics.median(float(x) for x in sys.stdin), 2))')
+    echo "| $((4*cpu)) | $(echo "$out" | awk '{print $3/1000}' | python3 -c 'import sys,statistics; print(round(statistics.median(float(x) for x in sys.stdin), 1))') | $per |"
+  done
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
+  st=()
+  for r in $(seq "$REPS"); do
+    st+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 1 --files 10000 --phases create,stat | python3 -c 'import json,sys;print(json.load(sys.stdin)["stat_per_s"])')")
+  done
+  echo; echo "One client's stats over the core's Unix socket: $(median "${st[@]}")/s (runs ${st[*]})"
+  echo; echo "CPU per operation, µs (8 clients, core's Unix socket; median of $REPS):"
+  echo; echo "| phase | clients | server |"; echo "|---|---|---|"
+  js=()
+  for r in $(seq "$REPS"); do js+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 8 --files 6000 --server-pid "$SERVER_PID")"); done
+  for ph in create stat remove; do
+    printf '%s\n' "${js[@]}" | python3 -c '
+import json, statistics, sys
+ph = sys.argv[1]
+rs = [json.loads(l) for l in sys.stdin if l.strip()]
+print("| %s | %.0f | %.0f |" % (ph, *[statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server")]))' "$ph"
+  done
   stop
 fi
 

@@ -16,7 +16,10 @@ type Term struct {
 
 // BoundResult is the analytic answer: S = min over the terms.
 type BoundResult struct {
-	Op      string  `json:"op"`
+	Op string `json:"op"`
+	// Unit is "ops/s" for metadata studies, whose terms and S are
+	// operations per second in the MBps fields; "" for MB/s.
+	Unit    string  `json:"unit,omitempty"`
 	MBps    float64 `json:"mb_per_s"`
 	Binding string  `json:"binding_term"`
 	Terms   []Term  `json:"terms"`
@@ -44,6 +47,10 @@ func Bound(c *Config) BoundResult {
 		return b.bind()
 	case "site":
 		c.siteBound(add)
+		return b.bind()
+	case "create", "stat", "remove":
+		b.Unit = "ops/s"
+		c.metaBound(add)
 		return b.bind()
 	}
 	// what the layout can reach

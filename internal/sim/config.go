@@ -24,6 +24,9 @@ type Config struct {
 	Tape TapeConfig `toml:"tape"`
 	// Site is a site study's disk tier (op = "site").
 	Site SiteConfig `toml:"site"`
+	// Catalog is a metadata study's server (op = "create", "stat",
+	// "remove").
+	Catalog CatalogConfig `toml:"catalog"`
 	// Sweep maps a parameter ("storage.array.stripe_unit") to the values
 	// it takes; sweep points are the cross product, in key order.
 	Sweep map[string][]string `toml:"sweep"`
@@ -207,7 +210,7 @@ func (c *Config) fill() error {
 		return fmt.Errorf("storage.kind %q: want disk, raid5, raid6 or curve", c.Storage.Kind)
 	}
 	w := &c.Workload
-	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate", "site"); err != nil {
+	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate", "site", "create", "stat", "remove"); err != nil {
 		return err
 	}
 	if err := oneOf("workload.layout", &w.Layout, "distribute", "stripe"); err != nil {
@@ -241,6 +244,9 @@ func (c *Config) fill() error {
 		return err
 	}
 	if err := c.Site.fill(); err != nil {
+		return err
+	}
+	if err := c.Catalog.fill(); err != nil {
 		return err
 	}
 	return c.Tape.fill()

@@ -36,6 +36,7 @@ type Result struct {
 	Recall  *RecallResult  `json:"recall,omitempty"`
 	Migrate *MigrateResult `json:"migrate,omitempty"`
 	Site    *SiteResult    `json:"site,omitempty"`
+	Meta    *MetaResult    `json:"metadata,omitempty"`
 }
 
 // RebuildResult is what users saw while arrays ran degraded, and how long
@@ -215,6 +216,8 @@ func Run(c *Config, seed uint64) (*Result, error) {
 		return runMigrate(c, seed)
 	case "site":
 		return runSite(c, seed)
+	case "create", "stat", "remove":
+		return runMeta(c, seed)
 	}
 	m, err := build(c, seed)
 	if err != nil {

@@ -21,7 +21,11 @@ import (
 func WriteBound(w io.Writer, name string, b BoundResult) error {
 	fmt.Fprintf(w, "%s (%s)\n", name, b.Op)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TERM\tMB/s\tWHAT")
+	unit := "MB/s"
+	if b.Unit != "" {
+		unit = b.Unit
+	}
+	fmt.Fprintf(tw, "TERM\t%s\tWHAT\n", unit)
 	for _, t := range b.Terms {
 		mark := ""
 		if t.Binding {
@@ -32,7 +36,7 @@ func WriteBound(w io.Writer, name string, b BoundResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "S = %.2f MB/s, bound by %s\n", b.MBps, b.Binding)
+	_, err := fmt.Fprintf(w, "S = %.2f %s, bound by %s\n", b.MBps, unit, b.Binding)
 	return err
 }
 
@@ -57,6 +61,16 @@ func WriteResult(w io.Writer, r *Result) error {
 	}
 	if x := r.Site; x != nil {
 		writeSite(tw, r, x)
+		return tw.Flush()
+	}
+	if x := r.Meta; x != nil {
+		fmt.Fprintf(tw, "%s\t%.0f ops/s\t%d clients, %d operations in %.3f s simulated; latency mean %.0f µs\n", r.Op, x.PerS, r.Streams, x.Ops, r.Seconds, x.MeanUS)
+		if x.Groups > 0 {
+			fmt.Fprintf(tw, "commits\t%.2f per group\t%d groups; writer %.0f%% busy\n", x.PerSync, x.Groups, 100*x.WriterBusy)
+		}
+		fmt.Fprintf(tw, "cores\t%.0f%% busy\t\n", 100*x.CoresBusy)
+		fmt.Fprintf(tw, "bound\t%.0f ops/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(x.PerS, r.Bound.MBps))
+		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)
 		return tw.Flush()
 	}
 	if x := r.Migrate; x != nil {
@@ -149,7 +163,10 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	head := append(append([]string{}, r.Keys...), "MB/s", "read MB/s", "write MB/s", "bound", "binds", "events", "")
 	rebuild := r.rebuild()
 	site := r.site()
+	meta := r.meta()
 	switch {
+	case meta:
+		head = append(append([]string{}, r.Keys...), "ops/s", "latency µs", "per group", "cores busy", "bound", "binds", "events", "")
 	case site:
 		head = append(append([]string{}, r.Keys...), "MB/s offered", "to tape mean", "p95", "max", "backlog peak", "recall wait", "p95", "migrating", "recalling", "mounts", "events", "")
 	case recall:
@@ -170,7 +187,9 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 			row = append(row, "error: "+p.Error)
 		} else {
 			x := p.Result
-			if st := x.Site; st != nil {
+			if mt := x.Meta; mt != nil {
+				row = append(row, fmt.Sprintf("%.0f", mt.PerS), fmt.Sprintf("%.0f", mt.MeanUS), f2(mt.PerSync), fmt.Sprintf("%.0f%%", 100*mt.CoresBusy), fmt.Sprintf("%.0f", x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
+			} else if st := x.Site; st != nil {
 				row = append(row, f2(st.OfferedMBps), hms(st.Migrate.Mean), hms(st.Migrate.P95), hms(st.Migrate.Max), chart.SizeStr(st.BacklogPeak))
 				if c := st.Recall; c != nil {
 					row = append(row, hms(c.Mean), hms(c.P95))
@@ -215,6 +234,16 @@ func (r *SweepResult) tapeFailures() bool {
 	for _, p := range r.Points {
 		if x := p.Result; x != nil && x.Recall != nil && x.Recall.BadMounts+x.Recall.DrivesFailed+x.Recall.Lost > 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// meta says whether the sweep is of metadata studies.
+func (r *SweepResult) meta() bool {
+	for _, p := range r.Points {
+		if p.Result != nil {
+			return p.Result.Meta != nil
 		}
 	}
 	return false
