@@ -186,16 +186,34 @@ if [[ " $PARTS " == *" mdcal "* ]]; then
     st+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 1 --files 10000 --phases create,stat | python3 -c 'import json,sys;print(json.load(sys.stdin)["stat_per_s"])')")
   done
   echo; echo "One client's stats over the core's Unix socket: $(median "${st[@]}")/s (runs ${st[*]})"
-  echo; echo "CPU per operation, µs (8 clients, core's Unix socket; median of $REPS):"
-  echo; echo "| phase | clients | server |"; echo "|---|---|---|"
-  js=()
-  for r in $(seq "$REPS"); do js+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 8 --files 6000 --server-pid "$SERVER_PID")"); done
-  for ph in create stat remove; do
-    printf '%s\n' "${js[@]}" | python3 -c '
+  # the catalog's group commits so far (groups, operations), from /metrics
+  groups() { curl -s -H "Authorization: Bearer $STRATA_TOKEN" "http://127.0.0.1:$PORT/metrics" |
+    awk '/^strata_catalog_group_operations_count/{c=$2} /^strata_catalog_group_operations_sum/{s=$2} END{print c, s}'; }
+  echo; echo "CPU per operation, µs, against the commits per group (core's Unix socket; median of $REPS; stat: 8 clients):"
+  echo; echo "| phase | clients | client µs | server µs | commits per group |"; echo "|---|---|---|---|---|"
+  for c in 8 64; do
+    files=$((c == 8 ? 6000 : 1000))
+    cj=(); rj=(); cg=(); rg=()
+    for r in $(seq "$REPS"); do
+      read -r g0 n0 < <(groups)
+      cj+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients $c --files $files --phases create --server-pid "$SERVER_PID")")
+      read -r g1 n1 < <(groups)
+      rj+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients $c --files $files --phases create,stat,remove --server-pid "$SERVER_PID")")
+      read -r g2 n2 < <(groups)
+      cg+=("$(python3 -c "print(($n1-$n0)/($g1-$g0))")")
+      # the second run's removes: its groups less those of a create phase like the first's
+      rg+=("$(python3 -c "g=($g2-$g1)-($g1-$g0); print((($n2-$n1)-($n1-$n0))/g if g > 0 else 0)")")
+    done
+    for ph in create remove stat; do
+      [ "$ph" = stat ] && [ "$c" != 8 ] && continue
+      if [ "$ph" = create ]; then js=("${cj[@]}"); gs=("${cg[@]}"); else js=("${rj[@]}"); gs=("${rg[@]}"); fi
+      printf '%s\n' "${js[@]}" | python3 -c '
 import json, statistics, sys
-ph = sys.argv[1]
+ph, c, gs = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3:]]
 rs = [json.loads(l) for l in sys.stdin if l.strip()]
-print("| %s | %.0f | %.0f |" % (ph, *[statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server")]))' "$ph"
+cpu = [statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server")]
+print("| %s | %s | %.0f | %.0f | %s |" % (ph, c, *cpu, "-" if ph == "stat" else "%.1f" % statistics.median(gs)))' "$ph" "$c" "${gs[@]}"
+    done
   done
   stop
 fi

@@ -12,11 +12,11 @@ import (
 // clients has one operation in flight at a time. An operation is client
 // CPU, the round trip, server CPU, and for a create or a remove a place
 // in a group commit: the catalog's one writer takes every operation
-// waiting when it starts a group, spends commit_us of CPU on each and
-// one sync (the WAL fsync) on the group, and those arriving meanwhile
-// wait for the next group — so the more clients wait, the more one fsync
-// covers, which is why creates scale with clients although each waits
-// for an fsync. CPU bursts queue for the server host's cores (the
+// waiting when it starts a group, spends commit_us of CPU on each,
+// group_us of CPU and one sync (the WAL fsync) on the group, and those
+// arriving meanwhile wait for the next group — so the more clients wait,
+// the more one fsync and one group's CPU cover, which is why creates
+// scale with clients although each waits for an fsync. CPU bursts queue for the server host's cores (the
 // clients' too when they run there, as strata bench's do). Seed 002's
 // N/c term is the cores over the CPU per operation; the writer's is
 // 1/commit_us.
@@ -33,9 +33,11 @@ type CatalogConfig struct {
 	ClientUS float64 `toml:"client_us"`
 	// RTTUS is the network's round trip beyond the CPU, µs.
 	RTTUS float64 `toml:"rtt_us"`
-	// The group commit: the writer's CPU per operation, and one sync per
-	// group (waiting for the disk), µs.
+	// The group commit: the writer's CPU per operation and per group
+	// (the transaction, the WAL write, the fsync call), and the sync's
+	// wait for the disk, µs.
 	CommitUS float64 `toml:"commit_us"`
+	GroupUS  float64 `toml:"group_us"`
 	SyncUS   float64 `toml:"sync_us"`
 }
 
@@ -71,7 +73,7 @@ func (cc *CatalogConfig) fill() error {
 	for _, v := range []struct {
 		key string
 		v   float64
-	}{{"server_us", cc.ServerUS}, {"client_us", cc.ClientUS}, {"rtt_us", cc.RTTUS}, {"commit_us", cc.CommitUS}, {"sync_us", cc.SyncUS}} {
+	}{{"server_us", cc.ServerUS}, {"client_us", cc.ClientUS}, {"rtt_us", cc.RTTUS}, {"commit_us", cc.CommitUS}, {"group_us", cc.GroupUS}, {"sync_us", cc.SyncUS}} {
 		if v.v < 0 || math.IsNaN(v.v) {
 			return fmt.Errorf("catalog.%s = %g: want a time ≥ 0 in µs", v.key, v.v)
 		}
@@ -202,8 +204,8 @@ func (m *metaModel) join(then func()) {
 }
 
 // write starts a group with every operation waiting, if the writer is
-// free: commit_us each on a core (the writer's statements are CPU), then
-// one sync (the WAL fsync: waiting for the disk, no core).
+// free: group_us and commit_us each on a core (the writer's statements
+// and the commit are CPU), then the sync's wait for the disk (no core).
 func (m *metaModel) write() {
 	if m.writing || len(m.waiting) == 0 {
 		return
@@ -214,7 +216,7 @@ func (m *metaModel) write() {
 	m.groups++
 	m.grouped += int64(len(g))
 	start := m.sim.Now()
-	m.cpu(us(float64(len(g))*m.cc.CommitUS), func() {
+	m.cpu(us(m.cc.GroupUS+float64(len(g))*m.cc.CommitUS), func() {
 		m.sim.After(us(m.cc.SyncUS), evMetaCommit, 0, func() {
 			m.writing = false
 			m.writerBusy += m.sim.Now() - start
@@ -268,7 +270,7 @@ func (c *Config) metaBound(add func(name, what string, v float64)) {
 	}
 	lat := cc.ClientUS + cc.RTTUS + cc.ServerUS
 	if commit {
-		lat += cc.SyncUS + cc.CommitUS
+		lat += cc.SyncUS + cc.GroupUS + cc.CommitUS
 		if cc.CommitUS > 0 {
 			add("writer", fmt.Sprintf("one writer at %.0f µs per operation", cc.CommitUS), 1/cc.CommitUS*1e6*1e6)
 		}

@@ -22,17 +22,17 @@ func metaStudy(t *testing.T, op string, clients, files int, catalog string) *Res
 	return r
 }
 
-// With CPU free, N clients on a writer that takes sync + n·commit for a
-// group of n: the writer starts a group as soon as it is free with what
+// With CPU free, N clients on a writer that takes sync + group + n·commit
+// for a group of n: the writer starts a group as soon as it is free with what
 // waits, so in a closed loop the clients split into two halves that
 // alternate — one half's group is written while the other half waits for
-// the next — N/2 operations per (sync + N/2·commit), exactly. The catalog
+// the next — N/2 operations per (sync + group + N/2·commit), exactly. The catalog
 // alone measures the same: about 4 per group from 8 goroutines.
 func TestMetaGroupCommit(t *testing.T) {
 	for _, n := range []int{1, 8, 64} {
-		r := metaStudy(t, "create", n, 500, "cores = 1000\nsync_us = 200\ncommit_us = 10")
+		r := metaStudy(t, "create", n, 500, "cores = 1000\nsync_us = 150\ngroup_us = 50\ncommit_us = 10")
 		g := math.Max(1, float64(n)/2)
-		want := g / ((200 + 10*g) / 1e6)
+		want := g / ((150 + 50 + 10*g) / 1e6)
 		t.Logf("%d clients: %.0f creates/s (%.2f per group), formula %.0f", n, r.Meta.PerS, r.Meta.PerSync, want)
 		if math.Abs(r.Meta.PerS-want)/want > 0.01 || math.Abs(r.Meta.PerSync-g) > 0.01 {
 			t.Errorf("%d clients: %.0f creates/s in groups of %.2f; want %.0f in groups of %.0f", n, r.Meta.PerS, r.Meta.PerSync, want, g)
