@@ -4,7 +4,9 @@
 # examples/sim and the strata bench reports in docs/bench. The simulator is
 # deterministic: on an unchanged tree this changes nothing but what
 # depends on a measurement. The validation runs (validation-*, recall-run*,
-# recall-byte-order) are measurements, made by bench/simval.sh.
+# recall-byte-order) are measurements, made by bench/simval.sh; the
+# catalog's (catalog-predicted, catalog-measured) a record of predictions
+# made before bench/core.sh measured them.
 #
 #   scripts/sim-examples.sh
 set -euo pipefail
@@ -29,6 +31,9 @@ sweep recall-rules examples/sim/recall-rules.toml
 sweep migrate-alice examples/sim/migrate-alice.toml
 sweep cemss-lto1 examples/sim/cemss-lto1.toml
 sweep hpcs-random examples/sim/hpcs-random.toml
+sweep raid-rebuild examples/sim/raid-rebuild.toml
+sweep tape-failures examples/sim/tape-failures.toml
+sweep site-5pb examples/sim/site-5pb.toml
 
 # calibrate NAME REPORT: the fit of a strata bench report, held-out errors
 # included, with the command in its first line.
