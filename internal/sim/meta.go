@@ -53,14 +53,6 @@ type MetaResult struct {
 	WriterBusy float64 `json:"writer_busy,omitempty"`
 }
 
-func (c *Config) metaOp() bool {
-	switch c.Workload.Op {
-	case "create", "stat", "remove":
-		return true
-	}
-	return false
-}
-
 // fill sets the catalog's defaults.
 func (cc *CatalogConfig) fill() error {
 	if cc.Cores <= 0 {
