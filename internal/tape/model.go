@@ -37,18 +37,20 @@ type Generation struct {
 	Exchange time.Duration
 }
 
-// Generations are the presets, by name. LTO-1 … LTO-4 come from the
-// figures gathered in shared/reference/device-and-validation-data.md §2.4
-// (its sources in brackets): native capacity and tape length from the LTO
-// generation specifications; the rate of the drives sites ran (IBM's
+// Generations are the presets, by name. LTO-1 … LTO-4: native capacity
+// and tape length from the LTO generation specifications (the LTO
+// Program's; ECMA-319 for LTO-1); the rate of the drives sites ran (IBM's
 // where the specification is higher: LTO-1 20 MB/s specified, 15 MB/s in
 // IBM's and HP's drives and as CeMSS measured it; LTO-2 40 specified, 35
-// in IBM's drive and Fermilab's Enstore guide); wraps as data tracks ÷
-// tracks written at once (LTO-1 384 ÷ 8, LTO-2 512 ÷ 8, LTO-3 704 ÷ 16,
-// LTO-4 896 ÷ 16, as LTO-5 … LTO-9's are 1,280 ÷ 16 … 8,960 ÷ 32); load
-// and unload the reference's ~15–20 s for those drives (not verified
-// against a data sheet: 18 s); average locate from BOT Fermilab's ~50 s
-// for LTO-4 and the reference's ~50–75 s (62 s) for LTO-1 … LTO-3.
+// in IBM's drive and Fermilab's Enstore user guidelines, 2008–2009);
+// wraps as data tracks ÷ tracks written at once (LTO-1 384 ÷ 8, LTO-2
+// 512 ÷ 8, LTO-3 704 ÷ 16, LTO-4 896 ÷ 16, as LTO-5 … LTO-9's are
+// 1,280 ÷ 16 … 8,960 ÷ 32); load and unload ~15–20 s in those drives'
+// manuals (not checked against a data sheet: 18 s); average locate from
+// BOT Fermilab's ~50 s for LTO-4 and ~50–75 s (62 s) for LTO-1 … LTO-3 in
+// the same manuals. LTO-5 … LTO-8's load and unload are IBM's
+// performance specifications (IBM TS4500 documentation, "Performance
+// specifications for LTO tape drives").
 var Generations = map[string]Generation{
 	"LTO-1": {Name: "LTO-1", Capacity: 100e9, Rate: 15e6, Length: 609, Wraps: 48, Load: 18 * time.Second, Unload: 18 * time.Second, AvgLocate: 62 * time.Second},
 	"LTO-2": {Name: "LTO-2", Capacity: 200e9, Rate: 35e6, Length: 609, Wraps: 64, Load: 18 * time.Second, Unload: 18 * time.Second, AvgLocate: 62 * time.Second},
