@@ -3,6 +3,7 @@
 #
 #   bench/simval.sh                # ~10 minutes
 #   PARTS=capped bench/simval.sh   # only part 1 (or PARTS=recall)
+#   PARTS=client-predict bench/simval.sh; PARTS=client-measure bench/simval.sh
 #
 # 1. Strata with bandwidth-capped devices: strata bench runs cemss-char
 #    (one stream, I/O size swept) and scaling (N clients × M-way striped
@@ -14,16 +15,27 @@
 #    migrates files, purges them, stages random sets, and compares what the
 #    library did with strata sim replaying the same requests through the
 #    same scheduler.
+# 3. The client side, predicted before it is measured: client-predict
+#    calibrates the capped server on reads into memory (cemss-char,
+#    scaling) and the client's disk alone (bench/sinkcal: a file written,
+#    then fsynced), and writes the DES's predictions for the same reads
+#    into local files, fsynced, as strata get does ($OUT/client-predicted.txt,
+#    to be committed); client-measure then runs them (strata bench --sink)
+#    and prints measured beside predicted ($OUT/client-validation.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out/simval}
-CAP=${CAP:-50MB}
+CAP=${CAP:-50MB}   # none: uncapped devices
+SCALE=${SCALE:-small}
 PORT=7460
 PARTS=${PARTS:-"capped recall"}
 mkdir -p "$OUT"
 go build -o "$OUT/strata" ./cmd/strata
 S=$OUT/strata
-if [[ " $PARTS " == *" capped "* ]]; then
+SINK=${SINK:-/var/tmp/strata-simval-sink}
+PID=
+# serve_capped starts a server with four devices capped at $CAP each.
+serve_capped() {
 rm -rf "$OUT/data"
 cat > "$OUT/serve.toml" <<TOML
 listen = "127.0.0.1:$PORT"
@@ -35,12 +47,17 @@ listen = "127.0.0.1:$((PORT+1))"
 enabled = false
 TOML
 for i in 0 1 2 3; do
-  printf '[[device]]\nid = "d%d"\nbandwidth = "%s"\n' "$i" "$CAP" >> "$OUT/serve.toml"
+  printf '[[device]]\nid = "d%d"\n' "$i" >> "$OUT/serve.toml"
+  [[ $CAP == none ]] || printf 'bandwidth = "%s"\n' "$CAP" >> "$OUT/serve.toml"
 done
 "$S" serve --config "$OUT/serve.toml" > "$OUT/serve.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
 for _ in $(seq 100); do "$S" --server 127.0.0.1:$PORT ls / >/dev/null 2>&1 && break; sleep 0.1; done
+}
+stop_server() { kill $PID; wait $PID 2>/dev/null || true; trap - EXIT; }
+if [[ " $PARTS " == *" capped "* ]]; then
+serve_capped
 echo "## Strata, 4 devices capped at $CAP each ($(date -u +%FT%TZ))"
 echo
 "$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale small --json "$OUT/capped.json" > "$OUT/capped.txt"
@@ -48,9 +65,29 @@ echo '```'
 echo "\$ strata sim calibrate --holdout $OUT/capped.json"
 "$S" sim calibrate --holdout "$OUT/capped.json"
 echo '```'
-kill $PID; wait $PID 2>/dev/null || true
-trap - EXIT
+stop_server
 echo
+fi
+if [[ " $PARTS " == *" client-predict "* ]]; then
+serve_capped
+mkdir -p "$SINK"
+"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE --json "$OUT/client-cal.json" > "$OUT/client-cal.txt"
+stop_server
+go run ./bench/sinkcal --dir "$SINK" --size 128MiB --reps 5 > "$OUT/client-sink.toml"
+{ echo "# predicted $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), before any measurement with a sink"
+  echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml"
+  "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml"; } > "$OUT/client-predicted.txt"
+cat "$OUT/client-predicted.txt"
+fi
+if [[ " $PARTS " == *" client-measure "* ]]; then
+serve_capped
+mkdir -p "$SINK"
+"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE --sink "$SINK" --json "$OUT/client-measured.json" > "$OUT/client-measured.txt"
+stop_server
+{ echo "# measured $(date -u +%FT%TZ) with strata bench --sink $SINK"
+  echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml --against client-measured.json"
+  "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml" --against "$OUT/client-measured.json"; } > "$OUT/client-validation.txt"
+cat "$OUT/client-validation.txt"
 fi
 [[ " $PARTS " == *" recall "* ]] && go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \
   --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall"

@@ -133,11 +133,14 @@ var Scales = map[string]Scale{
 
 // Config is what `strata bench run` asks for.
 type Config struct {
-	Target   string
-	Scale    string
-	Workers  int    // parallel streams per scenario that runs several (0: number of CPUs)
-	Verify   string // off, inline, after
-	Direct   bool
+	Target  string
+	Scale   string
+	Workers int    // parallel streams per scenario that runs several (0: number of CPUs)
+	Verify  string // off, inline, after
+	Direct  bool
+	// Sink is a local directory reads are written to and fsynced in, as
+	// `strata get` writes a file (""): reads go to memory only).
+	Sink     string
 	Deadline time.Duration // overrides the scale's
 	Version  string
 	Progress io.Writer `json:"-"` // live progress (a terminal), or nil
@@ -215,7 +218,7 @@ func Execute(ctx context.Context, cfg Config, scenarios []Scenario) (*Report, er
 	if err != nil {
 		return nil, err
 	}
-	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct})
+	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct, Sink: cfg.Sink})
 	if err != nil {
 		return nil, err
 	}

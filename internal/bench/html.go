@@ -200,7 +200,8 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}dl{display:grid;grid-template
 <dt>target</dt><dd>{{.R.Target.Kind}}, {{.R.Target.FSType}}{{if .R.Target.Server}} — {{.R.Target.Server}}{{end}}{{if .R.Target.Notes}} — {{.R.Target.Notes}}{{end}}</dd>
 <dt>writes</dt><dd>{{.R.Target.Durability}}{{if .R.Target.Direct}} (O_DIRECT){{else}} (buffered){{end}}</dd>
 <dt>creates</dt><dd>{{.R.Target.MetaDurability}}</dd>
-<dt>between write and read</dt><dd>{{.R.Target.Cache}}</dd>
+{{if .R.Target.Sink}}<dt>reads</dt><dd>written to a file in {{.R.Target.Sink}} and fsynced, as strata get does</dd>
+{{end}}<dt>between write and read</dt><dd>{{.R.Target.Cache}}</dd>
 <dt>data check</dt><dd>{{.R.Verify}}</dd>
 <dt>host</dt><dd>{{.R.Env.Host}}: {{.R.Env.CPUs}} × {{.R.Env.CPUModel}}, {{size .R.Env.MemBytes}}, {{.R.Env.OS}} {{.R.Env.Kernel}}</dd>
 {{range .R.Peers}}<dt>worker process</dt><dd>{{.Host}}: {{.CPUs}} × {{.CPUModel}}, {{size .MemBytes}}, {{.OS}} {{.Kernel}}</dd>

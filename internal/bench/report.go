@@ -22,6 +22,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "strata bench %s on %s (%s) — scale %s, %s, verify %s\n", rep.Version, rep.Target.Spec, kind, rep.Scale, rep.WorkersString(), rep.Verify)
 	fmt.Fprintf(w, "host %s: %d CPUs, %s memory, %s; writes: %s\n", rep.Env.Host, rep.Env.CPUs, sizeStr(rep.Env.MemBytes), rep.Env.Kernel, rep.Target.Durability)
+	if rep.Target.Sink != "" {
+		fmt.Fprintf(w, "reads: written to a file in %s and fsynced, as strata get does\n", rep.Target.Sink)
+	}
 	for _, p := range rep.Peers {
 		fmt.Fprintf(w, "worker process on %s: %d CPUs, %s memory, %s\n", p.Host, p.CPUs, sizeStr(p.MemBytes), p.Kernel)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -97,6 +98,7 @@ type TargetInfo struct {
 	Path           string `json:"path,omitempty"`        // posix: the directory
 	Server         string `json:"server,omitempty"`      // strata: server address and version
 	Direct         bool   `json:"o_direct"`              // data bypasses the client's page cache
+	Sink           string `json:"sink,omitempty"`        // reads also written to a file here and fsynced (--sink)
 	Durability     string `json:"durability"`            // what makes a write durable inside the timed region
 	Cache          string `json:"cache_hygiene"`         // what happens between a write and its read
 	MetaDurability string `json:"metadata_durability"`   // what a create has made durable when it returns
@@ -108,16 +110,32 @@ type TargetInfo struct {
 // Options are how targets are opened.
 type Options struct {
 	Direct bool // posix: O_DIRECT where sizes allow
+	// Sink, when set, is a local directory every read is also written
+	// to, and fsynced at the reader's Close (see sinkTarget).
+	Sink string
 }
 
 // OpenTarget opens posix:PATH or strata://HOST:PORT.
 func OpenTarget(ctx context.Context, spec string, o Options) (Target, error) {
+	var t Target
+	var err error
 	switch {
 	case strings.HasPrefix(spec, "posix:"):
-		return openPosix(strings.TrimPrefix(spec, "posix:"), o)
+		t, err = openPosix(strings.TrimPrefix(spec, "posix:"), o)
 	case strings.HasPrefix(spec, "strata://"), strings.HasPrefix(spec, "strata:"):
-		return openStrata(ctx, spec)
+		t, err = openStrata(ctx, spec)
 	default:
 		return nil, fmt.Errorf("target %q: want posix:PATH or strata://HOST:PORT", spec)
 	}
+	if err != nil || o.Sink == "" {
+		return t, err
+	}
+	if st, err := os.Stat(o.Sink); err != nil || !st.IsDir() {
+		t.Close()
+		if err == nil {
+			err = fmt.Errorf("not a directory")
+		}
+		return nil, fmt.Errorf("--sink %s: %w", o.Sink, err)
+	}
+	return &sinkTarget{Target: t, dir: o.Sink}, nil
 }

@@ -160,6 +160,7 @@ data does not verify.`,
 	f.IntVar(&cfg.Workers, "workers", 0, "parallel workers for multi-stream scenarios (default: CPUs)")
 	f.StringVar(&cfg.Verify, "verify", "inline", "data check: off, inline (timed, in the read) or after (untimed re-read)")
 	f.BoolVar(&cfg.Direct, "direct", false, "posix: O_DIRECT")
+	f.StringVar(&cfg.Sink, "sink", "", "write every read to a file in this local directory and fsync it at the end, as strata get does (default: reads go to memory)")
 	f.StringVar(&deadline, "deadline", "", "stonewall deadline for streaming and random phases (default: the scale's)")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&csvPath, "csv", "", "write one CSV row per phase to this file")

@@ -153,7 +153,7 @@ func (e *env) simSweepCmd() *cobra.Command {
 }
 
 func (e *env) simCalibrateCmd() *cobra.Command {
-	var out string
+	var out, sinkPath, against string
 	var holdout bool
 	cmd := &cobra.Command{
 		Use:   "calibrate BENCH.json",
@@ -169,7 +169,21 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("sim calibrate: %s: %w", args[0], err)
 			}
-			cal, err := sim.Calibrate(rep, &sim.CalibrateOptions{Holdout: holdout})
+			opt := &sim.CalibrateOptions{Holdout: holdout}
+			if sinkPath != "" {
+				if opt.Sink, err = readSink(sinkPath); err != nil {
+					return fmt.Errorf("sim calibrate: --sink %s: %w", sinkPath, err)
+				}
+			}
+			if against != "" {
+				if sinkPath == "" {
+					return fmt.Errorf("sim calibrate: --against needs --sink (the client's disk the measured reads wrote to)")
+				}
+				if opt.Against, err = readReport(against); err != nil {
+					return fmt.Errorf("sim calibrate: --against %s: %w", against, err)
+				}
+			}
+			cal, err := sim.Calibrate(rep, opt)
 			if err != nil {
 				return fmt.Errorf("sim calibrate: %s: %w", args[0], err)
 			}
@@ -183,7 +197,34 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the fitted [storage.curve] as a TOML study fragment to this file")
 	cmd.Flags().BoolVar(&holdout, "holdout", false, "fit on every other I/O size and the extreme stream counts; predict the rest with the DES and report the error")
+	cmd.Flags().StringVar(&sinkPath, "sink", "", "a study fragment with the client's [clients] sink_rate and sink_dirty (bench/sinkcal prints one): also predict every read as it runs into local files, fsynced (strata bench --sink)")
+	cmd.Flags().StringVar(&against, "against", "", "strata bench JSON of the same scenarios run with --sink: print its measurements beside the predictions")
 	return cmd
+}
+
+// readSink reads the client's local-disk terms from a study fragment.
+func readSink(path string) (*sim.ClientConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sim.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	if c.Clients.SinkRate <= 0 {
+		return nil, fmt.Errorf("no [clients] sink_rate")
+	}
+	return &c.Clients, nil
+}
+
+func readReport(path string) (*bench.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return bench.ReadJSON(f)
 }
 
 func writeJSONFile(path string, v any) error {

@@ -74,6 +74,12 @@ func Bound(c *Config) BoundResult {
 		per := float64(c.Clients.CPUs) * 1e9 / c.Clients.CPUPerMB
 		add("N/c", fmt.Sprintf("%d clients × %d CPUs at %.3g ms/MB", N, c.Clients.CPUs, c.Clients.CPUPerMB), float64(N)*per)
 	}
+	if c.Clients.SinkRate > 0 && w.Op != "write" {
+		// readers writing local files: each file's bytes reach its
+		// client's disk, at the fsync or in writeback (the fsync's wait,
+		// serial with the read, is the DES's)
+		add("N·D", fmt.Sprintf("%d clients' local disks at %s", N, mbps(float64(c.Clients.SinkRate))), float64(N)*float64(c.Clients.SinkRate))
+	}
 	if c.Clients.TCPWindow > 0 && c.Clients.Latency > 0 {
 		per := float64(c.Clients.TCPWindow) / (2 * c.Clients.Latency / 1e3)
 		add("streams·γ/2L", fmt.Sprintf("%d streams × %s window / (2 × %.3g ms)", streams, mbps(per), c.Clients.Latency), float64(streams)*per)

@@ -44,6 +44,10 @@ type Calibration struct {
 	Used    []Sample
 	Checks  []Check
 	Holdout bool
+	// SinkChecks are the reads predicted with the client's local file
+	// (CalibrateOptions.Sink), measured when Against was given.
+	Sink       *ClientConfig
+	SinkChecks []Check
 }
 
 // Check compares a DES prediction with a measurement.
@@ -233,7 +237,7 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 				cal.Used = append(cal.Used, s)
 				continue
 			}
-			p, err := predictStriped(&cal.Curve, s, devs)
+			p, err := predictStriped(&cal.Curve, s, devs, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -305,13 +309,55 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 	}
 	// predict the held-out points by running the DES on the fitted device
 	for _, s := range held {
-		p, err := predict(&cal.Curve, s)
+		p, err := predict(&cal.Curve, s, nil)
 		if err != nil {
 			return nil, err
 		}
 		cal.Checks = append(cal.Checks, check(s, p))
 	}
+	if opt.Sink != nil {
+		if err := cal.predictSink(rep, opt); err != nil {
+			return nil, err
+		}
+	}
 	return cal, nil
+}
+
+// predictSink predicts each read of the calibration report as it runs
+// into local files on the client's disk, and compares with the measured
+// run when there is one (matched by scenario and phase).
+func (cal *Calibration) predictSink(rep *bench.Report, opt *CalibrateOptions) error {
+	cal.Sink = opt.Sink
+	measured := map[string]float64{}
+	if opt.Against != nil {
+		curve, scaling := samples(opt.Against)
+		for _, s := range append(curve, scaling...) {
+			measured[s.Source] = s.MBps
+		}
+	}
+	curve, scaling := samples(rep)
+	devs := rep.Target.Devices
+	for _, s := range append(curve, scaling...) {
+		if s.Op != "read" {
+			continue
+		}
+		var p float64
+		var err error
+		if s.Servers > 0 && rep.Target.Kind == "strata" && devs > 1 {
+			p, err = predictStriped(&cal.Curve, s, devs, opt.Sink)
+		} else {
+			p, err = predict(&cal.Curve, s, opt.Sink)
+		}
+		if err != nil {
+			return err
+		}
+		ch := Check{What: s.Source, Predicted: round3(p)}
+		if m, ok := measured[s.Source]; ok && m > 0 {
+			ch = check(Sample{Source: s.Source, MBps: m}, p)
+		}
+		cal.SinkChecks = append(cal.SinkChecks, ch)
+	}
+	return nil
 }
 
 func check(s Sample, predicted float64) Check {
@@ -319,8 +365,16 @@ func check(s Sample, predicted float64) Check {
 }
 
 // CalibrateOptions: Holdout fits on part of the points and predicts the
-// rest.
-type CalibrateOptions struct{ Holdout bool }
+// rest. Sink, when set, also predicts every read of the report as it runs
+// when the reader writes into local files and fsyncs them (strata bench
+// --sink, strata get): the fitted devices and the client's disk from its
+// own calibration (bench/sinkcal). Against, when set, is that run,
+// measured after the predictions were made.
+type CalibrateOptions struct {
+	Holdout bool
+	Sink    *ClientConfig
+	Against *bench.Report
+}
 
 func contains(xs []int, x int) bool {
 	for _, v := range xs {
@@ -333,28 +387,32 @@ func contains(xs []int, x int) bool {
 
 // predict runs the measured configuration — n streams, one device, the
 // measured request and file sizes — on the calibrated device.
-func predict(cp *CurveParams, s Sample) (float64, error) {
-	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp}, func(w *WorkloadConfig) { w.OneDevice = true })
+func predict(cp *CurveParams, s Sample, cl *ClientConfig) (float64, error) {
+	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp}, cl, func(w *WorkloadConfig) { w.OneDevice = true })
 }
 
 // predictStriped runs a scaling point as Strata laid it out: N streams,
 // each file striped over M of the server's devs devices, consecutive files
 // on consecutive devices (placement balances by load).
-func predictStriped(cp *CurveParams, s Sample, devs int) (float64, error) {
-	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp, PerServer: devs}, func(w *WorkloadConfig) {
+func predictStriped(cp *CurveParams, s Sample, devs int, cl *ClientConfig) (float64, error) {
+	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp, PerServer: devs}, cl, func(w *WorkloadConfig) {
 		w.Layout, w.Stripe = "stripe", s.Servers
 	})
 }
 
 // predictOn runs sample s's streams, request and file sizes on storage,
-// laid out by layout, and returns the DES's aggregate MB/s.
-func predictOn(s Sample, storage StorageConfig, layout func(*WorkloadConfig)) (float64, error) {
+// laid out by layout, from one client (cl, when set: its local disk),
+// and returns the DES's aggregate MB/s.
+func predictOn(s Sample, storage StorageConfig, cl *ClientConfig, layout func(*WorkloadConfig)) (float64, error) {
 	per := s.Bytes / int64(max(1, s.Streams))
 	if per <= 0 {
 		per = s.Size
 	}
 	c := &Config{Name: "predict " + s.Source, Storage: storage,
 		Workload: WorkloadConfig{Op: s.Op, Streams: s.Streams, Record: Size(s.Size), File: Size(per), Depth: 1}}
+	if cl != nil {
+		c.Clients = *cl
+	}
 	layout(&c.Workload)
 	if err := c.fill(); err != nil {
 		return 0, err
@@ -368,9 +426,14 @@ func predictOn(s Sample, storage StorageConfig, layout func(*WorkloadConfig)) (f
 
 // Summary gives the median and worst absolute relative error of the
 // checks.
-func (c *Calibration) Summary() (median, worst float64) {
+func (c *Calibration) Summary() (median, worst float64) { return summary(c.Checks) }
+
+func summary(checks []Check) (median, worst float64) {
 	var es []float64
-	for _, ch := range c.Checks {
+	for _, ch := range checks {
+		if ch.Measured == 0 {
+			continue // a prediction not measured yet
+		}
 		es = append(es, math.Abs(ch.Error))
 	}
 	if len(es) == 0 {
@@ -415,7 +478,7 @@ func (c *Calibration) WriteReport(w io.Writer) error {
 		return err
 	}
 	if len(c.Checks) == 0 {
-		return nil
+		return c.writeSinkReport(w)
 	}
 	fmt.Fprintln(w, "\npredicted (DES on the fitted device) against measured, for points not used in the fit:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -426,7 +489,36 @@ func (c *Calibration) WriteReport(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	med, worst := c.Summary()
+	med, worst := summary(c.Checks)
+	if _, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100); err != nil {
+		return err
+	}
+	return c.writeSinkReport(w)
+}
+
+// writeSinkReport prints the reads predicted into local files, against
+// their measurement when there is one.
+func (c *Calibration) writeSinkReport(w io.Writer) error {
+	if c.Sink == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\nreads into local files, fsynced (client disk %s, page cache %s before writeback):\n",
+		mbps(float64(c.Sink.SinkRate)), chart.SizeStr(int64(c.Sink.SinkDirty)))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEASUREMENT\tMEASURED MB/s\tPREDICTED MB/s\tERROR")
+	measured := false
+	for _, ch := range c.SinkChecks {
+		if ch.Measured == 0 {
+			fmt.Fprintf(tw, "%s\t-\t%.1f\t\n", ch.What, ch.Predicted)
+			continue
+		}
+		measured = true
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.1f%%\n", ch.What, ch.Measured, ch.Predicted, ch.Error*100)
+	}
+	if err := tw.Flush(); err != nil || !measured {
+		return err
+	}
+	med, worst := summary(c.SinkChecks)
 	_, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100)
 	return err
 }

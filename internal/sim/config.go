@@ -60,6 +60,15 @@ type ClientConfig struct {
 	CPUs      int     `toml:"cpus"`
 	Latency   float64 `toml:"latency_ms"` // paid once per request
 	TCPWindow Size    `toml:"tcp_window"` // caps a flow at window/(2·latency)
+	// SinkRate is the client's local disk, when readers write what they
+	// read into local files and fsync them as `strata get` does (0: reads
+	// go to memory, as to /dev/null): what the fsync at each file's end
+	// and the kernel's background writeback move at. SinkDirty is the
+	// host's page cache for them: dirty bytes before background writeback
+	// starts (Linux: dirty_background_ratio of available memory); 0: no
+	// limit, every byte is written by the fsync.
+	SinkRate  Rate `toml:"sink_rate"`
+	SinkDirty Size `toml:"sink_dirty"`
 }
 
 // NetworkConfig: the switch between clients and servers.

@@ -84,11 +84,18 @@ func build(c *Config, seed uint64) (*model, error) {
 	N, M := c.Clients.Count, c.Servers.Count
 	w := c.Workload
 	// each client: NIC out, NIC in (full duplex) and CPU (1/c bytes/s)
-	type client struct{ up, down, cpu *des.Resource }
+	type client struct {
+		up, down, cpu *des.Resource
+		sink          *Sink
+	}
 	cls := make([]client, N)
 	for i := range cls {
 		cls[i].up = newRes(fmt.Sprintf("client%d.nic.out", i), float64(c.Clients.NIC))
 		cls[i].down = newRes(fmt.Sprintf("client%d.nic.in", i), float64(c.Clients.NIC))
+		if disk := newRes(fmt.Sprintf("client%d.sink", i), float64(c.Clients.SinkRate)); disk != nil {
+			// the host's dirty threshold, shared by its readers
+			cls[i].sink = &Sink{Disk: disk, Dirty: int64(c.Clients.SinkDirty) / int64(max(1, w.Streams))}
+		}
 		if c.Clients.CPUPerMB > 0 {
 			cls[i].cpu = newRes(fmt.Sprintf("client%d.cpu", i), float64(c.Clients.CPUs)*1e6/(c.Clients.CPUPerMB/1e3))
 		}
@@ -168,6 +175,9 @@ func build(c *Config, seed uint64) (*model, error) {
 		st := &Stream{ID: int32(g), Write: write, FileSize: int64(w.File), Files: w.Files, Record: int64(w.Record),
 			Depth: w.Depth, Sync: w.Sync, Limit: limit}
 		st.MaxOps = w.Requests
+		if !write {
+			st.Sink = cls[ci].sink
+		}
 		if w.Pattern == "random" {
 			st.Random = s.Rand(uint64(g), 3)
 		}

@@ -50,7 +50,10 @@ type Stream struct {
 	Random *rand.Rand
 	// MaxOps, when set, ends the stream after that many requests.
 	MaxOps int64
-	Done   func()
+	// Sink, for a reader, is the local file it writes what it reads into
+	// and fsyncs at each file's end (strata get); nil: memory.
+	Sink *Sink
+	Done func()
 
 	sim      *des.Sim
 	file     int
@@ -63,6 +66,7 @@ type Stream struct {
 	Ops      int64
 	issued   int64
 	active   bool
+	dirty    int64 // bytes of the current file in the sink's page cache
 	// one queue per stage and target: requests wait their turn
 	stages [2][]stage
 }
@@ -113,6 +117,10 @@ func (st *Stream) fill() {
 				st.flush()
 				return
 			}
+			if st.Sink != nil && st.dirty > 0 {
+				st.fsyncSink()
+				return
+			}
 			if st.file >= st.Files {
 				st.finish()
 				return
@@ -140,6 +148,22 @@ func (st *Stream) flush() {
 	}
 }
 
+// fsyncSink writes the file's dirty bytes to the sink's disk, then goes
+// on with the next file (or ends): the reader waits for its fsync.
+func (st *Stream) fsyncSink() {
+	st.flushing = true
+	n := st.dirty
+	st.dirty = 0
+	st.sim.Fluid.Start(&des.Flow{Path: []*des.Resource{st.Sink.Disk}, Size: n, Kind: evStream, Obj: st.ID, Done: func() {
+		st.flushing = false
+		if st.file >= st.Files {
+			st.finish()
+			return
+		}
+		st.fill()
+	}})
+}
+
 func (st *Stream) request() {
 	n := min(st.Record, st.FileSize-st.off)
 	off := int64(st.file)*st.FileSize + st.off
@@ -152,6 +176,16 @@ func (st *Stream) request() {
 	st.issued++
 	k := int64(len(st.Targets))
 	left := len(st.Targets)
+	// past the page cache's share, the sink's disk writes back while
+	// the data arrives: this request's bytes cross it too
+	var extra *des.Resource
+	if sk := st.Sink; sk != nil && !st.Write {
+		if sk.Dirty > 0 && st.dirty >= sk.Dirty {
+			extra = sk.Disk
+		} else {
+			st.dirty += n
+		}
+	}
 	done := func() {
 		if left--; left > 0 {
 			return
@@ -168,7 +202,7 @@ func (st *Stream) request() {
 			piece = n - piece*(k-1)
 		}
 		lba := st.Targets[i].Base + off/k
-		net := func(next func()) { st.transfer(i, piece, next) }
+		net := func(next func()) { st.transfer(i, piece, extra, next) }
 		dev := func(next func()) {
 			if st.Write {
 				st.Targets[i].Dev.Write(lba, piece, next)
@@ -210,14 +244,31 @@ func (st *Stream) kick(g *stage) {
 	})
 }
 
-// transfer moves n bytes over target i's network path, then calls next.
-func (st *Stream) transfer(i int, n int64, next func()) {
+// transfer moves n bytes over target i's network path (and extra, when
+// set), then calls next.
+func (st *Stream) transfer(i int, n int64, extra *des.Resource, next func()) {
 	path := st.Targets[i].Path
+	if extra != nil {
+		path = append(path[:len(path):len(path)], extra)
+	}
 	if len(path) == 0 && st.Limit <= 0 {
 		next()
 		return
 	}
 	st.sim.Fluid.Start(&des.Flow{Path: path, Limit: st.Limit, Size: n, Done: next, Kind: evStream, Obj: st.ID})
+}
+
+// Sink is a client host's local file system as a reader that writes
+// what it reads into a file and fsyncs it meets it: the data lands in the
+// page cache as it arrives (that copy is the client CPU's, cpu_ms_per_mb),
+// and each file's fsync writes what is still dirty at the disk's rate,
+// shared with the host's other readers. Past Dirty bytes of one file (the
+// stream's share of the kernel's background-writeback threshold) the
+// disk writes back while the data arrives, so those bytes cross it then
+// and not at the fsync.
+type Sink struct {
+	Disk  *des.Resource
+	Dirty int64
 }
 
 func (st *Stream) finish() {

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-storage/strata/internal/testutil"
+)
+
+// TestSink: with --sink every read of a Strata server is also written to
+// a local file, which holds exactly the bytes read until the reader
+// closes (its fsync) and is gone after; a run with a sink verifies its
+// data and says so in the report; a sink that is not a directory is one
+// clear error.
+func TestSink(t *testing.T) {
+	s := testutil.Start(t, nil)
+	spec := "strata://" + strings.TrimPrefix(s.URL(), "http://")
+	dir := t.TempDir()
+	tg, err := OpenTarget(ctx, spec, Options{Sink: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	data := bytes.Repeat([]byte("strata sink "), 100000)
+	w, err := tg.Create(ctx, "/f", int64(len(data)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tg.Open(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(data))
+	if n, err := r.ReadAt(buf, 0); n != len(data) || err != nil && n != len(data) {
+		t.Fatalf("read %d: %v", n, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 {
+		t.Fatalf("sink holds %v, want one file", files)
+	}
+	if got, _ := os.ReadFile(files[0]); !bytes.Equal(got, data) {
+		t.Errorf("sink file has %d bytes, not the %d read", len(got), len(data))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Errorf("sink not emptied after close: %v", files)
+	}
+
+	rep := runSuiteOf(t, Config{Target: spec, Scale: "tiny", Workers: 2, Sink: dir}, "cemss-char")
+	if rep.Target.Sink != dir {
+		t.Errorf("report's sink %q, want %q", rep.Target.Sink, dir)
+	}
+	if ph := phase(rep, "cemss-char", "read 1MiB"); ph == nil || ph.Bytes == 0 || ph.VerifyErrors != 0 {
+		t.Errorf("read phase with a sink: %+v", ph)
+	}
+
+	if _, err := OpenTarget(ctx, spec, Options{Sink: filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "--sink") {
+		t.Errorf("a missing sink directory: %v", err)
+	}
+}
+
+func runSuiteOf(t *testing.T, cfg Config, names ...string) *Report {
+	t.Helper()
+	sc, err := Lookup(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Execute(ctx, cfg, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failures != 0 {
+		var b strings.Builder
+		rep.WriteTable(&b)
+		t.Fatalf("%d failures:\n%s", rep.Failures, b.String())
+	}
+	return rep
+}
