@@ -15,18 +15,25 @@
 #    migrates files, purges them, stages random sets, and compares what the
 #    library did with strata sim replaying the same requests through the
 #    same scheduler.
-# 3. The client side, predicted before it is measured: client-predict
-#    calibrates the capped server on reads into memory (cemss-char,
-#    scaling) and the client's disk alone (bench/sinkcal: a file written,
-#    then fsynced), and writes the DES's predictions for the same reads
-#    into local files, fsynced, as strata get does ($OUT/client-predicted.txt,
-#    to be committed); client-measure then runs them (strata bench --sink)
-#    and prints measured beside predicted ($OUT/client-validation.txt).
+# 3. Repeats predicted before they are measured, reads into memory and
+#    into local files: client-predict calibrates the server (cemss-char
+#    and scaling, reads into memory) and the client's disk alone
+#    (bench/sinkcal: a file written, then its fsync timed), and writes the
+#    DES's predictions for every point of a repeat of that run, its reads
+#    once into memory and once into local files, fsynced, as strata get
+#    does ($OUT/client-predicted.txt, to be committed); client-measure then
+#    runs both repeats on a fresh server (strata bench, strata bench
+#    --sink) and prints measured beside predicted
+#    ($OUT/client-validation.txt). DEVICES (4), CAP (50MB; none: uncapped)
+#    and SCALING_MAX (the scale's) set the server and the largest N × M.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out/simval}
 CAP=${CAP:-50MB}   # none: uncapped devices
 SCALE=${SCALE:-small}
+DEVICES=${DEVICES:-4}
+SCALING=()
+[[ -n ${SCALING_MAX:-} ]] && SCALING=(--scaling-max "$SCALING_MAX")
 PORT=7460
 PARTS=${PARTS:-"capped recall"}
 mkdir -p "$OUT"
@@ -34,7 +41,7 @@ go build -o "$OUT/strata" ./cmd/strata
 S=$OUT/strata
 SINK=${SINK:-/var/tmp/strata-simval-sink}
 PID=
-# serve_capped starts a server with four devices capped at $CAP each.
+# serve_capped starts a server with $DEVICES devices capped at $CAP each.
 serve_capped() {
 rm -rf "$OUT/data"
 cat > "$OUT/serve.toml" <<TOML
@@ -46,7 +53,7 @@ listen = "127.0.0.1:$((PORT+1))"
 [library]
 enabled = false
 TOML
-for i in 0 1 2 3; do
+for i in $(seq 0 $((DEVICES-1))); do
   printf '[[device]]\nid = "d%d"\n' "$i" >> "$OUT/serve.toml"
   [[ $CAP == none ]] || printf 'bandwidth = "%s"\n' "$CAP" >> "$OUT/serve.toml"
 done
@@ -71,22 +78,26 @@ fi
 if [[ " $PARTS " == *" client-predict "* ]]; then
 serve_capped
 mkdir -p "$SINK"
-"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE --json "$OUT/client-cal.json" > "$OUT/client-cal.txt"
+"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" --json "$OUT/client-cal.json" > "$OUT/client-cal.txt"
 stop_server
 go run ./bench/sinkcal --dir "$SINK" --size 128MiB --reps 5 > "$OUT/client-sink.toml"
-{ echo "# predicted $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), before any measurement with a sink"
+{ echo "# predicted $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), before the repeats were run"
+  echo "# $DEVICES devices, bandwidth $CAP each"
   echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml"
   "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml"; } > "$OUT/client-predicted.txt"
 cat "$OUT/client-predicted.txt"
 fi
 if [[ " $PARTS " == *" client-measure "* ]]; then
-serve_capped
 mkdir -p "$SINK"
-"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE --sink "$SINK" --json "$OUT/client-measured.json" > "$OUT/client-measured.txt"
+serve_capped
+"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" --json "$OUT/client-repeat.json" > "$OUT/client-repeat.txt"
 stop_server
-{ echo "# measured $(date -u +%FT%TZ) with strata bench --sink $SINK"
-  echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml --against client-measured.json"
-  "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml" --against "$OUT/client-measured.json"; } > "$OUT/client-validation.txt"
+serve_capped
+"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" --sink "$SINK" --json "$OUT/client-measured.json" > "$OUT/client-measured.txt"
+stop_server
+{ echo "# measured $(date -u +%FT%TZ): a repeat into memory, then one with strata bench --sink $SINK"
+  echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml --against client-repeat.json --against client-measured.json"
+  "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml" --against "$OUT/client-repeat.json" --against "$OUT/client-measured.json"; } > "$OUT/client-validation.txt"
 cat "$OUT/client-validation.txt"
 fi
 [[ " $PARTS " == *" recall "* ]] && go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \

@@ -142,8 +142,11 @@ type Config struct {
 	// `strata get` writes a file (""): reads go to memory only).
 	Sink     string
 	Deadline time.Duration // overrides the scale's
-	Version  string
-	Progress io.Writer `json:"-"` // live progress (a terminal), or nil
+	// ScalingMax overrides the scale's largest client and server count
+	// in the scaling scenario.
+	ScalingMax int
+	Version    string
+	Progress   io.Writer `json:"-"` // live progress (a terminal), or nil
 	// Peers are `strata bench worker` processes (HOST:PORT) that run
 	// their share of every phase's workers; Key is the secret they were
 	// started with.
@@ -244,6 +247,12 @@ func (cfg *Config) normalise() (Scale, error) {
 	}
 	if cfg.Deadline > 0 {
 		sc.Deadline = cfg.Deadline
+	}
+	switch {
+	case cfg.ScalingMax < 0 || cfg.ScalingMax > 64:
+		return sc, fmt.Errorf("scaling-max %d: want 1 to 64", cfg.ScalingMax)
+	case cfg.ScalingMax > 0:
+		sc.ScalingMax = cfg.ScalingMax
 	}
 	switch cfg.Verify {
 	case "":

@@ -87,3 +87,15 @@ func runSuiteOf(t *testing.T, cfg Config, names ...string) *Report {
 	}
 	return rep
 }
+
+// TestScalingMax: --scaling-max takes the scaling scenario past the
+// scale's client count, and a count out of range is refused.
+func TestScalingMax(t *testing.T) {
+	rep := runSuiteOf(t, Config{Target: "posix:" + t.TempDir(), Scale: "tiny", Workers: 2, ScalingMax: 4}, "scaling")
+	if ph := phase(rep, "scaling", "read N=4 M=1"); ph == nil || ph.Bytes == 0 {
+		t.Errorf("no 4-client read at --scaling-max 4 (tiny's own is 2): %+v", ph)
+	}
+	if _, err := Execute(ctx, Config{Target: "posix:" + t.TempDir(), Scale: "tiny", ScalingMax: 100}, nil); err == nil || !strings.Contains(err.Error(), "scaling-max") {
+		t.Errorf("scaling-max 100: %v", err)
+	}
+}

@@ -153,8 +153,9 @@ func (e *env) simSweepCmd() *cobra.Command {
 }
 
 func (e *env) simCalibrateCmd() *cobra.Command {
-	var out, sinkPath, against string
-	var holdout bool
+	var out, sinkPath string
+	var against []string
+	var holdout, repeat bool
 	cmd := &cobra.Command{
 		Use:   "calibrate BENCH.json",
 		Short: "Fit t(s) = t0 + s/R (piecewise) and capacity(n) from strata bench JSON",
@@ -169,19 +170,18 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("sim calibrate: %s: %w", args[0], err)
 			}
-			opt := &sim.CalibrateOptions{Holdout: holdout}
+			opt := &sim.CalibrateOptions{Holdout: holdout, Repeat: repeat || sinkPath != "" || len(against) > 0}
 			if sinkPath != "" {
 				if opt.Sink, err = readSink(sinkPath); err != nil {
 					return fmt.Errorf("sim calibrate: --sink %s: %w", sinkPath, err)
 				}
 			}
-			if against != "" {
-				if sinkPath == "" {
-					return fmt.Errorf("sim calibrate: --against needs --sink (the client's disk the measured reads wrote to)")
+			for _, a := range against {
+				r, err := readReport(a)
+				if err != nil {
+					return fmt.Errorf("sim calibrate: --against %s: %w", a, err)
 				}
-				if opt.Against, err = readReport(against); err != nil {
-					return fmt.Errorf("sim calibrate: --against %s: %w", against, err)
-				}
+				opt.Against = append(opt.Against, r)
 			}
 			cal, err := sim.Calibrate(rep, opt)
 			if err != nil {
@@ -197,8 +197,9 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the fitted [storage.curve] as a TOML study fragment to this file")
 	cmd.Flags().BoolVar(&holdout, "holdout", false, "fit on every other I/O size and the extreme stream counts; predict the rest with the DES and report the error")
-	cmd.Flags().StringVar(&sinkPath, "sink", "", "a study fragment with the client's [clients] sink_rate and sink_dirty (bench/sinkcal prints one): also predict every read as it runs into local files, fsynced (strata bench --sink)")
-	cmd.Flags().StringVar(&against, "against", "", "strata bench JSON of the same scenarios run with --sink: print its measurements beside the predictions")
+	cmd.Flags().BoolVar(&repeat, "repeat", false, "predict every point for a repeat of the run (reads into memory, and with --sink into local files)")
+	cmd.Flags().StringVar(&sinkPath, "sink", "", "a study fragment with the client's [clients] sink_rate and sink_dirty (bench/sinkcal prints one), for repeats whose reads went into local files (strata bench --sink)")
+	cmd.Flags().StringArrayVar(&against, "against", nil, "strata bench JSON of a repeat of the run, measured after the predictions (repeatable): print its measurements beside them")
 	return cmd
 }
 

@@ -44,10 +44,20 @@ type Calibration struct {
 	Used    []Sample
 	Checks  []Check
 	Holdout bool
-	// SinkChecks are the reads predicted with the client's local file
-	// (CalibrateOptions.Sink), measured when Against was given.
-	Sink       *ClientConfig
-	SinkChecks []Check
+	// Repeats are the predictions of every point for a repeat of the
+	// calibration run (CalibrateOptions.Repeat): one list per measured
+	// repeat, or one of predictions alone.
+	Sink    *ClientConfig
+	Repeats []Repeat
+}
+
+// Repeat is a run of the calibration's scenarios after the calibration,
+// every point of it predicted: its reads into local files when it was
+// run with --sink (Sink), into memory otherwise.
+type Repeat struct {
+	Source string // the measured report; "" for predictions alone
+	Sink   string // where its reads went (strata bench --sink)
+	Checks []Check
 }
 
 // Check compares a DES prediction with a measurement.
@@ -315,47 +325,82 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 		}
 		cal.Checks = append(cal.Checks, check(s, p))
 	}
-	if opt.Sink != nil {
-		if err := cal.predictSink(rep, opt); err != nil {
+	if opt.Repeat {
+		if err := cal.predictRepeats(rep, opt); err != nil {
 			return nil, err
 		}
 	}
 	return cal, nil
 }
 
-// predictSink predicts each read of the calibration report as it runs
-// into local files on the client's disk, and compares with the measured
-// run when there is one (matched by scenario and phase).
-func (cal *Calibration) predictSink(rep *bench.Report, opt *CalibrateOptions) error {
+// predictRepeats predicts every point of the calibration report — writes,
+// and reads into memory or (with a sink) into local files — as a repeat
+// of that run would measure them, and sets them beside each measured
+// repeat (matched by scenario and phase). Every point of a repeat is a
+// prediction: the calibration saw only the first run.
+func (cal *Calibration) predictRepeats(rep *bench.Report, opt *CalibrateOptions) error {
 	cal.Sink = opt.Sink
-	measured := map[string]float64{}
-	if opt.Against != nil {
-		curve, scaling := samples(opt.Against)
-		for _, s := range append(curve, scaling...) {
-			measured[s.Source] = s.MBps
+	// predictions alone: a repeat into memory and, given the client's
+	// disk, one into local files
+	type run struct {
+		rep  *bench.Report
+		sink bool
+	}
+	var runs []run
+	for _, a := range opt.Against {
+		runs = append(runs, run{a, a.Target.Sink != ""})
+	}
+	if len(runs) == 0 {
+		runs = append(runs, run{nil, false})
+		if opt.Sink != nil {
+			runs = append(runs, run{nil, true})
 		}
 	}
 	curve, scaling := samples(rep)
 	devs := rep.Target.Devices
-	for _, s := range append(curve, scaling...) {
-		if s.Op != "read" {
-			continue
+	for _, rn := range runs {
+		r := Repeat{}
+		measured := map[string]float64{}
+		if rn.sink {
+			r.Sink = "(predicted)"
+			if opt.Sink == nil {
+				return fmt.Errorf("a run with --sink %s: give the client's disk (--sink FRAGMENT)", rn.rep.Target.Sink)
+			}
 		}
-		var p float64
-		var err error
-		if s.Servers > 0 && rep.Target.Kind == "strata" && devs > 1 {
-			p, err = predictStriped(&cal.Curve, s, devs, opt.Sink)
-		} else {
-			p, err = predict(&cal.Curve, s, opt.Sink)
+		if rn.rep != nil {
+			r.Source = rn.rep.Target.Spec
+			if rn.sink {
+				r.Sink = rn.rep.Target.Sink
+			}
+			c, sc := samples(rn.rep)
+			for _, s := range append(c, sc...) {
+				measured[s.Source] = s.MBps
+			}
 		}
-		if err != nil {
-			return err
+		for _, s := range append(curve, scaling...) {
+			var cl *ClientConfig
+			if r.Sink != "" && s.Op == "read" {
+				cl = opt.Sink
+			}
+			var p float64
+			var err error
+			if s.Servers > 0 && rep.Target.Kind == "strata" && devs > 1 {
+				p, err = predictStriped(&cal.Curve, s, devs, cl)
+			} else {
+				p, err = predict(&cal.Curve, s, cl)
+			}
+			if err != nil {
+				return err
+			}
+			ch := Check{What: s.Source, Predicted: round3(p)}
+			if m, ok := measured[s.Source]; ok && m > 0 {
+				ch = check(Sample{Source: s.Source, MBps: m}, p)
+			} else if rn.rep != nil {
+				continue // not in the measured run
+			}
+			r.Checks = append(r.Checks, ch)
 		}
-		ch := Check{What: s.Source, Predicted: round3(p)}
-		if m, ok := measured[s.Source]; ok && m > 0 {
-			ch = check(Sample{Source: s.Source, MBps: m}, p)
-		}
-		cal.SinkChecks = append(cal.SinkChecks, ch)
+		cal.Repeats = append(cal.Repeats, r)
 	}
 	return nil
 }
@@ -365,15 +410,17 @@ func check(s Sample, predicted float64) Check {
 }
 
 // CalibrateOptions: Holdout fits on part of the points and predicts the
-// rest. Sink, when set, also predicts every read of the report as it runs
-// when the reader writes into local files and fsyncs them (strata bench
-// --sink, strata get): the fitted devices and the client's disk from its
-// own calibration (bench/sinkcal). Against, when set, is that run,
-// measured after the predictions were made.
+// rest. A repeat's reads into local files, fsynced (strata bench --sink,
+// strata get), are predicted with the fitted devices and the client's
+// disk from its own calibration (bench/sinkcal).
 type CalibrateOptions struct {
 	Holdout bool
+	// Repeat predicts every point again for a repeat of the run;
+	// Against are such repeats, measured after the predictions were
+	// made; Sink is the client's disk, for repeats run with --sink.
+	Repeat  bool
 	Sink    *ClientConfig
-	Against *bench.Report
+	Against []*bench.Report
 }
 
 func contains(xs []int, x int) bool {
@@ -478,7 +525,7 @@ func (c *Calibration) WriteReport(w io.Writer) error {
 		return err
 	}
 	if len(c.Checks) == 0 {
-		return c.writeSinkReport(w)
+		return c.writeRepeats(w)
 	}
 	fmt.Fprintln(w, "\npredicted (DES on the fitted device) against measured, for points not used in the fit:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -493,34 +540,44 @@ func (c *Calibration) WriteReport(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100); err != nil {
 		return err
 	}
-	return c.writeSinkReport(w)
+	return c.writeRepeats(w)
 }
 
-// writeSinkReport prints the reads predicted into local files, against
-// their measurement when there is one.
-func (c *Calibration) writeSinkReport(w io.Writer) error {
-	if c.Sink == nil {
-		return nil
-	}
-	fmt.Fprintf(w, "\nreads into local files, fsynced (client disk %s, page cache %s before writeback):\n",
-		mbps(float64(c.Sink.SinkRate)), chart.SizeStr(int64(c.Sink.SinkDirty)))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEASUREMENT\tMEASURED MB/s\tPREDICTED MB/s\tERROR")
-	measured := false
-	for _, ch := range c.SinkChecks {
-		if ch.Measured == 0 {
-			fmt.Fprintf(tw, "%s\t-\t%.1f\t\n", ch.What, ch.Predicted)
+// writeRepeats prints the predictions for repeats of the run, against
+// their measurements when there are some.
+func (c *Calibration) writeRepeats(w io.Writer) error {
+	for _, r := range c.Repeats {
+		into := "into memory"
+		if r.Sink != "" {
+			into = fmt.Sprintf("into local files, fsynced (client disk %s, page cache %s before writeback)",
+				mbps(float64(c.Sink.SinkRate)), chart.SizeStr(int64(c.Sink.SinkDirty)))
+		}
+		if r.Source == "" {
+			fmt.Fprintf(w, "\npredicted for a repeat of the run, reads %s:\n", into)
+		} else {
+			fmt.Fprintf(w, "\na repeat of the run on %s, reads %s, against the predictions:\n", r.Source, into)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEASUREMENT\tMEASURED MB/s\tPREDICTED MB/s\tERROR")
+		for _, ch := range r.Checks {
+			if r.Source == "" {
+				fmt.Fprintf(tw, "%s\t-\t%.1f\t\n", ch.What, ch.Predicted)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.1f%%\n", ch.What, ch.Measured, ch.Predicted, ch.Error*100)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if r.Source == "" {
 			continue
 		}
-		measured = true
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.1f%%\n", ch.What, ch.Measured, ch.Predicted, ch.Error*100)
+		med, worst := summary(r.Checks)
+		if _, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100); err != nil {
+			return err
+		}
 	}
-	if err := tw.Flush(); err != nil || !measured {
-		return err
-	}
-	med, worst := summary(c.SinkChecks)
-	_, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100)
-	return err
+	return nil
 }
 
 // WriteTOML writes the fitted device as a study fragment.

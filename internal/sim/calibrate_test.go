@@ -149,3 +149,55 @@ func TestCalibrateGranuleAndStripedScaling(t *testing.T) {
 		t.Fatalf("median %.3f worst %.3f:\n%s", med, worst, b.String())
 	}
 }
+
+// A repeat of the calibration run is predicted point by point: measured
+// again identically, every cemss-char point agrees with its prediction
+// (the fit is exact there); its reads into local files are predicted
+// slower by the fsync of each file and only the reads; a run measured
+// with a sink but no client disk given is refused.
+func TestCalibrateRepeatWithSink(t *testing.T) {
+	rep := synthetic(0.2e-3, 800e6, 1500e6)
+	sunk := synthetic(0.2e-3, 800e6, 1500e6)
+	sunk.Target.Sink = "/local"
+	sink := &ClientConfig{SinkRate: 1000e6}
+	cal, err := Calibrate(rep, &CalibrateOptions{Repeat: true, Sink: sink, Against: []*bench.Report{rep, sunk}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.Repeats) != 2 {
+		t.Fatalf("%d repeats", len(cal.Repeats))
+	}
+	plain, local := cal.Repeats[0].Checks, cal.Repeats[1].Checks
+	if len(plain) != len(local) || len(plain) == 0 {
+		t.Fatalf("%d and %d checks", len(plain), len(local))
+	}
+	for i := range plain {
+		if !strings.HasPrefix(plain[i].What, "cemss-char") {
+			continue
+		}
+		if math.Abs(plain[i].Error) > 0.01 {
+			t.Errorf("%s: %+.1f%% on a repeat of the points it fitted", plain[i].What, plain[i].Error*100)
+		}
+		slower := local[i].Predicted < plain[i].Predicted
+		if read := strings.Contains(plain[i].What, "read"); read != slower {
+			t.Errorf("%s: into memory %.1f MB/s, into local files %.1f", plain[i].What, plain[i].Predicted, local[i].Predicted)
+		}
+	}
+	// 256 MiB read in 32 MiB requests at 1.5 GB/s, then fsynced at 1 GB/s
+	found := false
+	for _, ch := range local {
+		if ch.What == "cemss-char read 32MiB" {
+			found = true
+			want := 1 / (1/1500e6 + 1/1000e6) / 1e6
+			if math.Abs(ch.Predicted/want-1) > 0.01 {
+				t.Errorf("32 MiB reads into a local file: %.1f MB/s predicted, %.1f expected", ch.Predicted, want)
+			}
+		}
+	}
+	if !found {
+		t.Error("no 32 MiB read predicted")
+	}
+	if _, err := Calibrate(rep, &CalibrateOptions{Repeat: true, Against: []*bench.Report{sunk}}); err == nil {
+		t.Error("a run with a sink compared without the client's disk")
+	}
+}
