@@ -84,9 +84,21 @@ func Bound(c *Config) BoundResult {
 		per := float64(c.Clients.TCPWindow) / (2 * c.Clients.Latency / 1e3)
 		add("streams·γ/2L", fmt.Sprintf("%d streams × %s window / (2 × %.3g ms)", streams, mbps(per), c.Clients.Latency), float64(streams)*per)
 	}
-	add("N·I", fmt.Sprintf("%d clients × %s", N, mbps(float64(c.Clients.NIC))), float64(N)*float64(c.Clients.NIC))
+	// a NIC, an uplink is full duplex: half the streams of a mixed
+	// workload read, half write, so those links carry it both ways
+	ways, dir := 1.0, ""
+	if w.Op == "mixed" {
+		ways, dir = 2, ", both ways"
+	}
+	add("N·I", fmt.Sprintf("%d clients × %s%s", N, mbps(float64(c.Clients.NIC)), dir), ways*float64(N)*float64(c.Clients.NIC))
+	add("N·duplex", fmt.Sprintf("%d clients × %s in and out together", N, mbps(float64(c.Clients.Duplex))), float64(N)*float64(c.Clients.Duplex))
+	if k := c.Network.RackSize; k > 0 {
+		racks := (N + k - 1) / k
+		add("racks·U", fmt.Sprintf("%d racks of %d clients × %s uplink%s", racks, k, mbps(float64(c.Network.RackUplink)), dir), ways*float64(racks)*float64(c.Network.RackUplink))
+	}
 	add("switch", "switch backplane "+mbps(float64(c.Network.Switch)), float64(c.Network.Switch))
-	add("M·I", fmt.Sprintf("%d servers × %s", servers, mbps(float64(c.Servers.NIC))), float64(servers)*float64(c.Servers.NIC))
+	add("M·I", fmt.Sprintf("%d servers × %s%s", servers, mbps(float64(c.Servers.NIC)), dir), ways*float64(servers)*float64(c.Servers.NIC))
+	add("M·duplex", fmt.Sprintf("%d servers × %s in and out together", servers, mbps(float64(c.Servers.Duplex))), float64(servers)*float64(c.Servers.Duplex))
 	add("M·copy", fmt.Sprintf("%d servers × %s memory copy", servers, mbps(float64(c.Servers.Copy))), float64(servers)*float64(c.Servers.Copy))
 	add("M·channel", fmt.Sprintf("%d servers × %s storage channel", servers, mbps(float64(c.Servers.Channel))), float64(servers)*float64(c.Servers.Channel))
 	add("P·L", fmt.Sprintf("%d device ports × %s", devs, mbps(float64(c.Storage.Link))), float64(devs)*float64(c.Storage.Link))

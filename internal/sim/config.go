@@ -69,11 +69,20 @@ type ClientConfig struct {
 	// limit, every byte is written by the fsync.
 	SinkRate  Rate `toml:"sink_rate"`
 	SinkDirty Size `toml:"sink_dirty"`
+	// Duplex caps a client's NIC in and out together (a host bus, a
+	// crossbar port whose total is less than twice one direction, as
+	// CeMSS's); 0: each direction has the whole NIC.
+	Duplex Rate `toml:"duplex"`
 }
 
 // NetworkConfig: the switch between clients and servers.
 type NetworkConfig struct {
 	Switch Rate `toml:"switch"` // backplane; 0: non-blocking
+	// RackSize clients share one edge switch whose RackUplink (each way)
+	// joins the core: an oversubscribed tier when RackSize × NIC exceeds
+	// it. 0: clients attach to the core directly.
+	RackSize   int  `toml:"rack_size"`
+	RackUplink Rate `toml:"rack_uplink"`
 }
 
 // ServerConfig: M I/O servers (movers, NFS servers, disk servers).
@@ -85,6 +94,8 @@ type ServerConfig struct {
 	Copy Rate `toml:"copy"`
 	// Channel is the server's link to its storage (FC/SAS HBA); 0: none.
 	Channel Rate `toml:"channel"`
+	// Duplex caps the server's NIC in and out together; 0: none.
+	Duplex Rate `toml:"duplex"`
 }
 
 // StorageConfig: what each server has behind it.
@@ -194,6 +205,9 @@ func (c *Config) fill() error {
 	}
 	if c.Storage.PerServer <= 0 {
 		c.Storage.PerServer = 1
+	}
+	if n := c.Network; n.RackSize < 0 || n.RackSize > 0 && n.RackUplink <= 0 {
+		return fmt.Errorf("network.rack_size = %d: want ≥ 0, and with racks a rack_uplink rate", n.RackSize)
 	}
 	if c.Storage.Kind == "" {
 		c.Storage.Kind = "disk"

@@ -85,13 +85,23 @@ func build(c *Config, seed uint64) (*model, error) {
 	w := c.Workload
 	// each client: NIC out, NIC in (full duplex) and CPU (1/c bytes/s)
 	type client struct {
-		up, down, cpu *des.Resource
-		sink          *Sink
+		up, down, duplex, cpu *des.Resource
+		rackUp, rackDown      *des.Resource
+		sink                  *Sink
 	}
 	cls := make([]client, N)
+	var rackUp, rackDown *des.Resource
 	for i := range cls {
 		cls[i].up = newRes(fmt.Sprintf("client%d.nic.out", i), float64(c.Clients.NIC))
 		cls[i].down = newRes(fmt.Sprintf("client%d.nic.in", i), float64(c.Clients.NIC))
+		cls[i].duplex = newRes(fmt.Sprintf("client%d.nic.duplex", i), float64(c.Clients.Duplex))
+		if k := c.Network.RackSize; k > 0 {
+			if i%k == 0 {
+				rackUp = newRes(fmt.Sprintf("rack%d.uplink.out", i/k), float64(c.Network.RackUplink))
+				rackDown = newRes(fmt.Sprintf("rack%d.uplink.in", i/k), float64(c.Network.RackUplink))
+			}
+			cls[i].rackUp, cls[i].rackDown = rackUp, rackDown
+		}
 		if disk := newRes(fmt.Sprintf("client%d.sink", i), float64(c.Clients.SinkRate)); disk != nil {
 			// the host's dirty threshold, shared by its readers
 			cls[i].sink = &Sink{Disk: disk, Dirty: int64(c.Clients.SinkDirty) / int64(max(1, w.Streams))}
@@ -102,9 +112,9 @@ func build(c *Config, seed uint64) (*model, error) {
 	}
 	sw := newRes("switch", float64(c.Network.Switch))
 	type server struct {
-		up, down, copy, ch *des.Resource
-		devs               []Device
-		links              []*des.Resource
+		up, down, duplex, copy, ch *des.Resource
+		devs                       []Device
+		links                      []*des.Resource
 	}
 	srv := make([]server, M)
 	dp := c.diskParams()
@@ -116,6 +126,7 @@ func build(c *Config, seed uint64) (*model, error) {
 		}
 		srv[j].up = newRes(fmt.Sprintf("server%d.nic.out", j), float64(c.Servers.NIC))
 		srv[j].down = newRes(fmt.Sprintf("server%d.nic.in", j), float64(c.Servers.NIC))
+		srv[j].duplex = newRes(fmt.Sprintf("server%d.nic.duplex", j), float64(c.Servers.Duplex))
 		srv[j].copy = newRes(fmt.Sprintf("server%d.copy", j), float64(c.Servers.Copy))
 		srv[j].ch = newRes(fmt.Sprintf("server%d.channel", j), float64(c.Servers.Channel))
 		for k := 0; k < c.Storage.PerServer; k++ {
@@ -147,14 +158,18 @@ func build(c *Config, seed uint64) (*model, error) {
 		if write {
 			add(cls[ci].cpu)
 			add(cls[ci].up)
+			add(cls[ci].rackUp)
 			add(sw)
 			add(srv[sj].down)
 		} else {
 			add(srv[sj].up)
 			add(sw)
+			add(cls[ci].rackDown)
 			add(cls[ci].down)
 			add(cls[ci].cpu)
 		}
+		add(cls[ci].duplex)
+		add(srv[sj].duplex)
 		add(srv[sj].copy)
 		add(srv[sj].ch)
 		add(srv[sj].links[k])

@@ -1,0 +1,68 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// A duplex cap below twice the NIC (CeMSS's crossbar ports) limits a
+// client reading and writing at once to the cap, where separate
+// directions give it the NIC both ways; an oversubscribed rack uplink
+// limits the clients behind it to the uplink, and the bound names the
+// term that binds in each case.
+func TestDuplexAndRackUplinks(t *testing.T) {
+	study := func(clients int, op, extra string) *Config {
+		s, err := ParseStudy([]byte(fmt.Sprintf(`[clients]
+count = %d
+nic = "100MB/s"
+%s
+[servers]
+count = 8
+nic = "1GB/s"
+[storage]
+kind = "curve"
+per_server = 2
+[storage.curve]
+read_rate = "1GB/s"
+write_rate = "1GB/s"
+[workload]
+op = %q
+streams = 2
+record = "1MB"
+file_size = "200MB"
+`, clients, extra, op)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Config
+	}
+	for _, tc := range []struct {
+		name    string
+		clients int
+		op      string
+		extra   string
+		mbps    float64
+		binds   string
+	}{
+		{"both directions, no duplex cap", 1, "mixed", "", 200, "N·I"},
+		{"both directions, duplex 120", 1, "mixed", `duplex = "120MB/s"`, 120, "N·duplex"},
+		{"writes, racks of 4 at 150", 8, "write", "[network]\nrack_size = 4\nrack_uplink = \"150MB/s\"", 300, "racks·U"},
+		{"reads, racks of 4 at 150", 8, "read", "[network]\nrack_size = 4\nrack_uplink = \"150MB/s\"", 300, "racks·U"},
+		{"writes, racks of 4 at 1 GB/s", 8, "write", "[network]\nrack_size = 4\nrack_uplink = \"1GB/s\"", 800, "N·I"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := study(tc.clients, tc.op, tc.extra)
+			r := run(t, c)
+			if math.Abs(r.MBps-tc.mbps)/tc.mbps > 0.01 {
+				t.Errorf("DES %.1f MB/s, want %.0f", r.MBps, tc.mbps)
+			}
+			if r.Bound.Binding != tc.binds {
+				t.Errorf("bound binds %s (%.0f MB/s), want %s", r.Bound.Binding, r.Bound.MBps, tc.binds)
+			}
+		})
+	}
+	if _, err := ParseStudy([]byte("[network]\nrack_size = 4\n")); err == nil {
+		t.Error("racks without an uplink rate accepted")
+	}
+}
