@@ -32,6 +32,7 @@ sweep migrate-alice examples/sim/migrate-alice.toml
 sweep cemss-lto1 examples/sim/cemss-lto1.toml
 sweep hpcs-random examples/sim/hpcs-random.toml
 sweep raid-rebuild examples/sim/raid-rebuild.toml
+sweep declustered examples/sim/declustered.toml
 sweep tape-failures examples/sim/tape-failures.toml
 sweep site-5pb examples/sim/site-5pb.toml
 

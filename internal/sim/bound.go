@@ -139,7 +139,7 @@ func (b BoundResult) bind() BoundResult {
 func (c *Config) deviceRate() (float64, string) {
 	op := c.Workload.Op
 	switch c.Storage.Kind {
-	case "disk", "raid5", "raid6":
+	case "disk", "raid5", "raid6", "declustered":
 		p := c.diskParams()
 		r := float64(p.RateOD) // files start at the outer edge
 		if t := c.randomService(); t > 0 {
@@ -161,6 +161,9 @@ func (c *Config) deviceRate() (float64, string) {
 			return r, "disk at " + mbps(r)
 		}
 		a := c.Storage.Array
+		if c.Storage.Kind == "declustered" {
+			return float64(a.Disks) * a.dataFraction() * r, fmt.Sprintf("%s over %d disks at %s", c.Storage.arrayName(), a.Disks, mbps(r))
+		}
 		n := a.Disks - a.parity
 		return float64(n) * r, fmt.Sprintf("%s (%d+%d) of disks at %s", c.Storage.arrayName(), n, a.parity, mbps(r))
 	default:
@@ -200,7 +203,7 @@ func (c *Config) randomService() float64 {
 	perDev := (c.Clients.Count*w.Streams + devs - 1) / devs
 	cap := float64(p.Capacity)
 	if a := c.Storage.Array; a.parity > 0 {
-		cap *= float64(a.Disks - a.parity)
+		cap *= float64(a.Disks) * a.dataFraction()
 	}
 	f := math.Min(1, float64(perDev)*float64(w.File)*float64(w.Files)/cap)
 	seek := p.SeekTrack + (p.SeekAvg-p.SeekTrack)*math.Sqrt(f)

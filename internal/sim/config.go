@@ -100,7 +100,7 @@ type ServerConfig struct {
 
 // StorageConfig: what each server has behind it.
 type StorageConfig struct {
-	Kind      string       `toml:"kind"`       // disk, raid5, raid6, curve
+	Kind      string       `toml:"kind"`       // disk, raid5, raid6, declustered, curve
 	PerServer int          `toml:"per_server"` // devices per server
 	Link      Rate         `toml:"link"`       // each device's host port (FC, SAS); 0: none
 	Disk      string       `toml:"disk"`       // preset for kind=disk and the arrays' members
@@ -213,7 +213,7 @@ func (c *Config) fill() error {
 		c.Storage.Kind = "disk"
 	}
 	switch c.Storage.Kind {
-	case "disk", "raid5", "raid6":
+	case "disk", "raid5", "raid6", "declustered":
 		name := c.Storage.Disk
 		if name == "" {
 			name = "sata-7k2"
@@ -230,7 +230,7 @@ func (c *Config) fill() error {
 			return fmt.Errorf("storage.kind = \"curve\" needs [storage.curve] with read_rate or write_rate")
 		}
 	default:
-		return fmt.Errorf("storage.kind %q: want disk, raid5, raid6 or curve", c.Storage.Kind)
+		return fmt.Errorf("storage.kind %q: want disk, raid5, raid6, declustered or curve", c.Storage.Kind)
 	}
 	w := &c.Workload
 	if err := oneOf("workload.op", &w.Op, "write", "read", "mixed", "recall", "migrate", "site", "create", "stat", "remove"); err != nil {
@@ -284,11 +284,29 @@ func (sc *StorageConfig) fillArray() error {
 		a.parity = 1
 	case "raid6":
 		a.parity = 2
+	case "declustered":
+		a.parity = a.Parity
+		if a.parity == 0 {
+			a.parity = 2
+		}
+		if a.parity < 1 || a.parity > 4 {
+			return fmt.Errorf("storage.array.parity = %d: want 1 to 4 parity units per stripe", a.Parity)
+		}
+		if a.Width == 0 {
+			a.Width = min(a.Disks, 8+a.parity)
+		}
+		if a.Width < a.parity+2 || a.Width > a.Disks {
+			return fmt.Errorf("storage.array.width = %d: want %d to disks (%d) units per stripe", a.Width, a.parity+2, a.Disks)
+		}
+		a.width = a.Width
 	default:
 		if a.Failed != 0 {
-			return fmt.Errorf("storage.array.failed = %d: only arrays (raid5, raid6) have members to fail", a.Failed)
+			return fmt.Errorf("storage.array.failed = %d: only arrays (raid5, raid6, declustered) have members to fail", a.Failed)
 		}
 		return nil
+	}
+	if sc.Kind != "declustered" && (a.Width != 0 || a.Parity != 0) {
+		return fmt.Errorf("storage.array.width and parity are for storage.kind = \"declustered\"")
 	}
 	name := sc.arrayName()
 	if a.Disks < a.parity+2 {
@@ -310,12 +328,24 @@ func (sc *StorageConfig) fillArray() error {
 	return nil
 }
 
-// arrayName is "RAID-5" or "RAID-6".
+// arrayName is "RAID-5", "RAID-6" or "declustered 8+2".
 func (sc *StorageConfig) arrayName() string {
-	if sc.Array.parity == 2 {
+	switch {
+	case sc.Kind == "declustered":
+		return fmt.Sprintf("declustered %d+%d", sc.Array.width-sc.Array.parity, sc.Array.parity)
+	case sc.Array.parity == 2:
 		return "RAID-6"
 	}
 	return "RAID-5"
+}
+
+// dataFraction is the share of an array's members' bytes that is data.
+func (a ArrayParams) dataFraction() float64 {
+	w := a.width
+	if w == 0 {
+		w = a.Disks
+	}
+	return float64(w-a.parity) / float64(w)
 }
 
 // fillSite checks a site study's workload keys.

@@ -135,7 +135,7 @@ func build(c *Config, seed uint64) (*model, error) {
 			switch c.Storage.Kind {
 			case "disk":
 				d = NewDisk(s, devID, dp)
-			case "raid5", "raid6":
+			case "raid5", "raid6", "declustered":
 				a := NewArray(s, devID, c.Storage.Array, dp)
 				m.arrays = append(m.arrays, a)
 				d = a

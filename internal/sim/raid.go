@@ -37,7 +37,15 @@ type ArrayParams struct {
 	RebuildChunk  Size `toml:"rebuild_chunk"`
 	RebuildExtent Size `toml:"rebuild_extent"`
 
-	parity int      // 1 (RAID-5) or 2 (RAID-6), from storage.kind
+	// Declustered arrays (storage.kind = "declustered", erasure coded):
+	// Width is the units of one stripe (data + parity), fewer than
+	// Disks, so consecutive stripes rotate over all members; Parity is
+	// the parity units per stripe (default 2).
+	Width  int `toml:"width"`
+	Parity int `toml:"parity"`
+
+	parity int      // parity units per stripe: 1 (RAID-5), 2 (RAID-6), Parity
+	width  int      // units per stripe: Disks, or Width when declustered
 	failAt des.Time // FailAt, parsed
 }
 
@@ -56,6 +64,7 @@ type Array struct {
 	unit    int64
 	width   int64 // data bytes per stripe
 	parity  int   // parity units per stripe
+	units   int   // units per stripe, parity included: all members, or fewer when declustered
 
 	// write-back cache: dirty sequential data waiting to be destaged
 	cacheUsed int64
@@ -109,7 +118,11 @@ func NewArray(s *des.Sim, id int32, p ArrayParams, dp DiskParams) *Array {
 		p.Disks = a.parity + 1
 		a.p.Disks = p.Disks
 	}
-	a.width = a.unit * int64(p.Disks-a.parity)
+	a.units = p.Disks
+	if p.width > a.parity && p.width < p.Disks {
+		a.units = p.width
+	}
+	a.width = a.unit * int64(a.units-a.parity)
 	for i := 0; i < p.Disks; i++ {
 		a.members = append(a.members, NewDisk(s, id*1000+int32(i), dp))
 	}
@@ -122,19 +135,31 @@ func NewArray(s *des.Sim, id int32, p ArrayParams, dp DiskParams) *Array {
 // Width is the data bytes in one stripe.
 func (a *Array) Width() int64 { return a.width }
 
+// declustered says whether stripes are narrower than the array.
+func (a *Array) declustered() bool { return a.units < a.p.Disks }
+
+// place is where unit p of stripe s lives (p < parity: parity unit p;
+// then the data units in order): its member and the member LBA the unit
+// starts at. A stripe across every member rotates one member per stripe
+// (left-symmetric) at the same LBA on each; a declustered stripe's units
+// are the next `units` of a round-robin over all members, so each member
+// holds units of many stripes and a failed member's stripes are spread
+// over all the others.
+func (a *Array) place(s int64, p int) (int, int64) {
+	n := int64(a.p.Disks)
+	if !a.declustered() {
+		return int((s%n + int64(p)) % n), s * a.unit
+	}
+	g := s*int64(a.units) + int64(p)
+	return int(g % n), g / n * a.unit
+}
+
 // member maps the data byte at lba to (member, member LBA).
 func (a *Array) member(lba int64) (int, int64) {
 	stripe := lba / a.width
 	in := lba % a.width
-	n := int64(a.p.Disks)
-	m := (stripe%n + int64(a.parity) + in/a.unit) % n
-	return int(m), stripe*a.unit + in%a.unit
-}
-
-// parityMember is the member holding parity unit j (0: P, 1: Q) of stripe.
-func (a *Array) parityMember(stripe int64, j int) int {
-	n := int64(a.p.Disks)
-	return int((stripe%n + int64(j)) % n)
+	m, base := a.place(stripe, a.parity+int(in/a.unit))
+	return m, base + in%a.unit
 }
 
 // missing says whether member m has no data at member LBA lba: it has
@@ -155,12 +180,12 @@ func (a *Array) commands(lba, size int64) []mcmd {
 	return cmds
 }
 
-// degradedRead is the member reads for one stripe's commands. When a
-// unit is missing the controller reads the whole stripe from the
-// survivors, reconstructs it and keeps it in its stripe cache (as md's
-// stripe cache and a hardware controller's do), so the stripe's other
-// units, which the next request usually wants, cost no member I/O. The
-// cache holds the last few reconstructed stripes.
+// degradedRead is the member reads for one stripe's commands. When one
+// of the stripe's data units is missing the controller reads the whole
+// stripe from the survivors, reconstructs it and keeps it in its stripe
+// cache (as md's stripe cache and a hardware controller's do), so the
+// stripe's other units, which the next request usually wants, cost no
+// member I/O. The cache holds the last few reconstructed stripes.
 func (a *Array) degradedRead(stripe int64, cmds []mcmd) []mcmd {
 	if a.down == nil {
 		return cmds
@@ -168,13 +193,24 @@ func (a *Array) degradedRead(stripe int64, cmds []mcmd) []mcmd {
 	if slices.Contains(a.stripeCache[:], stripe+1) {
 		return nil
 	}
-	lost := slices.ContainsFunc(cmds, func(c mcmd) bool { return a.missing(c.m, c.lba) })
+	// the whole stripe's data, the missing units from the parity
+	var whole []mcmd
+	lost := false
+	for p := a.parity; p < a.units; p++ {
+		m, base := a.place(stripe, p)
+		whole = append(whole, mcmd{m, base, a.unit})
+		lost = lost || a.missing(m, base)
+	}
 	if !lost {
 		return cmds
 	}
+	// Any read of a stripe that lost a data unit reads and rebuilds all
+	// of it, so the request that wants the rest of the stripe finds it
+	// here: reading only the part asked for, then the whole stripe for
+	// the next request's part, would read units twice and step every
+	// member backwards.
 	a.stripeCache[a.cacheNext] = stripe + 1 // 0: empty
 	a.cacheNext = (a.cacheNext + 1) % len(a.stripeCache)
-	whole := []mcmd{{a.parityMember(stripe, 0), stripe * a.unit, a.unit}}
 	return a.reconstruct(stripe, whole)
 }
 
@@ -185,13 +221,14 @@ func (a *Array) degradedRead(stripe int64, cmds []mcmd) []mcmd {
 // range.
 func (a *Array) reconstruct(stripe int64, cmds []mcmd) []mcmd {
 	var out []mcmd
+	// the range within the unit that is missing
 	lo, hi := int64(-1), int64(0)
 	for _, c := range cmds {
 		if a.missing(c.m, c.lba) {
-			if lo < 0 || c.lba < lo {
-				lo = c.lba
+			if o := c.lba % a.unit; lo < 0 || o < lo {
+				lo = o
 			}
-			hi = max(hi, c.lba+c.size)
+			hi = max(hi, c.lba%a.unit+c.size)
 			continue
 		}
 		out = append(out, c)
@@ -199,25 +236,20 @@ func (a *Array) reconstruct(stripe int64, cmds []mcmd) []mcmd {
 	if lo < 0 {
 		return cmds
 	}
-	n := a.p.Disks
-	var order []int
-	for k := 0; k < n-a.parity; k++ {
-		order = append(order, (a.parityMember(stripe, 0)+a.parity+k)%n)
-	}
-	for j := 0; j < a.parity; j++ {
-		order = append(order, a.parityMember(stripe, j))
-	}
+	k := a.units - a.parity // units the parity needs
 	have := len(out)
-	for _, m := range order {
-		if a.missing(m, lo) {
+	for q := 0; q < a.units; q++ {
+		p := (q + a.parity) % a.units // data units first, then parity
+		m, base := a.place(stripe, p)
+		if a.missing(m, base+lo) {
 			continue
 		}
-		if i := slices.IndexFunc(out, func(c mcmd) bool { return c.m == m }); i >= 0 {
-			e := max(out[i].lba+out[i].size, hi)
-			out[i].lba = min(out[i].lba, lo)
+		if i := slices.IndexFunc(out, func(c mcmd) bool { return c.m == m && c.lba-c.lba%a.unit == base }); i >= 0 {
+			e := max(out[i].lba+out[i].size, base+hi)
+			out[i].lba = min(out[i].lba, base+lo)
 			out[i].size = e - out[i].lba
-		} else if have < n-a.parity {
-			out = append(out, mcmd{m, lo, hi - lo})
+		} else if have < k {
+			out = append(out, mcmd{m, base + lo, hi - lo})
 			have++
 		}
 	}
@@ -252,7 +284,7 @@ func (a *Array) Read(lba, size int64, done func()) {
 		}
 		a.sim.After(des.Time(a.p.Overhead*1e6), evArray, a.id, func() {
 			for _, c := range cmds {
-				a.members[c.m].Submit(false, c.lba, c.size, fin)
+				a.submit(c.m, false, c.lba, c.size, fin)
 			}
 		})
 	}
@@ -381,12 +413,13 @@ func (a *Array) writeStripe(lba, size int64) {
 	stripe := lba / a.width
 	full := size == a.width && lba%a.width == 0
 	cmds := a.commands(lba, size)
-	pl, psize := stripe*a.unit, a.unit
+	po, psize := int64(0), a.unit // the parity's range within its unit
 	if !full && size < a.unit {
-		pl, psize = cmds[0].lba, size
+		po, psize = cmds[0].lba%a.unit, size
 	}
 	for j := 0; j < a.parity; j++ {
-		cmds = append(cmds, mcmd{a.parityMember(stripe, j), pl, psize})
+		m, base := a.place(stripe, j)
+		cmds = append(cmds, mcmd{m, base + po, psize})
 	}
 	var reads, writes []mcmd
 	for _, c := range cmds {
@@ -399,14 +432,14 @@ func (a *Array) writeStripe(lba, size int64) {
 	case len(writes) == len(cmds):
 		reads = cmds
 	default:
-		lo, hi := cmds[0].lba, cmds[0].lba
+		lo, hi := cmds[0].lba%a.unit, int64(0)
 		for _, c := range cmds {
-			lo, hi = min(lo, c.lba), max(hi, c.lba+c.size)
+			lo, hi = min(lo, c.lba%a.unit), max(hi, c.lba%a.unit+c.size)
 		}
-		for k := 0; k < a.p.Disks-a.parity; k++ {
-			m := (a.parityMember(stripe, 0) + a.parity + k) % a.p.Disks
-			if !a.missing(m, lo) && !slices.ContainsFunc(cmds, func(c mcmd) bool { return c.m == m }) {
-				reads = append(reads, mcmd{m, lo, hi - lo})
+		for p := a.parity; p < a.units; p++ {
+			m, base := a.place(stripe, p)
+			if !a.missing(m, base+lo) && !slices.ContainsFunc(cmds, func(c mcmd) bool { return c.m == m }) {
+				reads = append(reads, mcmd{m, base + lo, hi - lo})
 			}
 		}
 	}
@@ -427,7 +460,7 @@ func (a *Array) writeStripe(lba, size int64) {
 			return
 		}
 		for _, c := range writes {
-			a.members[c.m].Submit(true, c.lba, c.size, finish)
+			a.submit(c.m, true, c.lba, c.size, finish)
 		}
 	}
 	a.sim.After(des.Time(a.p.Overhead*1e6), evArray, a.id, func() {
@@ -437,7 +470,7 @@ func (a *Array) writeStripe(lba, size int64) {
 		}
 		n := len(reads)
 		for _, c := range reads {
-			a.members[c.m].Submit(false, c.lba, c.size, func() {
+			a.submit(c.m, false, c.lba, c.size, func() {
 				if n--; n == 0 {
 					write()
 				}
@@ -457,10 +490,38 @@ func (a *Array) fail() {
 	if !a.p.Rebuild {
 		return
 	}
+	if a.declustered() {
+		a.rebuildSpread(0)
+		return
+	}
 	for i := 0; i < a.p.Failed; i++ {
 		a.members[i] = NewDisk(a.sim, a.id*1000+int32(len(a.members)+i), a.dp)
 	}
 	a.rebuildFrom(0)
+}
+
+// submit sends a member command. On a declustered array a failed
+// member's units that have been rebuilt live in the survivors' spare
+// space (distributed sparing: no hot spare), unit by unit round-robin
+// over them, interleaved with the data as dRAID's and GPFS's declustered
+// layouts keep it: next to the stripes the unit belongs to, which the
+// model takes as the same member LBA.
+func (a *Array) submit(m int, write bool, lba, size int64, done func()) {
+	if a.declustered() && a.down != nil && a.down[m] {
+		m, lba = a.spare(m, lba)
+	}
+	a.members[m].Submit(write, lba, size, done)
+}
+
+// spare is where the rebuilt copy of failed member f's byte at lba lives.
+func (a *Array) spare(f int, lba int64) (int, int64) {
+	n := int64(a.p.Disks)
+	u := lba / a.unit
+	m := int((int64(f) + 1 + u%(n-1)) % n)
+	for a.down[m] {
+		m = (m + 1) % int(n)
+	}
+	return m, lba
 }
 
 // rebuildFrom rebuilds the spares from member LBA x on: each step reads
@@ -507,6 +568,85 @@ func (a *Array) rebuildFrom(x int64) {
 			writes := a.p.Failed
 			for i := 0; i < a.p.Failed; i++ {
 				a.members[i].Submit(true, x, n, func() {
+					if writes--; writes > 0 {
+						return
+					}
+					a.rebuilt = x + n
+					a.rbWriting = false
+					if f := a.rbNext; f != nil {
+						a.rbNext = nil
+						f()
+					}
+					if a.rebuilt >= extent {
+						a.RebuiltAt = a.sim.Now()
+						if a.OnRebuilt != nil {
+							a.OnRebuilt()
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// rebuildSpread rebuilds a declustered array's failed members into the
+// survivors' spare space from failed-member LBA x on. A chunk of a failed
+// member holds units of as many stripes, whose other units lie on all
+// the survivors near the same LBAs: each survivor reads its share of the
+// units the parity needs — chunk × (units − parity) / survivors per
+// failed member — and writes its share of the rebuilt chunk into its
+// spare space. That spreading is what declustering buys: a rebuild
+// moves at the survivors' aggregate rate, not one spare's. The reads are
+// counted as one command per survivor (the units sit in a narrow band of
+// LBAs; their scatter within it is not modelled). Pacing, the rate cap
+// and one step's writes queued behind the next step's reads are as in
+// rebuildFrom.
+func (a *Array) rebuildSpread(x int64) {
+	extent := int64(a.p.RebuildExtent)
+	if extent <= 0 {
+		// the member's data region: what is left after the spare space
+		c := int64(a.dp.Capacity)
+		extent = c - c/int64(a.p.Disks-1)*int64(a.p.Failed)
+	}
+	if x >= extent {
+		return
+	}
+	chunk := int64(a.p.RebuildChunk)
+	if chunk <= 0 {
+		chunk = 8 << 20
+	}
+	n := min(chunk, extent-x)
+	start := a.sim.Now()
+	surv := int64(a.p.Disks - a.p.Failed)
+	f := int64(a.p.Failed)
+	readEach := n * f * int64(a.units-a.parity) / surv
+	writeEach := n * f / surv
+	reads := int(surv)
+	for m, d := range a.members {
+		if a.down[m] {
+			continue
+		}
+		d.Submit(false, x, readEach, func() {
+			if reads--; reads > 0 {
+				return
+			}
+			next := a.sim.Now()
+			if r := float64(a.p.RebuildRate); r > 0 {
+				next = max(next, start+des.Time(float64(n)/r*1e9))
+			}
+			step := func() { a.rebuildSpread(x + n) }
+			if a.rbWriting {
+				a.rbNext = func() { a.sim.Schedule(max(next, a.sim.Now()), 0, evRebuild, a.id, step) }
+			} else {
+				a.sim.Schedule(next, 0, evRebuild, a.id, step)
+			}
+			a.rbWriting = true
+			writes := int(surv)
+			for m, d := range a.members {
+				if a.down[m] {
+					continue
+				}
+				d.Submit(true, x, writeEach, func() {
 					if writes--; writes > 0 {
 						return
 					}

@@ -233,3 +233,54 @@ func TestRebuildAlone(t *testing.T) {
 		t.Errorf("rebuild at %.1f MB/s; the members stream at %.1f", x.MemberMBps, media)
 	}
 }
+
+// A declustered array (8+2 stripes rotating over all members, spares
+// distributed) streams one reader near its bound — members × 8/10 of the
+// media rate — and a degraded one as fast; partial-stripe writes
+// complete; and a rebuild, spread over every survivor instead of one
+// spare, finishes sooner the more members there are, and leaves users
+// more than a RAID-6 array's rebuild does.
+func TestDeclustered(t *testing.T) {
+	read := "op = \"read\"\nrecord = \"8MiB\"\nfile_size = \"1GiB\""
+	healthy := runArray(t, "declustered", 20, "256KiB", read, "width = 10")
+	if want := 20 * 0.8 * float64(DiskPresets["sata-7k2"].RateOD) / 1e6; math.Abs(healthy.Bound.MBps-want) > 0.5 {
+		t.Errorf("bound %.1f MB/s, want 20 members × 8/10 × media rate = %.1f", healthy.Bound.MBps, want)
+	}
+	if healthy.MBps < 0.8*healthy.Bound.MBps || healthy.MBps > healthy.Bound.MBps*1.0001 {
+		t.Errorf("one reader %.1f MB/s against a bound of %.1f", healthy.MBps, healthy.Bound.MBps)
+	}
+	degraded := runArray(t, "declustered", 20, "256KiB", read, "width = 10\nfailed = 2")
+	if degraded.Bytes != healthy.Bytes || degraded.MBps < 0.95*healthy.MBps {
+		t.Errorf("two failed: %d bytes at %.1f MB/s; healthy %d at %.1f", degraded.Bytes, degraded.MBps, healthy.Bytes, healthy.MBps)
+	}
+	w := runArray(t, "declustered", 20, "64KiB", "op = \"write\"\nrecord = \"1MB\"\nfile_size = \"256MiB\"\nsync = true", "width = 10\nfailed = 1")
+	if w.Bytes != 256<<20 {
+		t.Errorf("partial-stripe writes, degraded: %d bytes", w.Bytes)
+	}
+
+	rebuild := "failed = 1\nfail_at = \"1s\"\nrebuild = true\nrebuild_extent = \"16GiB\""
+	users := "op = \"read\"\nrecord = \"8MiB\"\nfile_size = \"64GiB\""
+	raid := runArray(t, "raid6", 10, "256KiB", users, rebuild).Rebuild
+	d20 := runArray(t, "declustered", 20, "256KiB", users, "width = 10\n"+rebuild).Rebuild
+	d40 := runArray(t, "declustered", 40, "256KiB", users, "width = 10\n"+rebuild).Rebuild
+	t.Logf("rebuild of 16 GiB: RAID-6 of 10 %.0f s (users %.0f MB/s), declustered over 20 %.0f s (%.0f), over 40 %.0f s (%.0f)",
+		raid.Seconds, raid.UserMBps, d20.Seconds, d20.UserMBps, d40.Seconds, d40.UserMBps)
+	if !(d40.Seconds < d20.Seconds && d20.Seconds < raid.Seconds) {
+		t.Errorf("rebuild times: RAID-6 %.0f s, declustered 20 %.0f s, 40 %.0f s: want each shorter", raid.Seconds, d20.Seconds, d40.Seconds)
+	}
+	if d20.UserMBps <= raid.UserMBps || d40.UserMBps <= d20.UserMBps {
+		t.Errorf("users during the rebuild: RAID-6 %.0f, declustered 20 %.0f, 40 %.0f MB/s", raid.UserMBps, d20.UserMBps, d40.UserMBps)
+	}
+
+	for _, bad := range []struct{ kind, array string }{
+		{"declustered", "width = 21"},
+		{"declustered", "parity = 5"},
+		{"declustered", "width = 10\nfailed = 3"},
+		{"raid5", "width = 5"},
+	} {
+		_, err := Parse([]byte(fmt.Sprintf("[storage]\nkind = %q\n[storage.array]\ndisks = 20\n%s\n", bad.kind, bad.array)))
+		if err == nil {
+			t.Errorf("%s with %q accepted", bad.kind, bad.array)
+		}
+	}
+}
