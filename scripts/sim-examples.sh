@@ -30,6 +30,10 @@ sweep alice-disks examples/sim/alice-disks.toml
 sweep recall-rules examples/sim/recall-rules.toml
 sweep migrate-alice examples/sim/migrate-alice.toml
 sweep cemss-lto1 examples/sim/cemss-lto1.toml
+sweep cemss-char-write examples/sim/cemss-char.toml --set workload.op=write
+sweep cemss-char-read examples/sim/cemss-char.toml --set workload.op=read
+sweep cemss-1tb-write examples/sim/cemss-1tb.toml --set workload.op=write
+sweep cemss-1tb-read examples/sim/cemss-1tb.toml --set workload.op=read
 sweep hpcs-random examples/sim/hpcs-random.toml
 sweep raid-rebuild examples/sim/raid-rebuild.toml
 sweep declustered examples/sim/declustered.toml

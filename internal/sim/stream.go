@@ -41,6 +41,9 @@ type Stream struct {
 	Record   int64
 	Depth    int     // requests in flight (default 1: strictly synchronous)
 	Limit    float64 // per-flow cap (the client's NIC or TCP window), bytes/s
+	// Latency is paid by each request's network stage before its bytes
+	// move: a command's round trip (clients.latency_ms).
+	Latency des.Time
 	// Sync flushes the devices after each file, inside the timing (IOR
 	// -e, fio end_fsync): a write stream's bytes are on the media.
 	Sync bool
@@ -251,11 +254,18 @@ func (st *Stream) transfer(i int, n int64, extra *des.Resource, next func()) {
 	if extra != nil {
 		path = append(path[:len(path):len(path)], extra)
 	}
-	if len(path) == 0 && st.Limit <= 0 {
-		next()
+	move := func() {
+		if len(path) == 0 && st.Limit <= 0 {
+			next()
+			return
+		}
+		st.sim.Fluid.Start(&des.Flow{Path: path, Limit: st.Limit, Size: n, Done: next, Kind: evStream, Obj: st.ID})
+	}
+	if st.Latency > 0 { // each piece of a striped request, in parallel
+		st.sim.After(st.Latency, evStream, st.ID, move)
 		return
 	}
-	st.sim.Fluid.Start(&des.Flow{Path: path, Limit: st.Limit, Size: n, Done: next, Kind: evStream, Obj: st.ID})
+	move()
 }
 
 // Sink is a client host's local file system as a reader that writes

@@ -66,3 +66,40 @@ file_size = "200MB"
 		t.Error("racks without an uplink rate accepted")
 	}
 }
+
+// clients.latency_ms is paid once per request, before its bytes move: one
+// synchronous stream of 1 MB requests at 100 MB/s with 5 ms each takes
+// 15 ms a request; the pieces of a striped request pay it side by side.
+func TestLatencyPerRequest(t *testing.T) {
+	for _, tc := range []struct {
+		layout string
+		stripe int
+		want   float64 // MB/s
+	}{
+		{"distribute", 0, 1e6 / (5e-3 + 1e6/100e6) / 1e6},
+		{"stripe", 4, 1e6 / (5e-3 + 0.25e6/100e6) / 1e6},
+	} {
+		s, err := ParseStudy([]byte(fmt.Sprintf(`[clients]
+latency_ms = 5
+[storage]
+kind = "curve"
+per_server = 4
+[storage.curve]
+write_rate = "100MB/s"
+[workload]
+op = "write"
+record = "1MB"
+file_size = "100MB"
+depth = 1
+layout = %q
+stripe = %d
+`, tc.layout, tc.stripe)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, s.Config)
+		if math.Abs(r.MBps-tc.want)/tc.want > 0.01 {
+			t.Errorf("%s: %.2f MB/s, want %.2f", tc.layout, r.MBps, tc.want)
+		}
+	}
+}
