@@ -54,11 +54,14 @@ type PlotConfig struct {
 // ClientConfig: N clients with NICs of I bytes/s and c CPU seconds per
 // byte (seed 002's N, I and c).
 type ClientConfig struct {
-	Count     int     `toml:"count"`
-	NIC       Rate    `toml:"nic"`
-	CPUPerMB  float64 `toml:"cpu_ms_per_mb"` // c, in ms of CPU per MB processed
-	CPUs      int     `toml:"cpus"`
-	Latency   float64 `toml:"latency_ms"` // paid once per request
+	Count    int     `toml:"count"`
+	NIC      Rate    `toml:"nic"`
+	CPUPerMB float64 `toml:"cpu_ms_per_mb"` // c, in ms of CPU per MB processed
+	CPUs     int     `toml:"cpus"`
+	// Latency is paid once per request (a command's round trip), or with
+	// TCPWindow is the path's delay, which caps each flow at
+	// window/(2·latency) instead.
+	Latency   float64 `toml:"latency_ms"`
 	TCPWindow Size    `toml:"tcp_window"` // caps a flow at window/(2·latency)
 	// SinkRate is the client's local disk, when readers write what they
 	// read into local files and fsync them as `strata get` does (0: reads

@@ -188,7 +188,12 @@ func build(c *Config, seed uint64) (*model, error) {
 		ci := g % N
 		write := w.Op == "write" || w.Op == "mixed" && g%2 == 0
 		st := &Stream{ID: int32(g), Write: write, FileSize: int64(w.File), Files: w.Files, Record: int64(w.Record),
-			Depth: w.Depth, Sync: w.Sync, Limit: limit, Latency: des.Time(c.Clients.Latency * 1e6)}
+			Depth: w.Depth, Sync: w.Sync, Limit: limit}
+		if limit == 0 {
+			// a command's round trip; with a TCP window the path's delay
+			// is in the window's cap on each flow instead
+			st.Latency = des.Time(c.Clients.Latency * 1e6)
+		}
 		st.MaxOps = w.Requests
 		if !write {
 			st.Sink = cls[ci].sink
