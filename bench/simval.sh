@@ -4,6 +4,7 @@
 #   bench/simval.sh                # ~10 minutes
 #   PARTS=capped bench/simval.sh   # only part 1 (or PARTS=recall)
 #   PARTS=client-predict bench/simval.sh; PARTS=client-measure bench/simval.sh
+#   PARTS=migrate bench/simval.sh
 #
 # 1. Strata with bandwidth-capped devices: strata bench runs cemss-char
 #    (one stream, I/O size swept) and scaling (N clients × M-way striped
@@ -99,6 +100,15 @@ stop_server
   echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml --against client-repeat.json --against client-measured.json"
   "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml" --against "$OUT/client-repeat.json" --against "$OUT/client-measured.json"; } > "$OUT/client-validation.txt"
 cat "$OUT/client-validation.txt"
+fi
+if [[ " $PARTS " == *" migrate "* ]]; then
+# 4. A migration to one real-time LTO-9 drive, against
+#    docs/sim/validation/migrate-lto9.toml's prediction.
+echo "## A migration of 2 × 1 GiB to one real-time LTO-9 drive ($(date -u +%FT%TZ))"
+for rep in 1 2 3; do
+  go run ./bench/hsmbench --data "$OUT/migrate" --tapes /dev/shm/strata-simval-migrate --gen LTO-9 --parts large --gib 2 | grep '^| 1 GiB'
+done
+echo "predicted: $("$S" sim run docs/sim/validation/migrate-lto9.toml | grep '^migrated')"
 fi
 [[ " $PARTS " == *" recall "* ]] && go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \
   --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall"
