@@ -66,6 +66,9 @@ type Check struct {
 	Measured  float64 `json:"measured_mb_per_s"`
 	Predicted float64 `json:"predicted_mb_per_s"`
 	Error     float64 `json:"error"` // (predicted − measured)/measured
+	// Fitted marks a repeat of a configuration the calibration was
+	// fitted on: shown, but not counted in the error summary.
+	Fitted bool `json:"fitted,omitempty"`
 }
 
 // samples reads the characteristic curve (cemss-char: one stream, I/O
@@ -358,6 +361,10 @@ func (cal *Calibration) predictRepeats(rep *bench.Report, opt *CalibrateOptions)
 	}
 	curve, scaling := samples(rep)
 	devs := rep.Target.Devices
+	fitted := map[string]bool{}
+	for _, u := range cal.Used {
+		fitted[u.Source] = true
+	}
 	for _, rn := range runs {
 		r := Repeat{}
 		measured := map[string]float64{}
@@ -398,6 +405,9 @@ func (cal *Calibration) predictRepeats(rep *bench.Report, opt *CalibrateOptions)
 			} else if rn.rep != nil {
 				continue // not in the measured run
 			}
+			// a read into a local file is a configuration no calibration
+			// run saw; anything else the fit used is a repeat of it
+			ch.Fitted = cl == nil && fitted[s.Source]
 			r.Checks = append(r.Checks, ch)
 		}
 		cal.Repeats = append(cal.Repeats, r)
@@ -478,8 +488,8 @@ func (c *Calibration) Summary() (median, worst float64) { return summary(c.Check
 func summary(checks []Check) (median, worst float64) {
 	var es []float64
 	for _, ch := range checks {
-		if ch.Measured == 0 {
-			continue // a prediction not measured yet
+		if ch.Measured == 0 || ch.Fitted {
+			continue // a prediction not measured yet, a repeat of a fitted point
 		}
 		es = append(es, math.Abs(ch.Error))
 	}
@@ -560,11 +570,15 @@ func (c *Calibration) writeRepeats(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "MEASUREMENT\tMEASURED MB/s\tPREDICTED MB/s\tERROR")
 		for _, ch := range r.Checks {
+			what := ch.What
+			if ch.Fitted {
+				what += " (fitted)"
+			}
 			if r.Source == "" {
-				fmt.Fprintf(tw, "%s\t-\t%.1f\t\n", ch.What, ch.Predicted)
+				fmt.Fprintf(tw, "%s\t-\t%.1f\t\n", what, ch.Predicted)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.1f%%\n", ch.What, ch.Measured, ch.Predicted, ch.Error*100)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.1f%%\n", what, ch.Measured, ch.Predicted, ch.Error*100)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -573,7 +587,13 @@ func (c *Calibration) writeRepeats(w io.Writer) error {
 			continue
 		}
 		med, worst := summary(r.Checks)
-		if _, err := fmt.Fprintf(w, "median |error| %.1f%%, worst %.1f%%\n", med*100, worst*100); err != nil {
+		n := 0
+		for _, ch := range r.Checks {
+			if !ch.Fitted {
+				n++
+			}
+		}
+		if _, err := fmt.Fprintf(w, "configurations the calibration did not use: %d, median |error| %.1f%%, worst %.1f%%\n", n, med*100, worst*100); err != nil {
 			return err
 		}
 	}
