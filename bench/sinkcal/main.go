@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -74,7 +73,7 @@ func dirtyThreshold() (int64, string) {
 		return b, "vm.dirty_background_bytes"
 	}
 	ratio := readInt("/proc/sys/vm/dirty_background_ratio")
-	avail := memAvailable()
+	avail := bench.MemInfo("MemAvailable")
 	return avail * ratio / 100, fmt.Sprintf("vm.dirty_background_ratio %d %% of %d MB available", ratio, avail/1e6)
 }
 
@@ -85,22 +84,6 @@ func readInt(p string) int64 {
 	}
 	v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return v
-}
-
-func memAvailable() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == "MemAvailable" {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func median(v []float64) float64 {

@@ -89,7 +89,22 @@ func TestSuite(t *testing.T) {
 // failed.
 func runSuite(t *testing.T, cfg Config) *Report {
 	t.Helper()
-	rep, err := Execute(ctx, cfg, Scenarios())
+	return runScenarios(t, cfg, Scenarios())
+}
+
+// runSuiteOf runs the named scenarios and fails the test on any failure.
+func runSuiteOf(t *testing.T, cfg Config, names ...string) *Report {
+	t.Helper()
+	sc, err := Lookup(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runScenarios(t, cfg, sc)
+}
+
+func runScenarios(t *testing.T, cfg Config, sc []Scenario) *Report {
+	t.Helper()
+	rep, err := Execute(ctx, cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,10 @@ func CaptureEnv(version string) Env {
 }
 
 // memTotal reads MemTotal from /proc/meminfo (0 when unknown).
-func memTotal() int64 {
+func memTotal() int64 { return MemInfo("MemTotal") }
+
+// MemInfo reads one field of /proc/meminfo, in bytes (0 when unknown).
+func MemInfo(field string) int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0
@@ -52,7 +55,7 @@ func memTotal() int64 {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		fs := strings.Fields(s.Text())
-		if len(fs) >= 2 && fs[0] == "MemTotal:" {
+		if len(fs) >= 2 && fs[0] == field+":" {
 			kb, _ := strconv.ParseInt(fs[1], 10, 64)
 			return kb << 10
 		}

@@ -70,24 +70,6 @@ func TestSink(t *testing.T) {
 	}
 }
 
-func runSuiteOf(t *testing.T, cfg Config, names ...string) *Report {
-	t.Helper()
-	sc, err := Lookup(names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Execute(ctx, cfg, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Failures != 0 {
-		var b strings.Builder
-		rep.WriteTable(&b)
-		t.Fatalf("%d failures:\n%s", rep.Failures, b.String())
-	}
-	return rep
-}
-
 // TestScalingMax: --scaling-max takes the scaling scenario past the
 // scale's client count, and a count out of range is refused.
 func TestScalingMax(t *testing.T) {

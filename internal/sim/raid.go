@@ -491,7 +491,7 @@ func (a *Array) fail() {
 		return
 	}
 	if a.declustered() {
-		a.rebuildSpread(0)
+		a.rebuildFrom(0)
 		return
 	}
 	for i := 0; i < a.p.Failed; i++ {
@@ -524,18 +524,28 @@ func (a *Array) spare(f int, lba int64) (int, int64) {
 	return m, lba
 }
 
-// rebuildFrom rebuilds the spares from member LBA x on: each step reads
-// a chunk from every survivor and, once all have it, writes it to the
-// spares while the next step's reads go out — no sooner than the rate cap
-// allows, and not while the step before's writes are still queued at the
-// spares (one chunk written behind the reads, as a controller's rebuild
-// buffer allows: a spare that also serves users is slower than the
-// survivors, and its queue must not fill with rebuild writes).
+// rebuildFrom rebuilds the failed members from member LBA x on, step by
+// step of rebuild_chunk: each step's reads go to the survivors and, once
+// all have returned, its writes go out while the next step's reads do —
+// no sooner than the rate cap allows, and not while the step before's
+// writes are still queued (one chunk written behind the reads, as a
+// controller's rebuild buffer allows: a spare that also serves users is
+// slower than the survivors, and its queue must not fill with rebuild
+// writes).
+//
+// A hot spare (RAID-5, RAID-6) is rebuilt from the start of the
+// members: every survivor reads the chunk, the spares write it. A
+// declustered array has no spare: a chunk of a failed member holds units
+// of as many stripes, whose other units lie on all the survivors near
+// the same LBAs, so each survivor reads its share of the units the
+// parity needs — chunk × (units − parity) / survivors per failed member —
+// and writes its share of the rebuilt chunk into its spare space. That
+// spreading is what declustering buys: a rebuild moves at the survivors'
+// aggregate rate, not one spare's. Its reads are counted as one command
+// per survivor (the units sit in a narrow band of LBAs; their scatter
+// within it is not modelled).
 func (a *Array) rebuildFrom(x int64) {
-	extent := int64(a.p.RebuildExtent)
-	if extent <= 0 {
-		extent = int64(a.dp.Capacity)
-	}
+	extent := a.rebuildExtent()
 	if x >= extent {
 		return
 	}
@@ -544,125 +554,75 @@ func (a *Array) rebuildFrom(x int64) {
 		chunk = 8 << 20
 	}
 	n := min(chunk, extent-x)
-	start := a.sim.Now()
-	reads := len(a.members) - a.p.Failed
-	for m, d := range a.members {
-		if a.down[m] {
-			continue
+	var reads, writes []mcmd
+	for m := range a.members {
+		if !a.down[m] {
+			reads = append(reads, mcmd{m, x, n})
+		} else if !a.declustered() {
+			writes = append(writes, mcmd{m, x, n}) // its spare
 		}
-		d.Submit(false, x, n, func() {
-			if reads--; reads > 0 {
-				return
+	}
+	if a.declustered() {
+		surv, f := int64(len(reads)), int64(a.p.Failed)
+		writes = slices.Clone(reads)
+		for i := range reads {
+			reads[i].size = n * f * int64(a.units-a.parity) / surv
+			writes[i].size = n * f / surv
+		}
+	}
+	start := a.sim.Now()
+	a.all(false, reads, func() {
+		next := a.sim.Now()
+		if r := float64(a.p.RebuildRate); r > 0 {
+			next = max(next, start+des.Time(float64(n)/r*1e9))
+		}
+		step := func() { a.rebuildFrom(x + n) }
+		if a.rbWriting {
+			a.rbNext = func() { a.sim.Schedule(max(next, a.sim.Now()), 0, evRebuild, a.id, step) }
+		} else {
+			a.sim.Schedule(next, 0, evRebuild, a.id, step)
+		}
+		a.rbWriting = true
+		a.all(true, writes, func() {
+			a.rebuilt = x + n
+			a.rbWriting = false
+			if f := a.rbNext; f != nil {
+				a.rbNext = nil
+				f()
 			}
-			next := a.sim.Now()
-			if r := float64(a.p.RebuildRate); r > 0 {
-				next = max(next, start+des.Time(float64(n)/r*1e9))
-			}
-			step := func() { a.rebuildFrom(x + n) }
-			if a.rbWriting {
-				a.rbNext = func() { a.sim.Schedule(max(next, a.sim.Now()), 0, evRebuild, a.id, step) }
-			} else {
-				a.sim.Schedule(next, 0, evRebuild, a.id, step)
-			}
-			a.rbWriting = true
-			writes := a.p.Failed
-			for i := 0; i < a.p.Failed; i++ {
-				a.members[i].Submit(true, x, n, func() {
-					if writes--; writes > 0 {
-						return
-					}
-					a.rebuilt = x + n
-					a.rbWriting = false
-					if f := a.rbNext; f != nil {
-						a.rbNext = nil
-						f()
-					}
-					if a.rebuilt >= extent {
-						a.RebuiltAt = a.sim.Now()
-						if a.OnRebuilt != nil {
-							a.OnRebuilt()
-						}
-					}
-				})
+			if a.rebuilt >= extent {
+				a.RebuiltAt = a.sim.Now()
+				if a.OnRebuilt != nil {
+					a.OnRebuilt()
+				}
 			}
 		})
-	}
+	})
 }
 
-// rebuildSpread rebuilds a declustered array's failed members into the
-// survivors' spare space from failed-member LBA x on. A chunk of a failed
-// member holds units of as many stripes, whose other units lie on all
-// the survivors near the same LBAs: each survivor reads its share of the
-// units the parity needs — chunk × (units − parity) / survivors per
-// failed member — and writes its share of the rebuilt chunk into its
-// spare space. That spreading is what declustering buys: a rebuild
-// moves at the survivors' aggregate rate, not one spare's. The reads are
-// counted as one command per survivor (the units sit in a narrow band of
-// LBAs; their scatter within it is not modelled). Pacing, the rate cap
-// and one step's writes queued behind the next step's reads are as in
-// rebuildFrom.
-func (a *Array) rebuildSpread(x int64) {
-	extent := int64(a.p.RebuildExtent)
-	if extent <= 0 {
-		// the member's data region: what is left after the spare space
-		c := int64(a.dp.Capacity)
-		extent = c - c/int64(a.p.Disks-1)*int64(a.p.Failed)
+// rebuildExtent is the member bytes a rebuild covers: rebuild_extent, or
+// the whole member behind a hot spare (as a hardware controller
+// rebuilds), or a declustered member's data region (what its spare space
+// leaves).
+func (a *Array) rebuildExtent() int64 {
+	if e := int64(a.p.RebuildExtent); e > 0 {
+		return e
 	}
-	if x >= extent {
-		return
+	c := int64(a.dp.Capacity)
+	if a.declustered() {
+		return c - c/int64(a.p.Disks-1)*int64(a.p.Failed)
 	}
-	chunk := int64(a.p.RebuildChunk)
-	if chunk <= 0 {
-		chunk = 8 << 20
-	}
-	n := min(chunk, extent-x)
-	start := a.sim.Now()
-	surv := int64(a.p.Disks - a.p.Failed)
-	f := int64(a.p.Failed)
-	readEach := n * f * int64(a.units-a.parity) / surv
-	writeEach := n * f / surv
-	reads := int(surv)
-	for m, d := range a.members {
-		if a.down[m] {
-			continue
-		}
-		d.Submit(false, x, readEach, func() {
-			if reads--; reads > 0 {
-				return
-			}
-			next := a.sim.Now()
-			if r := float64(a.p.RebuildRate); r > 0 {
-				next = max(next, start+des.Time(float64(n)/r*1e9))
-			}
-			step := func() { a.rebuildSpread(x + n) }
-			if a.rbWriting {
-				a.rbNext = func() { a.sim.Schedule(max(next, a.sim.Now()), 0, evRebuild, a.id, step) }
-			} else {
-				a.sim.Schedule(next, 0, evRebuild, a.id, step)
-			}
-			a.rbWriting = true
-			writes := int(surv)
-			for m, d := range a.members {
-				if a.down[m] {
-					continue
-				}
-				d.Submit(true, x, writeEach, func() {
-					if writes--; writes > 0 {
-						return
-					}
-					a.rebuilt = x + n
-					a.rbWriting = false
-					if f := a.rbNext; f != nil {
-						a.rbNext = nil
-						f()
-					}
-					if a.rebuilt >= extent {
-						a.RebuiltAt = a.sim.Now()
-						if a.OnRebuilt != nil {
-							a.OnRebuilt()
-						}
-					}
-				})
+	return c
+}
+
+// all submits cmds straight to the members (the spares in failed
+// members' places included) and calls done when every one has finished.
+func (a *Array) all(write bool, cmds []mcmd, done func()) {
+	left := len(cmds)
+	for _, c := range cmds {
+		a.members[c.m].Submit(write, c.lba, c.size, func() {
+			if left--; left == 0 {
+				done()
 			}
 		})
 	}
