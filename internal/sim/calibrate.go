@@ -250,7 +250,7 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 				cal.Used = append(cal.Used, s)
 				continue
 			}
-			p, err := predictStriped(&cal.Curve, s, devs, nil)
+			p, err := predictStriped(&cal.Curve, s, devs, rep.Target.StripeUnit, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -392,7 +392,7 @@ func (cal *Calibration) predictRepeats(rep *bench.Report, opt *CalibrateOptions)
 			var p float64
 			var err error
 			if s.Servers > 0 && rep.Target.Kind == "strata" && devs > 1 {
-				p, err = predictStriped(&cal.Curve, s, devs, cl)
+				p, err = predictStriped(&cal.Curve, s, devs, rep.Target.StripeUnit, cl)
 			} else {
 				p, err = predict(&cal.Curve, s, cl)
 			}
@@ -449,11 +449,17 @@ func predict(cp *CurveParams, s Sample, cl *ClientConfig) (float64, error) {
 }
 
 // predictStriped runs a scaling point as Strata laid it out: N streams,
-// each file striped over M of the server's devs devices, consecutive files
-// on consecutive devices (placement balances by load).
-func predictStriped(cp *CurveParams, s Sample, devs int, cl *ClientConfig) (float64, error) {
+// each file striped over M of the server's devs devices in units of
+// unit bytes (the report's class; 0: each request split evenly),
+// consecutive files on consecutive devices (placement balances by load).
+// A Strata client moves a striped file's stripes in parallel, so each
+// stream keeps M requests in flight.
+func predictStriped(cp *CurveParams, s Sample, devs int, unit int64, cl *ClientConfig) (float64, error) {
 	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp, PerServer: devs}, cl, func(w *WorkloadConfig) {
-		w.Layout, w.Stripe = "stripe", s.Servers
+		w.Layout, w.Stripe, w.StripeUnit = "stripe", s.Servers, Size(unit)
+		if unit > 0 {
+			w.Depth = max(1, s.Servers)
+		}
 	})
 }
 

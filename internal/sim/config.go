@@ -123,9 +123,14 @@ type WorkloadConfig struct {
 	Layout  string `toml:"layout"`
 	// Stripe is how many servers each file is striped over (layout
 	// "stripe"); 0: all.
-	Stripe int  `toml:"stripe"`
-	Depth  int  `toml:"depth"` // requests in flight per stream
-	Sync   bool `toml:"sync"`
+	Stripe int `toml:"stripe"`
+	// StripeUnit, with layout "stripe", maps a file onto its devices
+	// unit by unit, round robin (RAID-0, Strata's stripes): a request
+	// smaller than the unit touches one device. 0: every request is
+	// split evenly over the stripe's devices (PVFS's small units).
+	StripeUnit Size `toml:"stripe_unit"`
+	Depth      int  `toml:"depth"` // requests in flight per stream
+	Sync       bool `toml:"sync"`
 	// Streams per device: when set, every stream of the study goes to
 	// the same device (seed 003's "N streams to one array").
 	OneDevice bool `toml:"one_device"`

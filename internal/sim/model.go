@@ -189,6 +189,9 @@ func build(c *Config, seed uint64) (*model, error) {
 		write := w.Op == "write" || w.Op == "mixed" && g%2 == 0
 		st := &Stream{ID: int32(g), Write: write, FileSize: int64(w.File), Files: w.Files, Record: int64(w.Record),
 			Depth: w.Depth, Sync: w.Sync, Limit: limit}
+		if w.Layout == "stripe" {
+			st.Unit = int64(w.StripeUnit)
+		}
 		if limit == 0 {
 			// a command's round trip; with a TCP window the path's delay
 			// is in the window's cap on each flow instead
@@ -213,8 +216,12 @@ func build(c *Config, seed uint64) (*model, error) {
 			if k <= 0 || k > devs {
 				k = devs
 			}
+			// once the files have gone round the devices, the next
+			// round starts one device further, so files striped unit
+			// by unit do not all start on the same device
+			start := g*k + g*k/devs
 			for i := 0; i < k; i++ {
-				d := (g*k + i) % devs
+				d := (start + i) % devs
 				// device d lives on server d mod M, so a stripe spreads
 				// over servers before it doubles up on one
 				ds = append(ds, d)

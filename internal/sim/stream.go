@@ -39,8 +39,11 @@ type Stream struct {
 	FileSize int64
 	Files    int
 	Record   int64
-	Depth    int     // requests in flight (default 1: strictly synchronous)
-	Limit    float64 // per-flow cap (the client's NIC or TCP window), bytes/s
+	// Unit, when set, places the file on the targets unit by unit,
+	// round robin; 0: each request split evenly over them.
+	Unit  int64
+	Depth int     // requests in flight (default 1: strictly synchronous)
+	Limit float64 // per-flow cap (the client's NIC or TCP window), bytes/s
 	// Latency is paid by each request's network stage before its bytes
 	// move: a command's round trip (clients.latency_ms).
 	Latency des.Time
@@ -177,8 +180,8 @@ func (st *Stream) request() {
 	st.off += n
 	st.inflight++
 	st.issued++
-	k := int64(len(st.Targets))
-	left := len(st.Targets)
+	ps := st.pieces(off, n)
+	left := len(ps)
 	// past the page cache's share, the sink's disk writes back while
 	// the data arrives: this request's bytes cross it too
 	var extra *des.Resource
@@ -198,13 +201,8 @@ func (st *Stream) request() {
 		st.Ops++
 		st.fill()
 	}
-	for i := range st.Targets {
-		// piece i of the request: an even share, the remainder on the last
-		piece := n / k
-		if int64(i) == k-1 {
-			piece = n - piece*(k-1)
-		}
-		lba := st.Targets[i].Base + off/k
+	for _, p := range ps {
+		i, piece, lba := p.target, p.size, st.Targets[p.target].Base+p.off
 		net := func(next func()) { st.transfer(i, piece, extra, next) }
 		dev := func(next func()) {
 			if st.Write {
@@ -219,6 +217,42 @@ func (st *Stream) request() {
 		}
 		st.enqueue(0, i, first, func() { st.enqueue(1, i, second, done) })
 	}
+}
+
+// piece is the part of a request on one target, at off bytes into the
+// stream's share of that target.
+type piece struct {
+	target    int
+	off, size int64
+}
+
+// pieces splits the n bytes at file offset off over the targets: evenly
+// (the remainder on the last), or with a stripe unit, unit by unit round
+// robin.
+func (st *Stream) pieces(off, n int64) []piece {
+	k := int64(len(st.Targets))
+	if st.Unit <= 0 || k == 1 {
+		ps := make([]piece, k)
+		for i := range ps {
+			ps[i] = piece{i, off / k, n / k}
+		}
+		ps[k-1].size = n - n/k*(k-1)
+		return ps
+	}
+	var ps []piece
+	for end := off + n; off < end; {
+		u := off / st.Unit
+		size := min(end, (u+1)*st.Unit) - off
+		t := int(u % k)
+		at := u/k*st.Unit + off%st.Unit
+		if j := len(ps) - 1; j >= 0 && ps[j].target == t && ps[j].off+ps[j].size == at {
+			ps[j].size += size
+		} else {
+			ps = append(ps, piece{t, at, size})
+		}
+		off += size
+	}
+	return ps
 }
 
 // enqueue runs work on stage s of target i when that stage is free, then

@@ -103,3 +103,46 @@ stripe = %d
 		}
 	}
 }
+
+// With a stripe unit a file lies on its devices unit by unit, as
+// Strata's stripes do: one stream of unit-sized requests, one at a time,
+// keeps one device busy; with as many in flight as devices it keeps all
+// of them; split evenly (no unit) every request uses every device. Files
+// of several streams start on different devices, so eight streams
+// striped over all eight devices do not queue behind each other.
+func TestStripeUnit(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		streams, depth, stripe int
+		unit                   string
+		want                   float64 // MB/s
+	}{
+		{"one at a time", 1, 1, 4, "4MiB", 25},
+		{"four in flight", 1, 4, 4, "4MiB", 100},
+		{"split evenly", 1, 1, 4, "0", 100},
+		{"eight streams over eight devices", 8, 1, 8, "4MiB", 200},
+	} {
+		s, err := ParseStudy([]byte(fmt.Sprintf(`[storage]
+kind = "curve"
+per_server = 8
+[storage.curve]
+read_rate = "25MB/s"
+[workload]
+op = "read"
+streams = %d
+record = "4MiB"
+file_size = "128MiB"
+layout = "stripe"
+stripe = %d
+stripe_unit = %q
+depth = %d
+`, tc.streams, tc.stripe, tc.unit, tc.depth)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, s.Config)
+		if math.Abs(r.MBps-tc.want)/tc.want > 0.01 {
+			t.Errorf("%s: %.1f MB/s, want %.0f", tc.name, r.MBps, tc.want)
+		}
+	}
+}
