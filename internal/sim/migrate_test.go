@@ -84,11 +84,9 @@ file_size = "100MB"
 	}
 }
 
-// Every figure of a drive can be set in a study: LTO-9 given all of
-// LTO-1's figures in [tape.drive] migrates exactly as the LTO-1 preset,
-// which streams at its 15 MB/s (CeMSS's drives, seed 000).
-func TestDriveOverrides(t *testing.T) {
-	study := `[tape]
+// twoDriveMigration is 20 GB migrated at once on two drives; %s takes
+// the drive's generation and figures.
+const twoDriveMigration = `[tape]
 drives = 2
 migrate_drives = 2
 migrate_after = "0s"
@@ -99,6 +97,12 @@ op = "migrate"
 files = 20
 file_size = "1GB"
 `
+
+// Every figure of a drive can be set in a study: LTO-9 given all of
+// LTO-1's figures in [tape.drive] migrates exactly as the LTO-1 preset,
+// which streams at its 15 MB/s (CeMSS's drives, seed 000).
+func TestDriveOverrides(t *testing.T) {
+	study := twoDriveMigration
 	g := tape.Generations["LTO-1"]
 	preset := migrateRun(t, fmt.Sprintf(study, `generation = "LTO-1"`))
 	over := migrateRun(t, fmt.Sprintf(study, fmt.Sprintf(`generation = "LTO-9"

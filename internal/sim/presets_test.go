@@ -22,17 +22,7 @@ func TestPresetsGolden(t *testing.T) {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "%-8s %12s %10s %8s | %10s %10s %8s %7s %8s\n", "preset", "migrate s", "MB/s", "mounts", "recall s", "mean wait", "p95", "mounts", "locates")
 	for _, name := range tape.GenerationNames() {
-		mig := migrateRun(t, fmt.Sprintf(`[tape]
-generation = %q
-drives = 2
-migrate_drives = 2
-migrate_after = "0s"
-migrate_every = "30s"
-[workload]
-op = "migrate"
-files = 200
-file_size = "1GB"
-`, name))
+		mig := migrateRun(t, fmt.Sprintf(twoDriveMigration, fmt.Sprintf("generation = %q", name)))
 		s, err := ParseStudy([]byte(fmt.Sprintf(`[tape]
 generation = %q
 drives = 2
