@@ -202,6 +202,7 @@ func bigObject(endpoint, key, secret, bucket, file string, part int64, clients i
 		}
 		return err
 	})
+	parts := time.Since(t0)
 	var xml strings.Builder
 	xml.WriteString("<CompleteMultipartUpload>")
 	for i, e := range etags {
@@ -219,7 +220,8 @@ func bigObject(endpoint, key, secret, bucket, file string, part int64, clients i
 		return err
 	})
 	get := time.Since(t0)
-	json.NewEncoder(os.Stdout).Encode(map[string]float64{"put_mb_s": float64(size) / 1e6 / put.Seconds(), "get_mb_s": float64(size) / 1e6 / get.Seconds()})
+	json.NewEncoder(os.Stdout).Encode(map[string]float64{"put_mb_s": float64(size) / 1e6 / put.Seconds(), "get_mb_s": float64(size) / 1e6 / get.Seconds(),
+		"parts_s": parts.Seconds(), "complete_s": (put - parts).Seconds()})
 }
 
 // run calls fn(0..n-1), at most k at a time, and fails on the first error.

@@ -56,13 +56,16 @@ func (s *server) s3Key(user, uid string, flags ...string) (string, string) {
 
 // TestS3Clients drives the gateway with boto3, the aws cli and curl
 // (testdata/s3_clients.py): buckets, objects, ranges, conditions,
-// checksums, listings, copies, multipart uploads, presigned URLs, the
+// checksums, listings, copies and multipart uploads (answered with
+// keep-alive spaces), presigned URLs, the
 // errors clients expect, and the Glacier restore cycle through the tape
 // library.
 func TestS3Clients(t *testing.T) {
 	needS3Clients(t)
 	s3addr := freePort(t)
-	s := newServer(t, "reclaim_grace = \"0s\"\n[s3]\nlisten = \""+s3addr+"\"\n[library]\ntime_scale = \"x500\"\ndrives = 2\ncartridges = 4\n[hsm]\nrecall_min_files = 1\n")
+	// keep_alive 1ms: every Complete and copy answers as a slow one does
+	// (200, then spaces, then the document), which the clients must read.
+	s := newServer(t, "reclaim_grace = \"0s\"\n[s3]\nlisten = \""+s3addr+"\"\nkeep_alive = \"1ms\"\n[library]\ntime_scale = \"x500\"\ndrives = 2\ncartridges = 4\n[hsm]\nrecall_min_files = 1\n")
 	key, secret := s.s3Key("alice", "2101")
 	okey, osecret := s.s3Key("bob", "2102")
 	cmd := exec.Command("python3", "testdata/s3_clients.py")

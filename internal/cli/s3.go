@@ -40,6 +40,7 @@ its configuration has [s3] listen. See docs/S3.md.`,
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "serve plain HTTP on an address other than loopback")
 	cmd.Flags().StringVar(&cfg.Root, "root", "/s3", "directory whose subdirectories are the buckets")
 	cmd.Flags().StringVar(&cfg.Region, "region", "us-east-1", "region reported to clients")
+	cmd.Flags().DurationVar(&cfg.KeepAlive, "keep-alive", 10*time.Second, "how long a multipart Complete or a copy runs before its 200 is sent and spaces keep the connection alive")
 	cmd.Flags().StringSliceVar(&classes, "storage-class", nil, "map a storage class to a class of service, CLASS=COS (repeatable; default STANDARD=, GLACIER=archive, DEEP_ARCHIVE=archive)")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, _ []string) error {
 		if !server.Loopback(listen) && !insecure {

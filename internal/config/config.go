@@ -230,6 +230,10 @@ type S3 struct {
 	// default class); default STANDARD = "", GLACIER and DEEP_ARCHIVE =
 	// "archive".
 	Classes map[string]string `toml:"storage_classes"`
+	// KeepAlive is how long a CompleteMultipartUpload or a copy runs
+	// before its 200 is sent and a space every keep_alive keeps the
+	// connection alive until the answer (default 10s).
+	KeepAlive string `toml:"keep_alive"`
 }
 
 // Audit configures the audit log: a JSON line for every request that

@@ -33,6 +33,10 @@ func (q *request) reply(status int, v any) *Error {
 	if err != nil {
 		return s3err("InternalError", 500, "%v", err)
 	}
+	if q.ka.end() {
+		q.w.Write(body) // after the keep-alive's status and declaration
+		return nil
+	}
 	q.w.Header().Set("Content-Type", "application/xml")
 	q.w.WriteHeader(status)
 	q.w.Write([]byte(xml.Header))

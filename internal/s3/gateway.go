@@ -25,6 +25,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/xml"
 	"errors"
 	"io"
 	"log/slog"
@@ -59,6 +60,10 @@ type Config struct {
 	Log      *slog.Logger
 	// Now is the clock requests' times are checked against.
 	Now func() time.Time
+	// KeepAlive is how long a CompleteMultipartUpload, CopyObject or
+	// UploadPartCopy runs before its status is sent and a space follows
+	// every KeepAlive until the answer (default 10 s; negative: never).
+	KeepAlive time.Duration
 }
 
 // DefaultClasses is the storage class mapping when none is configured.
@@ -71,6 +76,36 @@ type Gateway struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	keys map[string]cachedKey
+	// uploads serialise the Completes of one upload (a client that
+	// timed out sends its Complete again while the first still copies):
+	// the second waits and then gives the first's answer.
+	uploads map[string]*uploadLock
+}
+
+type uploadLock struct {
+	mu      sync.Mutex
+	waiters int
+}
+
+// lockUpload holds upload id until the returned function is called.
+func (g *Gateway) lockUpload(id string) (unlock func()) {
+	g.mu.Lock()
+	l := g.uploads[id]
+	if l == nil {
+		l = &uploadLock{}
+		g.uploads[id] = l
+	}
+	l.waiters++
+	g.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		g.mu.Lock()
+		if l.waiters--; l.waiters == 0 {
+			delete(g.uploads, id)
+		}
+		g.mu.Unlock()
+	}
 }
 
 type cachedKey struct {
@@ -101,7 +136,10 @@ func New(c *client.Client, cfg Config) *Gateway {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Gateway{c: c, cfg: cfg, log: cfg.Log, keys: map[string]cachedKey{}}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = defaultKeepAlive
+	}
+	return &Gateway{c: c, cfg: cfg, log: cfg.Log, keys: map[string]cachedKey{}, uploads: map[string]*uploadLock{}}
 }
 
 // Init creates the bucket root if it is missing: world-writable and
@@ -170,7 +208,8 @@ type request struct {
 	body   io.Reader // the payload, de-chunked
 	sig    *sigRequest
 	trl    func() map[string]string
-	size   int64 // the payload's length; -1 unknown
+	ka     *keepAlive // a slow answer's, once started
+	size   int64      // the payload's length; -1 unknown
 	bucket string
 	object string
 }
@@ -209,12 +248,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e != nil {
 		q.fail(e)
 	}
+	q.ka.end() // answered: nothing may write after the handler returns
 }
 
 // fail sends e, logging server-side failures.
 func (q *request) fail(e *Error) {
 	if e.Status >= 500 {
 		q.g.log.Warn("s3: request failed", "method", q.r.Method, "path", q.r.URL.Path, "code", e.Code, "err", e.Message)
+	}
+	if q.ka.end() {
+		body, _ := xml.Marshal(xmlError{Code: e.Code, Message: e.Message, Resource: q.r.URL.Path, RequestID: q.id})
+		q.w.Write(body)
+		return
 	}
 	writeError(q.w, q.r, e, q.id)
 }

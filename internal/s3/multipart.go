@@ -413,6 +413,19 @@ func (q *request) completeUpload() *Error {
 	if e := q.writeConditions(q.g.path(q.bucket, q.object), &o); e != nil {
 		return e
 	}
+	// From here the answer may be slow: the parts are copied, or this
+	// waits for a Complete of the same upload that is copying them.
+	q.slow()
+	unlock := q.g.lockUpload(id)
+	defer unlock()
+	if now, err := q.g.c.Xattrs(q.ctx, q.uploadDir(id)); errors.Is(err, api.ErrNotFound) {
+		return errNoSuchUpload(id) // aborted meanwhile
+	} else if err != nil {
+		return fromStrata(err, q.object)
+	} else if etag := now[xaUploadDone]; etag != nil {
+		meta, _ := q.g.c.Xattrs(q.ctx, q.g.path(q.bucket, q.object))
+		return q.completed(string(etag), meta)
+	}
 	if total == 0 {
 		o.Xattrs = withETag(meta, etag, nil)
 	}

@@ -794,6 +794,7 @@ func (q *request) writeCopy(p string, rd *client.Reader, off, n int64, cos strin
 	}
 	h := md5.New()
 	if n > 0 {
+		q.slow()
 		if err := copyRange(io.MultiWriter(u, h), rd, off, n); err != nil {
 			u.Abort()
 			return nil, "", fromStrata(err, q.object)

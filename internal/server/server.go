@@ -548,7 +548,11 @@ func (s *Server) serveS3(ctx context.Context, ctlSock string, tc *tls.Config, lo
 	if err != nil {
 		return fmt.Errorf("s3: %w", err)
 	}
-	g := s3.New(c, s3.Config{Root: s.Cfg.S3.Root, Region: s.Cfg.S3.Region, Classes: s.Cfg.S3.Classes, Log: log})
+	ka, err := parseDur(s.Cfg.S3.KeepAlive, "s3 keep_alive")
+	if err != nil {
+		return err
+	}
+	g := s3.New(c, s3.Config{Root: s.Cfg.S3.Root, Region: s.Cfg.S3.Region, Classes: s.Cfg.S3.Classes, KeepAlive: ka, Log: log})
 	if err := g.Init(ctx); err != nil {
 		return fmt.Errorf("s3: %w", err)
 	}

@@ -211,7 +211,11 @@ def multipart():
     assert error_code(s3.complete_multipart_upload, Bucket="bkt-main", Key="mp/big", UploadId=up,
                       MultipartUpload={"Parts": parts[:2] + [{"PartNumber": 99, "ETag": etags[0]}]})[0] == "InvalidPart"
     assert error_code(s3.head_object, Bucket="bkt-main", Key="mp/big")[1] == 404  # nothing half-visible
-    r = s3.complete_multipart_upload(Bucket="bkt-main", Key="mp/big", UploadId=up, MultipartUpload={"Parts": parts})
+    # Two Completes at once (a client that timed out and sent it again):
+    # one copies, the other waits and gives the same answer.
+    with ThreadPoolExecutor(2) as ex:
+        r, r1 = ex.map(lambda _: s3.complete_multipart_upload(Bucket="bkt-main", Key="mp/big", UploadId=up, MultipartUpload={"Parts": parts}), range(2))
+    assert r["ETag"] == r1["ETag"], (r, r1)
     want = hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in etags)).hexdigest() + "-%d" % len(etags)
     assert r["ETag"] == '"%s"' % want, (r["ETag"], want)
     assert s3.get_object(Bucket="bkt-main", Key="mp/big")["Body"].read() == data
