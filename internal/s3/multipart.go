@@ -437,18 +437,13 @@ func (q *request) completeUpload() *Error {
 	if whole != nil {
 		dst = io.MultiWriter(u, whole)
 	}
-	for _, p := range use {
-		if p.fi.Size == 0 {
-			continue
-		}
-		rd, err := q.g.c.Open(q.ctx, p.fi.Path, client.GetOptions{})
-		if err == nil {
-			err = copyRange(dst, rd, 0, p.fi.Size)
-		}
-		if err != nil {
-			u.Abort()
-			return fromStrata(err, q.object)
-		}
+	spans := make([]span, len(use))
+	for i, p := range use {
+		spans[i] = span{open: func() (*client.Reader, error) { return q.g.c.Open(q.ctx, p.fi.Path, client.GetOptions{}) }, n: p.fi.Size}
+	}
+	if err := copySpans(dst, spans, copyAhead); err != nil {
+		u.Abort()
+		return fromStrata(err, q.object)
 	}
 	if alg != "" {
 		sum, e := q.uploadSum(alg, typ, use, whole)

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -473,7 +474,7 @@ func (q *request) getObject(body bool) *Error {
 	if !body || n == 0 {
 		return nil
 	}
-	if err := copyRange(q.w, rd, off, n); err != nil {
+	if err := copyRange(q.w, rd, off, n, getAhead); err != nil {
 		// The status is sent: all the client can learn is a short body.
 		q.g.log.Warn("s3: get failed after the headers were sent", "path", p, "err", err)
 		panic(http.ErrAbortHandler)
@@ -535,42 +536,109 @@ func (q *request) getFolder() *Error {
 	return nil
 }
 
-// copyRange writes n bytes from off of rd to w: each read spans every
-// stripe (so all movers work at once), and the next is fetched while
-// the last is written.
-func copyRange(w io.Writer, rd *client.Reader, off, n int64) error {
-	width, unit := rd.Width()
-	chunk := min(max(int64(width)*unit, 8<<20), 64<<20, n)
-	type part struct {
-		b   []byte
-		err error
+// copyChunk is the size of the reads a copy or a GET makes: a few stripe
+// units of every stripe of a default layout.
+const copyChunk = 8 << 20
+
+// getAhead and copyAhead are how many of them are fetched at once ahead
+// of the writer, for a GET and for a copy (Complete, CopyObject): a read
+// waits for a round trip to each mover it spans, so one at a time leaves
+// the movers idle between reads. Measured on a 1 GiB Complete of 64 MiB
+// parts here: 1.9 s with one read ahead, 1.46 s with 4, 1.30 s with 8.
+// A GET's 4 keep 16 clients' large GETs within 512 MiB.
+const (
+	getAhead  = 4
+	copyAhead = 8
+)
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
+
+// span is a range of a file to copy; open is called when the copy gets
+// there.
+type span struct {
+	open   func() (*client.Reader, error)
+	off, n int64
+}
+
+type chunk struct {
+	bp     *[]byte
+	pooled bool
+	b      []byte
+	err    error
+	ready  chan struct{}
+}
+
+func (c *chunk) free() {
+	if c.pooled {
+		chunkPool.Put(c.bp)
 	}
-	parts := make(chan part, 1)
+}
+
+// copyRange writes n bytes from off of rd to w, ahead chunks fetched at
+// once.
+func copyRange(w io.Writer, rd *client.Reader, off, n int64, ahead int) error {
+	return copySpans(w, []span{{open: func() (*client.Reader, error) { return rd, nil }, off: off, n: n}}, ahead)
+}
+
+// copySpans writes the spans to w in order, ahead chunks fetched at once,
+// across the spans' boundaries, and delivered in order.
+func copySpans(w io.Writer, spans []span, ahead int) error {
+	queue := make(chan *chunk, ahead-1)
 	stop := make(chan struct{})
 	defer close(stop)
+	failed := func(err error) *chunk {
+		c := &chunk{err: err, ready: make(chan struct{})}
+		close(c.ready)
+		return c
+	}
 	go func() {
-		defer close(parts)
-		for pos := off; pos < off+n; pos += chunk {
-			b := make([]byte, min(chunk, off+n-pos))
-			m, err := rd.ReadAt(b, pos)
-			if err == io.EOF && m == len(b) {
-				err = nil
+		defer close(queue)
+		for _, s := range spans {
+			if s.n == 0 {
+				continue
 			}
-			select {
-			case parts <- part{b[:m], err}:
-			case <-stop:
-				return
-			}
+			rd, err := s.open()
 			if err != nil {
+				select {
+				case queue <- failed(err):
+				case <-stop:
+				}
 				return
+			}
+			for pos := s.off; pos < s.off+s.n; pos += copyChunk {
+				c := &chunk{ready: make(chan struct{})}
+				if left := s.off + s.n - pos; left < copyChunk {
+					b := make([]byte, left) // a small object's GET takes no pooled 8 MiB
+					c.bp = &b
+				} else {
+					c.bp, c.pooled = chunkPool.Get().(*[]byte), true
+				}
+				select {
+				case queue <- c:
+				case <-stop:
+					c.free()
+					return
+				}
+				go func(pos int64) {
+					defer close(c.ready)
+					b := (*c.bp)[:min(copyChunk, s.off+s.n-pos)]
+					m, err := rd.ReadAt(b, pos)
+					if err == io.EOF && m == len(b) {
+						err = nil
+					}
+					c.b, c.err = b[:m], err
+				}(pos)
 			}
 		}
 	}()
-	for p := range parts {
-		if p.err != nil {
-			return p.err
+	for c := range queue {
+		<-c.ready
+		if c.err != nil {
+			return c.err
 		}
-		if _, err := w.Write(p.b); err != nil {
+		_, err := w.Write(c.b)
+		c.free()
+		if err != nil {
 			return err
 		}
 	}
@@ -795,7 +863,7 @@ func (q *request) writeCopy(p string, rd *client.Reader, off, n int64, cos strin
 	h := md5.New()
 	if n > 0 {
 		q.slow()
-		if err := copyRange(io.MultiWriter(u, h), rd, off, n); err != nil {
+		if err := copyRange(io.MultiWriter(u, h), rd, off, n, copyAhead); err != nil {
 			u.Abort()
 			return nil, "", fromStrata(err, q.object)
 		}
