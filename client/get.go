@@ -86,19 +86,27 @@ func (c *Client) get(ctx context.Context, path string, or api.OpenResponse, dst 
 	w := len(or.Stripes)
 	streams := make([]chan []byte, w)
 	errs := make([]error, w)
-	var wg sync.WaitGroup
+	lengths := make([]int64, w)
 	for k, t := range or.Stripes {
 		streams[k] = make(chan []byte, readAhead)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		lengths[k] = t.Length
+	}
+	limit := 0 // every stripe at once
+	if moverconn.OneUnitEach(lengths, or.StripeUnit) {
+		limit = moverconn.MaxStripeReaders
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		moverconn.InOrder(ctx, w, limit, func(k int) {
 			defer close(streams[k])
-			errs[k] = c.getStripe(ctx, t, streams[k])
+			errs[k] = c.getStripe(ctx, or.Stripes[k], streams[k])
 			if errs[k] != nil {
 				cancel()
 			}
-		}()
-	}
+		})
+	}()
 	werr := assemble(ctx, dst, streams, fi.Size, or.StripeUnit, h, progress)
 	if werr != nil {
 		// Stop the stripes still reading. After a whole file they are all

@@ -239,6 +239,14 @@ type Store interface {
 	// replace is set (its bitfile dies); otherwise ErrExist. A directory
 	// there is ErrIsDir.
 	Commit(ctx context.Context, in Inode, b *Bitfile, replace bool) (Inode, error)
+	// Concat makes a file visible at in.Parent/in.Name, as Commit does,
+	// whose data is the files sources (inode IDs) joined in order, and
+	// removes those files, in one transaction and without copying: stripe
+	// i of the new bitfile, of unit bytes a stripe, is source i's one disk
+	// segment. Every source must be a committed file of one stripe on
+	// disk without tape copies, of unit bytes (the last: 1 to unit);
+	// anything else is ErrInvalid and changes nothing.
+	Concat(ctx context.Context, in Inode, sources []int64, unit int64, replace bool) (Inode, error)
 	// Rename moves an entry. It refuses to move a directory below itself
 	// (ErrInvalid) and to replace a directory with a file or vice versa.
 	// It returns the moved entry.

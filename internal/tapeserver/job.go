@@ -247,32 +247,45 @@ func (x *Exec) readFile(ctx context.Context, f File, w io.Writer) error {
 	}
 	units := make([]chan []byte, width)
 	errs := make([]error, width)
-	var wg sync.WaitGroup
+	lengths := make([]int64, width)
 	for k, s := range f.Stripes {
-		units[k] = make(chan []byte, readAheadUnits)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		units[k] = make(chan []byte, readAheadPieces)
+		lengths[k] = s.Length
+	}
+	limit := 0 // every stripe at once
+	if moverconn.OneUnitEach(lengths, unit) {
+		limit = stripeReaders
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		moverconn.InOrder(ctx, width, limit, func(k int) {
 			defer close(units[k])
-			uw := &unitWriter{ctx: ctx, unit: unit, left: s.Length, out: units[k]}
+			s := f.Stripes[k]
+			uw := &unitWriter{ctx: ctx, unit: unit, piece: min(unit, maxPiece), left: s.Length, out: units[k]}
 			buf := frameBufs.Get().(*[]byte)
 			if errs[k] = x.readRange(ctx, s, 0, s.Length, uw, *buf); errs[k] == nil {
 				errs[k] = uw.flush()
 			}
 			frameBufs.Put(buf)
-		}()
-	}
+		})
+	}()
 	var werr error
 	short := -1
 	for i, off := 0, int64(0); off < f.Size && werr == nil; i++ {
-		p, ok := <-units[i%width]
-		if !ok { // that stripe's reader failed (errs says why, below) or came short
-			short = i % width
-			werr = fmt.Errorf("read %s/%s: stripe %d ended early", f.Stripes[short].Device, f.Stripes[short].Object, short)
-			break
+		// A unit comes in pieces, none crossing into the next unit.
+		for need := min(unit, f.Size-off); need > 0 && werr == nil; {
+			p, ok := <-units[i%width]
+			if !ok { // that stripe's reader failed (errs says why, below) or came short
+				short = i % width
+				werr = fmt.Errorf("read %s/%s: stripe %d ended early", f.Stripes[short].Device, f.Stripes[short].Object, short)
+				break
+			}
+			_, werr = w.Write(p)
+			off += int64(len(p))
+			need -= int64(len(p))
 		}
-		_, werr = w.Write(p)
-		off += int64(len(p))
 	}
 	if werr != nil {
 		cancel() // the readers stop; their errors are ours
@@ -291,9 +304,20 @@ func (x *Exec) readFile(ctx context.Context, f File, w io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// readAheadUnits is how many stripe units each stripe of a disk copy reads
-// ahead of a migration's tape write.
-const readAheadUnits = 2
+// readAheadPieces is how many pieces (a stripe unit, or maxPiece of a
+// larger one) each stripe of a disk copy reads ahead of a migration's
+// tape write.
+const readAheadPieces = 2
+
+// maxPiece bounds what a stripe's reader holds at once: a file joined
+// from an S3 upload's parts has units as large as its parts (up to
+// 5 GiB).
+const maxPiece = 8 << 20
+
+// stripeReaders is how many stripes a migration reads at once from a
+// layout of one unit a stripe: four 8 MiB pieces in flight keep a drive
+// streaming.
+const stripeReaders = 4
 
 // frameBufs are the buffers disk copies are read into, one frame each:
 // a migration of small files reads one per file, and a fresh megabyte
@@ -302,24 +326,32 @@ var frameBufs = sync.Pool{New: func() any { b := make([]byte, moverconn.FrameSiz
 
 // unitWriter cuts a stripe's stream into stripe units, sent on out.
 type unitWriter struct {
-	ctx  context.Context
-	unit int64
-	left int64 // bytes of the stripe not yet in a unit: the last unit is only as large as they are
-	out  chan<- []byte
-	cur  []byte
+	ctx   context.Context
+	unit  int64
+	piece int64 // what is sent at once: the unit, or a part of it
+	left  int64 // bytes of the stripe not yet sent: the last unit is only as large as they are
+	at    int64 // position in the current unit
+	out   chan<- []byte
+	cur   []byte
 }
 
 func (u *unitWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
+		// A piece ends at its size or at the unit's end, whichever is
+		// first, so that no piece holds bytes of two units.
+		end := min(u.piece, u.unit-u.at)
 		if u.cur == nil {
-			u.cur = make([]byte, 0, max(min(u.unit, u.left), int64(len(p))))
+			u.cur = make([]byte, 0, max(min(end, u.left), int64(len(p))))
 		}
-		k := min(len(p), int(u.unit)-len(u.cur))
+		k := min(int64(len(p)), end-int64(len(u.cur)))
 		u.cur = append(u.cur, p[:k]...)
 		p = p[k:]
-		u.left -= int64(k)
-		if int64(len(u.cur)) == u.unit {
+		u.left -= k
+		if int64(len(u.cur)) == end {
+			if u.at += end; u.at == u.unit {
+				u.at = 0
+			}
 			if err := u.flush(); err != nil {
 				return n - len(p), err
 			}

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"CommitEmpty", testCommitEmpty},
 		{"CommitData", testCommitData},
 		{"Replace", testReplace},
+		{"Concat", testConcat},
 		{"Capacity", testCapacity},
 		{"Rename", testRename},
 		{"Remove", testRemove},
@@ -402,6 +403,80 @@ func testReplace(t *testing.T, s catalog.Store) {
 	must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
 	_, err = s.Commit(ctx, file(catalog.RootID, "d"), nil, true)
 	wantErr(t, err, api.ErrIsDir)
+}
+
+// testConcat: files of one stripe become the stripes of a new file,
+// their segments moved without a byte copied; the sources are gone, a
+// file replaced dies, device use is unchanged. Sources that are not
+// single-stripe committed files of the unit's size change nothing.
+func testConcat(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0", "d1")
+	parts := must(s.Mkdir(ctx, dir(catalog.RootID, "parts")))
+	var ids []int64
+	var segs []catalog.Segment
+	for i, n := range []int64{100, 100, 30} {
+		b := pending(t, s, n, fmt.Sprint("d", i%2))
+		f := must(s.Commit(ctx, file(parts.ID, fmt.Sprint(i)), finish(b, n), false))
+		ids = append(ids, f.ID)
+		segs = append(segs, must(s.Bitfile(ctx, b.ID)).Segments[0])
+	}
+	old := must(s.Commit(ctx, file(catalog.RootID, "obj"), finish(pending(t, s, 5, "d0"), 5), false))
+	before := used(t, s)
+	// Refused: a source of the wrong size (the unit), one listed twice,
+	// a short one that is not the last; nothing changes.
+	for _, bad := range []struct {
+		ids  []int64
+		unit int64
+	}{{ids, 90}, {[]int64{ids[0], ids[0]}, 100}, {[]int64{ids[2], ids[0]}, 100}, {nil, 100}} {
+		in := file(catalog.RootID, "obj")
+		in.UID = 7
+		_, err := s.Concat(ctx, in, bad.ids, bad.unit, true)
+		wantErr(t, err, api.ErrInvalid)
+	}
+	if got := must(s.List(ctx, parts.ID, "", 0)); len(got) != 3 {
+		t.Fatalf("a refused concat removed sources: %v", got)
+	}
+	in := file(catalog.RootID, "obj")
+	in.UID, in.Xattrs = 7, map[string][]byte{"user.k": []byte("v")}
+	f := must(s.Concat(ctx, in, ids, 100, true))
+	if f.ID != old.ID || f.Size != 230 || f.UID != 7 {
+		t.Fatalf("concat: %+v", f)
+	}
+	b := must(s.Bitfile(ctx, f.Bitfile))
+	if b.State != catalog.Committed || b.Size != 230 || b.StripeWidth != 3 || b.StripeUnit != 100 || !b.OnDisk || len(b.Segments) != 3 {
+		t.Fatalf("joined bitfile: %+v", b)
+	}
+	for i, sg := range b.Segments {
+		want := segs[i]
+		if sg.Stripe != i || sg.Device != want.Device || sg.Object != want.Object || sg.Length != want.Length || sg.CRC32C != want.CRC32C {
+			t.Fatalf("stripe %d: %+v, was %+v", i, sg, want)
+		}
+	}
+	if got := must(s.List(ctx, parts.ID, "", 0)); len(got) != 0 {
+		t.Fatalf("sources left: %v", got)
+	}
+	if must(s.Bitfile(ctx, old.Bitfile)).State != catalog.Dead {
+		t.Fatal("the replaced file's data is not dead")
+	}
+	if x := must(s.Xattrs(ctx, f.ID)); string(x["user.k"]) != "v" {
+		t.Fatalf("xattrs %v", x)
+	}
+	if after := used(t, s); after["d0"] != before["d0"] || after["d1"] != before["d1"] {
+		t.Fatalf("device use %v, before %v", after, before)
+	}
+	// Nothing of the joined file is garbage: reclaim leaves its objects.
+	for _, g := range must(s.Garbage(ctx, 100)) {
+		for _, sg := range b.Segments {
+			if g.Object == sg.Object {
+				t.Fatalf("a joined segment is garbage: %+v", g)
+			}
+		}
+	}
+	// Without replace the name must be free.
+	b4 := pending(t, s, 100, "d1")
+	p4 := must(s.Commit(ctx, file(parts.ID, "4"), finish(b4, 100), false))
+	_, err := s.Concat(ctx, file(catalog.RootID, "obj"), []int64{p4.ID}, 100, false)
+	wantErr(t, err, api.ErrExist)
 }
 
 func testRename(t *testing.T, s catalog.Store) {
