@@ -478,6 +478,19 @@ type CommitRequest struct {
 	Xattrs map[string][]byte `json:"xattrs,omitempty"`
 }
 
+// ConcatRequest makes Path the files Sources joined in order and removes
+// them, without copying their data: each source must be a file of one
+// stripe on disk without tape copies, all as long as the first but the
+// last (1 byte to as long). The joined file has a stripe per source.
+type ConcatRequest struct {
+	Path      string            `json:"path"`
+	Sources   []string          `json:"sources"`
+	COS       string            `json:"cos,omitempty"`
+	Overwrite bool              `json:"overwrite,omitempty"`
+	Mode      uint32            `json:"mode,omitempty"`
+	Xattrs    map[string][]byte `json:"xattrs,omitempty"` // as in CreateRequest
+}
+
 // AbortRequest abandons a pending write.
 type AbortRequest struct {
 	Bitfile int64 `json:"bitfile"`

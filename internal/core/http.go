@@ -43,6 +43,7 @@ func (c *Core) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/commit", body(c, c.Commit))
 	mux.HandleFunc("POST /v1/creates", batched(c, "POST /v1/create", c.Create, func(r api.CreateRequest) (string, int64) { return r.Path, r.Size }))
 	mux.HandleFunc("POST /v1/commits", batched(c, "POST /v1/commit", c.Commit, func(r api.CommitRequest) (string, int64) { return r.Path, r.Size }))
+	mux.HandleFunc("POST /v1/concat", body(c, c.Concat))
 	mux.HandleFunc("POST /v1/abort", body(c, func(ctx context.Context, r api.AbortRequest) (struct{}, error) { return struct{}{}, c.Abort(ctx, r) }))
 	mux.HandleFunc("POST /v1/rename", body(c, func(ctx context.Context, r api.RenameRequest) (struct{}, error) { return struct{}{}, c.Rename(ctx, r) }))
 	mux.HandleFunc("POST /v1/remove", body(c, func(ctx context.Context, r api.RemoveRequest) (struct{}, error) { return struct{}{}, c.Remove(ctx, r) }))
@@ -208,7 +209,7 @@ func (c *Core) auditRequest(r *http.Request, id *auth.Identity, body []byte, w *
 		// two, a stage's many, a size, a token's or cartridge's name.
 		var named struct {
 			Path, Src, Dst, Volume, Name, ID, User string
-			Paths                                  []string
+			Paths, Sources                         []string
 			Size                                   int64
 		}
 		if api.NewDecoder(bytes.NewReader(body)).Decode(&named) == nil {
@@ -217,7 +218,7 @@ func (c *Core) auditRequest(r *http.Request, id *auth.Identity, body []byte, w *
 					rec.Paths = append(rec.Paths, p)
 				}
 			}
-			rec.Paths = append(rec.Paths, named.Paths...)
+			rec.Paths = append(append(rec.Paths, named.Paths...), named.Sources...)
 			for _, p := range []string{named.Volume, named.Name, named.ID, named.User} {
 				if p != "" && len(rec.Paths) == 0 {
 					rec.Paths = append(rec.Paths, p)

@@ -195,12 +195,13 @@ func (q *request) uploadPart() *Error {
 		return e
 	}
 	id := q.r.URL.Query().Get("uploadId")
-	if _, e := q.upload(id); e != nil {
+	attrs, e := q.upload(id)
+	if e != nil {
 		return e
 	}
 	p := q.uploadDir(id) + "/" + partName(n)
 	if q.r.Header.Get("x-amz-copy-source") != "" {
-		return q.uploadPartCopy(p)
+		return q.uploadPartCopy(p, string(attrs[xaUploadCOS]))
 	}
 	if q.size < 0 {
 		return s3err("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
@@ -208,11 +209,14 @@ func (q *request) uploadPart() *Error {
 	if q.size > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	return q.store(p, client.PutOptions{Overwrite: true}, map[string][]byte{})
+	// One stripe a part, in the upload's class: Complete joins them as
+	// the stripes of the object (join). Parts in flight at once keep the
+	// devices busy together.
+	return q.store(p, client.PutOptions{Overwrite: true, Stripes: 1, COS: string(attrs[xaUploadCOS])}, map[string][]byte{})
 }
 
 // uploadPartCopy makes part p from a range of another object.
-func (q *request) uploadPartCopy(p string) *Error {
+func (q *request) uploadPartCopy(p, cos string) *Error {
 	sb, sk, e := q.copySource()
 	if e != nil {
 		return e
@@ -237,7 +241,7 @@ func (q *request) uploadPartCopy(p string) *Error {
 	if n > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	return q.copyTo("CopyPartResult", p, rd, off, n, "", map[string][]byte{})
+	return q.copyTo("CopyPartResult", p, rd, off, n, client.PutOptions{COS: cos, Stripes: 1}, map[string][]byte{})
 }
 
 // part is one stored part of an upload.
@@ -332,8 +336,7 @@ func (q *request) listParts() *Error {
 // completeUpload serves CompleteMultipartUpload.
 func (q *request) completeUpload() *Error {
 	id := q.r.URL.Query().Get("uploadId")
-	attrs, e := q.upload(id)
-	if e != nil {
+	if _, e := q.upload(id); e != nil {
 		return e
 	}
 	var req struct {
@@ -349,6 +352,16 @@ func (q *request) completeUpload() *Error {
 	}
 	if err := xml.NewDecoder(io.LimitReader(q.body, 4<<20)).Decode(&req); err != nil {
 		return errMalformedXML(err)
+	}
+	// One Complete of an upload at a time (a client that timed out sends
+	// it again): a second waits, then finds the first's answer.
+	unlock := q.g.lockUpload(id)
+	defer unlock()
+	attrs, err := q.g.c.Xattrs(q.ctx, q.uploadDir(id))
+	if errors.Is(err, api.ErrNotFound) {
+		return errNoSuchUpload(id) // aborted meanwhile
+	} else if err != nil {
+		return fromStrata(err, q.object)
 	}
 	if etag := attrs[xaUploadDone]; etag != nil {
 		// Completed before: the same answer, checksum included.
@@ -413,18 +426,17 @@ func (q *request) completeUpload() *Error {
 	if e := q.writeConditions(q.g.path(q.bucket, q.object), &o); e != nil {
 		return e
 	}
-	// From here the answer may be slow: the parts are copied, or this
-	// waits for a Complete of the same upload that is copying them.
+	// From here the answer may be slow: the parts may have to be copied.
 	q.slow()
-	unlock := q.g.lockUpload(id)
-	defer unlock()
-	if now, err := q.g.c.Xattrs(q.ctx, q.uploadDir(id)); errors.Is(err, api.ErrNotFound) {
-		return errNoSuchUpload(id) // aborted meanwhile
-	} else if err != nil {
-		return fromStrata(err, q.object)
-	} else if etag := now[xaUploadDone]; etag != nil {
-		meta, _ := q.g.c.Xattrs(q.ctx, q.g.path(q.bucket, q.object))
-		return q.completed(string(etag), meta)
+	if total > 0 && whole == nil {
+		joined, e := q.join(use, o, meta, alg, typ, etag)
+		if e != nil {
+			return e
+		}
+		if joined {
+			q.finishUpload(id, stored, etag)
+			return q.completed(etag, meta)
+		}
 	}
 	if total == 0 {
 		o.Xattrs = withETag(meta, etag, nil)
@@ -465,15 +477,67 @@ func (q *request) completeUpload() *Error {
 	if _, err := u.Commit(q.ctx); err != nil {
 		return q.writeError(err, o)
 	}
-	// The parts go; the upload's directory stays a while as the record
-	// that answers a repeated Complete.
+	q.finishUpload(id, stored, etag)
+	return q.completed(etag, meta)
+}
+
+// join makes the object the used parts themselves, joined by the catalog
+// without a byte copied (client.Concat), and reports whether it could:
+// every part must be stored as one stripe (as UploadPart stores them),
+// all but the last of one size. A FULL_OBJECT checksum needs the bytes
+// read, so such uploads, and parts that cannot be joined (UploadPartCopy
+// of another size, parts of different sizes, a part migrated to tape
+// meanwhile), are copied instead.
+func (q *request) join(use []part, o client.PutOptions, meta map[string][]byte, alg, typ, etag string) (bool, *Error) {
+	for _, p := range use[:len(use)-1] {
+		if p.fi.Size != use[0].fi.Size {
+			return false, nil
+		}
+	}
+	if alg != "" {
+		sum, e := q.uploadSum(alg, typ, use, nil)
+		if e != nil {
+			return false, e
+		}
+		meta[xaChecksum+alg] = []byte(sum)
+		meta[xaChecksumType] = []byte(typ)
+		ps := make([]string, len(use))
+		for i, p := range use {
+			ps[i] = string(p.attrs[xaChecksum+alg])
+		}
+		meta[xaPartSums] = []byte(strings.Join(ps, ","))
+	}
+	paths := make([]string, len(use))
+	for i, p := range use {
+		paths[i] = p.fi.Path
+	}
+	o.Xattrs = withETag(meta, etag, nil) // no fixity: the joined file has none
+	p := q.g.path(q.bucket, q.object)
+	var invalid error
+	e := q.inDirs(p, o, func() error {
+		_, err := q.g.c.Concat(q.ctx, p, paths, o)
+		if errors.Is(err, api.ErrInvalid) {
+			invalid, err = err, nil
+		}
+		return err
+	})
+	if invalid != nil {
+		q.g.log.Debug("s3: parts copied, not joined", "key", q.object, "err", invalid)
+		return false, nil
+	}
+	return e == nil, e
+}
+
+// finishUpload removes a completed upload's parts (those joined are gone
+// already) and marks the upload done: its directory stays a while as the
+// record that answers a repeated Complete.
+func (q *request) finishUpload(id string, stored []part, etag string) {
 	for _, p := range stored {
 		q.g.c.Remove(q.ctx, p.fi.Path, false)
 	}
 	if err := q.g.c.SetXattr(q.ctx, q.uploadDir(id), xaUploadDone, []byte(etag), ""); err != nil {
 		q.g.log.Warn("s3: a completed upload was not marked done", "dir", q.uploadDir(id), "err", err)
 	}
-	return q.completed(etag, meta)
 }
 
 // completed answers a CompleteMultipartUpload that has succeeded, with

@@ -222,19 +222,30 @@ func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte) 
 // create starts writing p, making the directories above it in the
 // bucket as needed (S3 has none; a key's prefix is one here).
 func (q *request) create(p string, size int64, o client.PutOptions) (*client.Upload, *Error) {
-	u, err := q.g.c.Create(q.ctx, p, size, o)
+	var u *client.Upload
+	e := q.inDirs(p, o, func() (err error) {
+		u, err = q.g.c.Create(q.ctx, p, size, o)
+		return err
+	})
+	return u, e
+}
+
+// inDirs runs fn, which makes the file p; when p's directory is missing
+// it makes the directories above p in the bucket and runs fn again.
+func (q *request) inDirs(p string, o client.PutOptions, fn func() error) *Error {
+	err := fn()
 	if errors.Is(err, api.ErrNotFound) {
 		if e := q.bucketExists(); e != nil {
-			return nil, e
+			return e
 		}
 		if _, err = q.g.c.Mkdir(q.ctx, path.Dir(p), true, 0); err == nil {
-			u, err = q.g.c.Create(q.ctx, p, size, o)
+			err = fn()
 		}
 	}
 	if err != nil {
-		return nil, q.writeError(err, o)
+		return q.writeError(err, o)
 	}
-	return u, nil
+	return nil
 }
 
 // writeError maps a failed create or commit: a name taken where the
@@ -831,13 +842,13 @@ func (q *request) copyObject() *Error {
 	if size > maxPutObject {
 		return errInvalidArgument("The specified copy source is larger than the maximum allowable size for a copy source: %d", int64(maxPutObject))
 	}
-	return q.copyTo("CopyObjectResult", q.g.path(q.bucket, q.object), rd, 0, size, cos, attrs)
+	return q.copyTo("CopyObjectResult", q.g.path(q.bucket, q.object), rd, 0, size, client.PutOptions{COS: cos}, attrs)
 }
 
-// copyTo writes the copy and answers with its result document (result
-// names it: CopyObjectResult, CopyPartResult).
-func (q *request) copyTo(result, p string, rd *client.Reader, off, n int64, cos string, attrs map[string][]byte) *Error {
-	fi, etag, e := q.writeCopy(p, rd, off, n, cos, attrs)
+// copyTo writes the copy (laid out as o asks) and answers with its
+// result document (result names it: CopyObjectResult, CopyPartResult).
+func (q *request) copyTo(result, p string, rd *client.Reader, off, n int64, o client.PutOptions, attrs map[string][]byte) *Error {
+	fi, etag, e := q.writeCopy(p, rd, off, n, o, attrs)
 	if e != nil {
 		return e
 	}
@@ -851,8 +862,8 @@ func (q *request) copyTo(result, p string, rd *client.Reader, off, n int64, cos 
 
 // writeCopy writes n bytes of rd from off as p, with attrs and the MD5 of
 // what was copied as its ETag.
-func (q *request) writeCopy(p string, rd *client.Reader, off, n int64, cos string, attrs map[string][]byte) (*client.FileInfo, string, *Error) {
-	o := client.PutOptions{COS: cos, Overwrite: true}
+func (q *request) writeCopy(p string, rd *client.Reader, off, n int64, o client.PutOptions, attrs map[string][]byte) (*client.FileInfo, string, *Error) {
+	o.Overwrite = true
 	if n == 0 {
 		o.Xattrs = withETag(attrs, emptyETag, nil)
 	}

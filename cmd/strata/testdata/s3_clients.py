@@ -401,6 +401,24 @@ def glacier():
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 200, r
     h2 = s3.head_object(Bucket="bkt-main", Key="cold")
     assert h2["Restore"] != h["Restore"], (h, h2)  # the expiry moved
+    # A multipart object, its parts joined as its stripes (one a part, read
+    # a few at a time, in pieces), goes to tape and comes back whole.
+    part = 9 << 20
+    mp = os.urandom(5 * part + 1000)
+    up = s3.create_multipart_upload(Bucket="bkt-main", Key="cold-mp", StorageClass="GLACIER")["UploadId"]
+    etags = [s3.upload_part(Bucket="bkt-main", Key="cold-mp", UploadId=up, PartNumber=i + 1, Body=mp[i * part:(i + 1) * part])["ETag"] for i in range(6)]
+    s3.complete_multipart_upload(Bucket="bkt-main", Key="cold-mp", UploadId=up,
+                                 MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    st = subprocess.run(strata + ["stat", "/s3/bkt-main/cold-mp"], check=True, capture_output=True).stdout.decode()
+    assert "6 stripe(s), stripe unit 9.0 MiB" in st, st
+    for cmd in ("migrate", "purge"):
+        subprocess.run(strata + [cmd, "/s3/bkt-main/cold-mp"], check=True, capture_output=True)
+    s3.restore_object(Bucket="bkt-main", Key="cold-mp", RestoreRequest={"Days": 1})
+    deadline = time.time() + 60
+    while 'ongoing-request="false"' not in s3.head_object(Bucket="bkt-main", Key="cold-mp").get("Restore", ""):
+        assert time.time() < deadline, "restore did not finish"
+        time.sleep(0.2)
+    assert s3.get_object(Bucket="bkt-main", Key="cold-mp")["Body"].read() == mp
 
 
 def main():
