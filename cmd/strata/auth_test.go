@@ -121,6 +121,18 @@ func TestPermissionMatrix(t *testing.T) {
 				must(alice, "chmod", m, root+"/f"+m)
 			}
 			must(bob, "put", src, root+"/tmp/bobs")
+			// Alice's files of one stripe each, for concat: a pair for
+			// each user to try, in directories anyone may change.
+			for _, m := range []string{"644", "600"} {
+				must(alice, "mkdir", root+"/p"+m)
+				must(alice, "chmod", "777", root+"/p"+m)
+				for _, u := range []osUser{alice, bob, carol} {
+					for _, f := range []string{"/a-", "/b-"} {
+						must(alice, "put", "--stripes", "1", src, root+"/p"+m+f+u.name)
+						must(alice, "chmod", m, root+"/p"+m+f+u.name)
+					}
+				}
+			}
 
 			out := func(u osUser) string { return filepath.Join(files, u.name+"-"+transport+".out") }
 			type want struct{ owner, group, other bool }
@@ -144,6 +156,12 @@ func TestPermissionMatrix(t *testing.T) {
 				{"overwrite in 0755", func(u osUser) []string { return []string{"put", "-f", src, root + "/d755/f"} }, want{true, false, false}},
 				{"mv in 0770", func(u osUser) []string { return []string{"mv", root + "/d770/" + u.name, root + "/d770/mv-" + u.name} }, want{true, true, false}},
 				{"rm in 0755", func(u osUser) []string { return []string{"rm", root + "/d755/f"} }, want{true, false, false}},
+				{"concat 0600 files", func(u osUser) []string {
+					return []string{"concat", root + "/d777/c600-" + u.name, root + "/p600/a-" + u.name, root + "/p600/b-" + u.name}
+				}, want{true, false, false}},
+				{"concat 0644 files into 0770", func(u osUser) []string {
+					return []string{"concat", root + "/d770/c644-" + u.name, root + "/p644/a-" + u.name, root + "/p644/b-" + u.name}
+				}, want{true, true, false}},
 				{"chmod", func(u osUser) []string { return []string{"chmod", "644", root + "/f640"} }, want{true, false, false}},
 				{"chown away", func(u osUser) []string { return []string{"chown", "2999", root + "/f644"} }, want{false, false, false}},
 				{"chgrp to own group", func(u osUser) []string { return []string{"chown", ":" + fmt.Sprint(u.gid), root + "/f600"} }, want{true, false, false}},

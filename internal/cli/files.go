@@ -622,6 +622,34 @@ func (e *env) mvCmd() *cobra.Command {
 	return cmd
 }
 
+func (e *env) concatCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "concat [-f] DST SRC...",
+		Short: "Join files into DST without copying them (the sources go)",
+		Long: `Join the files SRC..., in order, into the new file DST, and remove them.
+No data is copied: each source becomes one stripe of DST, so each must be
+a file of one stripe on disk without tape copies (strata put --stripes 1),
+all of the first one's size but the last, in the pool of DST's class. S3
+multipart uploads are completed this way.`,
+		Args: minArgs(2, "concat [-f] DST SRC..."),
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace an existing DST")
+	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
+		paths := make([]string, len(args))
+		for i, a := range args {
+			p, err := remote(a)
+			if err != nil {
+				return err
+			}
+			paths[i] = p
+		}
+		_, err := c.Concat(ctx, paths[0], paths[1:], client.PutOptions{Overwrite: force})
+		return err
+	})
+	return cmd
+}
+
 func (e *env) rmCmd() *cobra.Command {
 	var recursive bool
 	cmd := &cobra.Command{

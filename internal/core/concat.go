@@ -18,18 +18,8 @@ const maxConcat = 10000
 // sticky rule there) and read permission; r.Path what creating (with
 // Overwrite, replacing) a file there needs.
 func (c *Core) Concat(ctx context.Context, r api.ConcatRequest) (api.FileInfo, error) {
-	who, err := caller(ctx)
+	who, dirComps, name, err := fileRequest(ctx, "concat", r.Path, r.Mode, r.Xattrs)
 	if err != nil {
-		return api.FileInfo{}, err
-	}
-	dirComps, name, err := splitParent(r.Path)
-	if err != nil {
-		return api.FileInfo{}, err
-	}
-	if err := checkMode(r.Mode, "concat "+r.Path); err != nil {
-		return api.FileInfo{}, err
-	}
-	if err := validXattrs(r.Xattrs, "concat "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
 	if len(r.Sources) == 0 || len(r.Sources) > maxConcat {
@@ -65,11 +55,9 @@ func (c *Core) Concat(ctx context.Context, r api.ConcatRequest) (api.FileInfo, e
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("concat %s: %w", r.Path, err)
 	}
-	if r.Overwrite && mustCheckReplace(who, dir) {
-		if old, err := c.store.Lookup(ctx, dir.id, name); err == nil {
-			if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
-				return api.FileInfo{}, err
-			}
+	if r.Overwrite {
+		if err := c.mayReplace(ctx, who, dir, dirComps, name, path); err != nil {
+			return api.FileInfo{}, err
 		}
 	}
 	k, err := c.chooseCOS(r.COS, dir.cos, size)

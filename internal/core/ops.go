@@ -362,6 +362,34 @@ func (c *Core) writableDir(ctx context.Context, who *auth.Identity, dirComps []s
 	return dir, mayDir(who, dir, joinPath(dirComps), path, auth.Write|auth.Exec)
 }
 
+// fileRequest checks what a request that makes the file p sends: who
+// calls, the path, the mode and the attributes.
+func fileRequest(ctx context.Context, op, p string, mode uint32, xattrs map[string][]byte) (who *auth.Identity, dirComps []string, name string, err error) {
+	if who, err = caller(ctx); err != nil {
+		return nil, nil, "", err
+	}
+	if dirComps, name, err = splitParent(p); err != nil {
+		return nil, nil, "", err
+	}
+	if err = checkMode(mode, op+" "+p); err != nil {
+		return nil, nil, "", err
+	}
+	return who, dirComps, name, validXattrs(xattrs, op+" "+p)
+}
+
+// mayReplace checks that who may replace the entry name of dir, if there
+// is one (see replaceable), where write on dir is not enough.
+func (c *Core) mayReplace(ctx context.Context, who *auth.Identity, dir dentry, dirComps []string, name, path string) error {
+	if !mustCheckReplace(who, dir) {
+		return nil
+	}
+	old, err := c.store.Lookup(ctx, dir.id, name)
+	if err != nil {
+		return nil // nothing to replace
+	}
+	return replaceable(who, dir, joinPath(dirComps), old, path)
+}
+
 // mustCheckReplace says whether replacing an entry of dir needs more than
 // the write permission on dir: a sticky directory, or scopes.
 func mustCheckReplace(who *auth.Identity, dir dentry) bool {
@@ -606,18 +634,8 @@ func (c *Core) writer(who *auth.Identity, bitfile, epoch int64, what string) (in
 // The caller must be the one that created the write, and may commit it
 // only where it may create a file.
 func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, error) {
-	who, err := caller(ctx)
+	who, dirComps, name, err := fileRequest(ctx, "commit", r.Path, r.Mode, r.Xattrs)
 	if err != nil {
-		return api.FileInfo{}, err
-	}
-	dirComps, name, err := splitParent(r.Path)
-	if err != nil {
-		return api.FileInfo{}, err
-	}
-	if err := checkMode(r.Mode, "commit "+r.Path); err != nil {
-		return api.FileInfo{}, err
-	}
-	if err := validXattrs(r.Xattrs, "commit "+r.Path); err != nil {
 		return api.FileInfo{}, err
 	}
 	w, err := c.writer(who, r.Bitfile, r.Epoch, "commit "+r.Path)
@@ -654,11 +672,9 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 		return api.FileInfo{}, fmt.Errorf("commit %s: %w", r.Path, err)
 	}
 	parent := dir.id
-	if old == nil && r.Overwrite && mustCheckReplace(who, dir) {
-		if old, err := c.store.Lookup(ctx, parent, name); err == nil {
-			if err := replaceable(who, dir, joinPath(dirComps), old, path); err != nil {
-				return api.FileInfo{}, err
-			}
+	if old == nil && r.Overwrite {
+		if err := c.mayReplace(ctx, who, dir, dirComps, name, path); err != nil {
+			return api.FileInfo{}, err
 		}
 	}
 	cos := r.COS

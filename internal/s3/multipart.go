@@ -457,19 +457,9 @@ func (q *request) completeUpload() *Error {
 		u.Abort()
 		return fromStrata(err, q.object)
 	}
-	if alg != "" {
-		sum, e := q.uploadSum(alg, typ, use, whole)
-		if e != nil {
-			u.Abort()
-			return e
-		}
-		meta[xaChecksum+alg] = []byte(sum)
-		meta[xaChecksumType] = []byte(typ)
-		ps := make([]string, len(use))
-		for i, p := range use {
-			ps[i] = string(p.attrs[xaChecksum+alg])
-		}
-		meta[xaPartSums] = []byte(strings.Join(ps, ","))
+	if e := q.sumMeta(meta, alg, typ, use, whole); e != nil {
+		u.Abort()
+		return e
 	}
 	if total > 0 {
 		u.SetXattrs(withETag(meta, etag+" "+u.Fixity(), nil))
@@ -494,18 +484,8 @@ func (q *request) join(use []part, o client.PutOptions, meta map[string][]byte, 
 			return false, nil
 		}
 	}
-	if alg != "" {
-		sum, e := q.uploadSum(alg, typ, use, nil)
-		if e != nil {
-			return false, e
-		}
-		meta[xaChecksum+alg] = []byte(sum)
-		meta[xaChecksumType] = []byte(typ)
-		ps := make([]string, len(use))
-		for i, p := range use {
-			ps[i] = string(p.attrs[xaChecksum+alg])
-		}
-		meta[xaPartSums] = []byte(strings.Join(ps, ","))
+	if e := q.sumMeta(meta, alg, typ, use, nil); e != nil {
+		return false, e
 	}
 	paths := make([]string, len(use))
 	for i, p := range use {
@@ -526,6 +506,26 @@ func (q *request) join(use []part, o client.PutOptions, meta map[string][]byte, 
 		return false, nil
 	}
 	return e == nil, e
+}
+
+// sumMeta adds to meta the object's checksum of algorithm alg (if the
+// upload has one), its type, and its parts' checksums.
+func (q *request) sumMeta(meta map[string][]byte, alg, typ string, use []part, whole hash.Hash) *Error {
+	if alg == "" {
+		return nil
+	}
+	sum, e := q.uploadSum(alg, typ, use, whole)
+	if e != nil {
+		return e
+	}
+	meta[xaChecksum+alg] = []byte(sum)
+	meta[xaChecksumType] = []byte(typ)
+	ps := make([]string, len(use))
+	for i, p := range use {
+		ps[i] = string(p.attrs[xaChecksum+alg])
+	}
+	meta[xaPartSums] = []byte(strings.Join(ps, ","))
+	return nil
 }
 
 // finishUpload removes a completed upload's parts (those joined are gone
