@@ -191,3 +191,42 @@ func TestRestartUnderLoad(t *testing.T) {
 		t.Fatalf("%d entries after the restarts, %d writes acknowledged", len(got), want)
 	}
 }
+
+// TestReadsAcrossRestart: reads on connections the database's restart
+// ended (57P01 on their next use) ask again on new ones, the unprepared
+// Residency query as much as the prepared ones.
+func TestReadsAcrossRestart(t *testing.T) {
+	srv := pgtest.Serve(t, "", "")
+	s, err := Open(srv.DSN, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.PutDevice(ctx, catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.CreatePending(ctx, catalog.Bitfile{Size: 10, StripeWidth: 1, StripeUnit: 1 << 20, Epoch: 1, Lease: 100, Segments: []catalog.Segment{{Device: "d0", Length: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, catalog.Inode{Parent: catalog.RootID, Name: "f", Mode: 0o644}, &b, false); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		// Warm the read pool, then end its connections.
+		if _, err := s.Residency(ctx, []int64{b.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.List(ctx, catalog.RootID, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		srv.Restart(t)
+		if r, err := s.Residency(ctx, []int64{b.ID}); err != nil || !r[b.ID].OnDisk {
+			t.Fatalf("round %d: residency after a restart: %v %v", round, r, err)
+		}
+		if l, err := s.List(ctx, catalog.RootID, "", 0); err != nil || len(l) != 1 {
+			t.Fatalf("round %d: list after a restart: %v %v", round, l, err)
+		}
+	}
+}

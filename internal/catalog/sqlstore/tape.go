@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
@@ -460,24 +461,37 @@ func (s *Store) Residency(ctx context.Context, ids []int64) (map[int64]catalog.R
 			args[i] = id
 		}
 		ids = ids[n:]
-		// Not a prepared statement: the placeholder count varies.
-		rows, err := s.rdb.QueryContext(ctx, s.rebind(q), args...)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: residency: %w", err)
-		}
-		for rows.Next() {
-			var id int64
-			var r catalog.Residency
-			if err := rows.Scan(&id, &r.OnDisk, &r.Tapes); err != nil {
-				rows.Close()
+		// A chunk the database's restart refused or cut off is read
+		// again once it is back, as readRows waits.
+		start := time.Now()
+		for {
+			err := s.residency(ctx, q, args, out)
+			if err == nil {
+				break
+			}
+			if !s.transient(err) || time.Since(start) >= ReconnectFor || ctx.Err() != nil {
 				return nil, fmt.Errorf("catalog: residency: %w", err)
 			}
-			out[id] = r
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
+			time.Sleep(reconnectPause)
 		}
 	}
 	return out, nil
+}
+
+// residency reads one chunk of Residency's bitfiles into out.
+func (s *Store) residency(ctx context.Context, q string, args []any, out map[int64]catalog.Residency) error {
+	rows, err := s.rdb.QueryContext(ctx, s.rebind(q), args...) // unprepared: the placeholder count varies
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var r catalog.Residency
+		if err := rows.Scan(&id, &r.OnDisk, &r.Tapes); err != nil {
+			return err
+		}
+		out[id] = r
+	}
+	return rows.Err()
 }
