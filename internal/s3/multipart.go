@@ -209,10 +209,7 @@ func (q *request) uploadPart() *Error {
 	if q.size > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	// One stripe a part, in the upload's class: Complete joins them as
-	// the stripes of the object (join). Parts in flight at once keep the
-	// devices busy together.
-	return q.store(p, client.PutOptions{Overwrite: true, Stripes: 1, COS: string(attrs[xaUploadCOS])}, map[string][]byte{})
+	return q.store(p, partOptions(string(attrs[xaUploadCOS])), map[string][]byte{})
 }
 
 // uploadPartCopy makes part p from a range of another object.
@@ -241,7 +238,16 @@ func (q *request) uploadPartCopy(p, cos string) *Error {
 	if n > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	return q.copyTo("CopyPartResult", p, rd, off, n, client.PutOptions{COS: cos, Stripes: 1}, map[string][]byte{})
+	return q.copyTo("CopyPartResult", p, rd, off, n, partOptions(cos), map[string][]byte{})
+}
+
+// partOptions is how a part is stored: one stripe, in the upload's
+// class, so that Complete can join the parts as the stripes of the object
+// (join); parts in flight at once keep the devices busy together. No
+// whole-file digest: a joined object has none, and a copied one gets its
+// own as it is written.
+func partOptions(cos string) client.PutOptions {
+	return client.PutOptions{Overwrite: true, Stripes: 1, COS: cos, NoFixity: true}
 }
 
 // part is one stored part of an upload.
