@@ -442,10 +442,11 @@ func TestEditClassOfService(t *testing.T) {
 	}
 }
 
-// A large file striped on disk is striped on tape too: each stripe in a
-// tape file of its own on another cartridge, written on several drives at
-// once; the recall reads the stripes back (on several drives) into a disk
-// copy with the same striping; the catalog rebuilt from tape has it too.
+// A large file striped on disk is striped on tape too: its stripes dealt
+// round to two drives, each writing its stripes as one tape file on
+// another cartridge at once; the recall reads the stripes back (on
+// several drives) into a disk copy with the same striping; the catalog
+// rebuilt from tape has it too.
 func TestStripedTapeCopy(t *testing.T) {
 	t.Parallel()
 	s, c := tapeServer(t, func(cfg *config.Config) {
@@ -466,14 +467,20 @@ func TestStripedTapeCopy(t *testing.T) {
 	}
 	fi, _ := c.Stat(ctx, "/big")
 	vols := map[string]bool{}
+	tapeFiles := map[string]int64{} // volume and seq → the next stripe's offset in it
 	for i, tc := range fi.Layout.Tapes {
 		if tc.Copy != 1 || tc.Stripe != i || tc.Length != fi.Layout.Segments[i].Length || tc.CRC32C != fi.Layout.Segments[i].CRC32C {
 			t.Fatalf("tape stripe %d: %+v, disk segment %+v", i, tc, fi.Layout.Segments[i])
 		}
 		vols[tc.Volume] = true
+		k := fmt.Sprint(tc.Volume, "/", tc.Seq)
+		if tc.Offset != tapeFiles[k] {
+			t.Fatalf("tape stripe %d at offset %d of its tape file, want %d", i, tc.Offset, tapeFiles[k])
+		}
+		tapeFiles[k] += tc.Length
 	}
-	if len(fi.Layout.Tapes) != 4 || len(vols) != 2 {
-		t.Fatalf("striped copy: %d stripes on %d cartridges: %+v", len(fi.Layout.Tapes), len(vols), fi.Layout.Tapes)
+	if len(fi.Layout.Tapes) != 4 || len(vols) != 2 || len(tapeFiles) != 2 {
+		t.Fatalf("striped copy: %d stripes in %d tape files on %d cartridges: %+v", len(fi.Layout.Tapes), len(tapeFiles), len(vols), fi.Layout.Tapes)
 	}
 	if st := s.Library.Stats(); st.Mounts < 2 {
 		t.Fatalf("one drive did all the work: %+v", st)

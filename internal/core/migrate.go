@@ -497,8 +497,9 @@ func (h *hsm) pickVolume(drive, have string, need int64, exclude map[string]bool
 }
 
 // stripes is how many drives a tape copy of b is written on at once: a
-// large file striped on disk keeps its stripes on tape, one tape file per
-// stripe on its own cartridge, so it streams at the rate of several drives.
+// large file striped on disk keeps its stripes on tape, the stripes of
+// each drive in one tape file on its own cartridge, so it streams at the
+// rate of several drives.
 func (h *hsm) stripes(b catalog.Bitfile) int {
 	if h.cfg.StripeMin <= 0 || b.Size < h.cfg.StripeMin || h.cfg.MigrateDrives < 2 {
 		return 1
@@ -513,10 +514,10 @@ type lane struct {
 	err           error
 }
 
-// writeStriped writes one tape copy of cd with stripe i of its disk copy in
-// a tape file of its own, on up to MigrateDrives drives at once, each on
-// another cartridge; the copy is recorded only once every stripe is
-// verified and flushed.
+// writeStriped writes one tape copy of cd with the stripes of its disk
+// copy dealt round to up to MigrateDrives drives at once, each writing
+// its stripes as one tape file on another cartridge; the copy is recorded
+// only once every stripe is verified and flushed.
 func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMResult, error) {
 	b := cd.Bitfile
 	segs := b.Segments
@@ -574,13 +575,13 @@ func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range l.stripes {
-				tc, err := h.writeStripe(ctx, l, cd, path, copyID, i)
-				if err != nil {
-					l.err = err
-					return
-				}
-				written[i] = tc
+			tcs, err := h.writeLane(ctx, l, cd, path, copyID)
+			if err != nil {
+				l.err = err
+				return
+			}
+			for j, i := range l.stripes {
+				written[i] = tcs[j]
 			}
 			if err := h.lib.Flush(ctx, l.drive); err != nil {
 				l.err = fmt.Errorf("migrate to %s: flush: %w", l.volume, err)
@@ -609,27 +610,41 @@ func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMRe
 		}
 	}
 	h.c.log.Info("hsm: migrated striped", "path", path, "stripes", len(segs), "drives", len(lanes), "bytes", b.Size)
-	return api.HSMResult{Files: 1, Bytes: b.Size, TapeFiles: len(segs)}, nil
+	return api.HSMResult{Files: 1, Bytes: b.Size, TapeFiles: len(lanes)}, nil
 }
 
-// writeStripe writes stripe i of cd's disk copy as one tape file on l's
-// drive and checks it against the CRC32C the catalog has for that stripe.
-func (h *hsm) writeStripe(ctx context.Context, l *lane, cd catalog.Candidate, path, copyID string, i int) (catalog.TapeCopy, error) {
-	seg, in := cd.Bitfile.Segments[i], cd.Inode
-	hdr := &tape.Header{Entries: []tape.Entry{{Path: path, Bitfile: cd.Bitfile.ID, Size: seg.Length, Fixity: cd.Bitfile.Fixity,
-		Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS,
-		Stripe: i, Stripes: len(cd.Bitfile.Segments), StripeUnit: cd.Bitfile.StripeUnit, FileSize: cd.Bitfile.Size, CopyID: copyID}}}
-	src, err := h.c.source(ctx, seg, token.OpRead, seg.Length)
+// writeLane writes l's stripes of cd's disk copy as one tape file on l's
+// drive, an entry a stripe (as aggregation writes small files: a file
+// joined from thousands of parts costs one tape file a drive, not one a
+// part), and checks each against the CRC32C the catalog has for it.
+func (h *hsm) writeLane(ctx context.Context, l *lane, cd catalog.Candidate, path, copyID string) ([]catalog.TapeCopy, error) {
+	in, b := cd.Inode, cd.Bitfile
+	hdr := &tape.Header{}
+	files := make([]tapeserver.File, len(l.stripes))
+	var off int64
+	for j, i := range l.stripes {
+		seg := b.Segments[i]
+		hdr.Entries = append(hdr.Entries, tape.Entry{Path: path, Bitfile: b.ID, Offset: off, Size: seg.Length, Fixity: b.Fixity,
+			Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS,
+			Stripe: i, Stripes: len(b.Segments), StripeUnit: b.StripeUnit, FileSize: b.Size, CopyID: copyID})
+		src, err := h.c.source(ctx, seg, token.OpRead, seg.Length)
+		if err != nil {
+			return nil, err
+		}
+		files[j] = tapeserver.File{Size: seg.Length, StripeUnit: b.StripeUnit, Stripes: []tapeserver.Source{src}}
+		off += seg.Length
+	}
+	r, err := h.jobs.Write(ctx, tapeserver.WriteJob{Drive: l.drive, Header: hdr, Files: files})
 	if err != nil {
-		return catalog.TapeCopy{}, err
+		return nil, err
 	}
-	r, err := h.jobs.Write(ctx, tapeserver.WriteJob{Drive: l.drive, Header: hdr,
-		Files: []tapeserver.File{{Size: seg.Length, StripeUnit: cd.Bitfile.StripeUnit, Stripes: []tapeserver.Source{src}}}})
-	if err != nil {
-		return catalog.TapeCopy{}, err
+	out := make([]catalog.TapeCopy, len(l.stripes))
+	for j, i := range l.stripes {
+		seg := b.Segments[i]
+		if got := r.EntryCRCs[j]; got != seg.CRC32C {
+			return nil, api.Errorf(api.ErrCorrupt, "stripe %d: disk has crc32c %08x, tape wrote %08x", i, seg.CRC32C, got)
+		}
+		out[j] = catalog.TapeCopy{Stripe: i, Volume: l.volume, Seq: r.Seq, Position: r.Start, Offset: hdr.Entries[j].Offset, Length: seg.Length, CRC32C: seg.CRC32C}
 	}
-	if got := r.EntryCRCs[0]; got != seg.CRC32C {
-		return catalog.TapeCopy{}, api.Errorf(api.ErrCorrupt, "stripe %d: disk has crc32c %08x, tape wrote %08x", i, seg.CRC32C, got)
-	}
-	return catalog.TapeCopy{Stripe: i, Volume: l.volume, Seq: r.Seq, Position: r.Start, Length: seg.Length, CRC32C: seg.CRC32C}, nil
+	return out, nil
 }
