@@ -524,10 +524,11 @@ func (c *Client) Rename(ctx context.Context, src, dst string, overwrite bool) er
 // Concat makes path the files sources joined in order and removes them,
 // without copying their data (api.ConcatRequest says which files can be
 // joined): S3's CompleteMultipartUpload of parts each stored with
-// PutOptions.Stripes 1. o's COS, Overwrite, Mode and Xattrs apply.
-func (c *Client) Concat(ctx context.Context, path string, sources []string, o PutOptions) (*FileInfo, error) {
+// PutOptions.Stripes 1. fixity is the joined file's digest, if the caller
+// has it (TreeHash), else "". o's COS, Overwrite, Mode and Xattrs apply.
+func (c *Client) Concat(ctx context.Context, path string, sources []string, fixity string, o PutOptions) (*FileInfo, error) {
 	var fi FileInfo
-	return &fi, c.do(ctx, "POST", "/v1/concat", nil, api.ConcatRequest{Path: path, Sources: sources, COS: o.COS, Overwrite: o.Overwrite, Mode: o.Mode, Xattrs: o.Xattrs}, &fi)
+	return &fi, c.do(ctx, "POST", "/v1/concat", nil, api.ConcatRequest{Path: path, Sources: sources, COS: o.COS, Overwrite: o.Overwrite, Mode: o.Mode, Xattrs: o.Xattrs, Fixity: fixity}, &fi)
 }
 
 // Remove deletes a file or an empty directory; with recursive, a tree.

@@ -37,22 +37,22 @@ func TestConcat(t *testing.T) {
 		all, parts = append(all, b...), append(parts, p)
 	}
 	// Refused: a part of another size than the first, a striped file.
-	if _, err := c.Concat(ctx, "/obj", []string{parts[20], parts[0]}, client.PutOptions{}); !errors.Is(err, client.ErrInvalid) {
+	if _, err := c.Concat(ctx, "/obj", []string{parts[20], parts[0]}, "", client.PutOptions{}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("a short part first: %v", err)
 	}
 	striped := randBytes(1, 4*unit)
 	if _, err := c.Put(ctx, "/striped", bytes.NewReader(striped), int64(len(striped)), client.PutOptions{Stripes: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Concat(ctx, "/obj", []string{"/striped"}, client.PutOptions{}); !errors.Is(err, client.ErrInvalid) {
+	if _, err := c.Concat(ctx, "/obj", []string{"/striped"}, "", client.PutOptions{}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("a striped source: %v", err)
 	}
 	// Another user may not join files only root may read.
 	other := client.OnBehalfOf(ctx, 4321, 4321, nil)
-	if _, err := c.Concat(other, "/obj", parts, client.PutOptions{}); !errors.Is(err, client.ErrDenied) {
+	if _, err := c.Concat(other, "/obj", parts, "", client.PutOptions{}); !errors.Is(err, client.ErrDenied) {
 		t.Fatalf("another user: %v", err)
 	}
-	fi, err := c.Concat(ctx, "/obj", parts, client.PutOptions{Xattrs: map[string][]byte{"user.k": []byte("v")}})
+	fi, err := c.Concat(ctx, "/obj", parts, "", client.PutOptions{Xattrs: map[string][]byte{"user.k": []byte("v")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash"
@@ -200,3 +201,104 @@ func (t *treeHash) node(lo, hi int64) (guts.Node, bool) {
 	}
 	return guts.ParentNode(guts.ChainingValue(l), guts.ChainingValue(r), &guts.IV, 0), true
 }
+
+// TreeHash builds a file's BLAKE3 fixity from pieces hashed apart, in
+// other requests or processes: S3 parts hashed as they arrive, joined by
+// Concat without being read again. Pieces tile BLAKE3's tree when each
+// starts at a multiple of the power of two at or above its length (parts
+// of one power-of-two size, MiB or more, and the last part).
+type TreeHash struct{ t *treeHash }
+
+// NewTreeHash returns an empty TreeHash.
+func NewTreeHash() *TreeHash { return &TreeHash{newTreeHash()} }
+
+// At returns a writer hashing the bytes at off onwards (off a multiple of
+// 1 MiB) in 1 MiB blocks; Close hashes the last, short one.
+func (h *TreeHash) At(off int64) *TreeWriter {
+	return &TreeWriter{t: h.t, off: off, buf: make([]byte, 0, treeBlock)}
+}
+
+// treeBlock is the piece a TreeWriter hashes at once: 1,024 chunks.
+const treeBlock = 1 << 20
+
+// TreeWriter hashes a run of a file's bytes into a TreeHash.
+type TreeWriter struct {
+	t   *treeHash
+	off int64 // of buf's start
+	buf []byte
+}
+
+func (w *TreeWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), treeBlock-len(w.buf))
+		w.buf = append(w.buf, p[:k]...)
+		p = p[k:]
+		if len(w.buf) == treeBlock {
+			w.hash()
+		}
+	}
+	return n, nil
+}
+
+// Close hashes what is left.
+func (w *TreeWriter) Close() error {
+	if len(w.buf) > 0 {
+		w.hash()
+	}
+	return nil
+}
+
+func (w *TreeWriter) hash() {
+	node := blake3Node(w.buf, uint64(w.off/guts.ChunkSize))
+	w.t.mu.Lock()
+	w.t.pieces[w.off] = treePiece{n: int64(len(w.buf)), node: node}
+	w.t.mu.Unlock()
+	w.off += int64(len(w.buf))
+	w.buf = w.buf[:0]
+}
+
+// Node returns the node of bytes [lo, hi), encoded for AddNode, or false
+// when the pieces hashed do not make it up.
+func (h *TreeHash) Node(lo, hi int64) (string, bool) {
+	h.t.mu.Lock()
+	defer h.t.mu.Unlock()
+	n, ok := h.t.node(lo, hi)
+	if !ok {
+		return "", false
+	}
+	words := make([]uint32, 0, 8+16+4)
+	words = append(append(words, n.CV[:]...), n.Block[:]...)
+	words = append(words, uint32(n.Counter), uint32(n.Counter>>32), n.BlockLen, n.Flags)
+	b := make([]byte, 0, 4*len(words))
+	for _, v := range words {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	return hex.EncodeToString(b), true
+}
+
+// AddNode adds the node of bytes [lo, hi) that Node encoded.
+func (h *TreeHash) AddNode(lo, hi int64, enc string) error {
+	b, err := hex.DecodeString(enc)
+	if err != nil || len(b) != 4*(8+16+4) || lo < 0 || hi <= lo {
+		return fmt.Errorf("tree node %q of [%d, %d): malformed", enc, lo, hi)
+	}
+	word := func(i int) uint32 { return binary.LittleEndian.Uint32(b[4*i:]) }
+	var n guts.Node
+	for i := range n.CV {
+		n.CV[i] = word(i)
+	}
+	for i := range n.Block {
+		n.Block[i] = word(8 + i)
+	}
+	n.Counter = uint64(word(24)) | uint64(word(25))<<32
+	n.BlockLen, n.Flags = word(26), word(27)
+	h.t.mu.Lock()
+	h.t.pieces[lo] = treePiece{n: hi - lo, node: n}
+	h.t.mu.Unlock()
+	return nil
+}
+
+// Sum returns the BLAKE3 fixity of the first size bytes ("blake3:HEX"),
+// or false when the pieces do not make up BLAKE3's tree over them.
+func (h *TreeHash) Sum(size int64) (string, bool) { return h.t.sum(size) }

@@ -489,6 +489,9 @@ type ConcatRequest struct {
 	Overwrite bool              `json:"overwrite,omitempty"`
 	Mode      uint32            `json:"mode,omitempty"`
 	Xattrs    map[string][]byte `json:"xattrs,omitempty"` // as in CreateRequest
+	// Fixity is the joined file's whole-file digest, if the caller could
+	// make it without reading the data (client.TreeHash); "" for none.
+	Fixity string `json:"fixity,omitempty"`
 }
 
 // AbortRequest abandons a pending write.

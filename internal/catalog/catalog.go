@@ -245,8 +245,9 @@ type Store interface {
 	// i of the new bitfile, of unit bytes a stripe, is source i's one disk
 	// segment. Every source must be a committed file of one stripe on
 	// disk without tape copies, of unit bytes (the last: 1 to unit);
-	// anything else is ErrInvalid and changes nothing.
-	Concat(ctx context.Context, in Inode, sources []int64, unit int64, replace bool) (Inode, error)
+	// anything else is ErrInvalid and changes nothing. fixity is the new
+	// bitfile's whole-file digest ("" for none).
+	Concat(ctx context.Context, in Inode, sources []int64, unit int64, fixity string, replace bool) (Inode, error)
 	// Rename moves an entry. It refuses to move a directory below itself
 	// (ErrInvalid) and to replace a directory with a file or vice versa.
 	// It returns the moved entry.

@@ -644,7 +644,7 @@ multipart uploads are completed this way.`,
 			}
 			paths[i] = p
 		}
-		_, err := c.Concat(ctx, paths[0], paths[1:], client.PutOptions{Overwrite: force})
+		_, err := c.Concat(ctx, paths[0], paths[1:], "", client.PutOptions{Overwrite: force})
 		return err
 	})
 	return cmd

@@ -75,14 +75,14 @@ func (c *Core) Concat(ctx context.Context, r api.ConcatRequest) (api.FileInfo, e
 	in := c.newEntry(who, dir, r.Mode, 0o666, false)
 	in.Parent, in.Name, in.Mtime, in.Ctime, in.Atime, in.COS = dir.id, name, now, now, now, k.Name
 	in.Xattrs = r.Xattrs
-	in, err = c.store.Concat(ctx, in, ids, unit, r.Overwrite)
+	in, err = c.store.Concat(ctx, in, ids, unit, r.Fixity, r.Overwrite)
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("concat %s: %w", r.Path, err)
 	}
 	c.quota.markStale() // the sources went, and what the file replaced
 	fi := info(path, in)
 	if b, err := c.store.Bitfile(ctx, in.Bitfile); err == nil {
-		fi.Layout = layout(b)
+		fi.Layout, fi.Fixity = layout(b), b.Fixity
 	}
 	return fi, nil
 }

@@ -39,6 +39,10 @@ const (
 	// xaPartSums are the parts' checksums (of the upload's algorithm),
 	// comma-separated, for GET ?partNumber=.
 	xaPartSums = "user.s3.part-checksums"
+	// xaPartNode is a part's BLAKE3 tree node, "OFFSET NODE", hashed as it
+	// arrived for its place in the object (client.TreeHash): Complete
+	// makes the joined object's fixity from the parts' nodes.
+	xaPartNode = "user.s3.part-node"
 	// doneKept is how long a completed upload's record stays.
 	doneKept    = 15 * time.Minute
 	maxParts    = 10000
@@ -209,7 +213,7 @@ func (q *request) uploadPart() *Error {
 	if q.size > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	return q.store(p, partOptions(string(attrs[xaUploadCOS])), map[string][]byte{})
+	return q.store(p, partOptions(string(attrs[xaUploadCOS])), map[string][]byte{}, partTree(n, q.size))
 }
 
 // uploadPartCopy makes part p from a range of another object.
@@ -244,10 +248,64 @@ func (q *request) uploadPartCopy(p, cos string) *Error {
 // partOptions is how a part is stored: one stripe, in the upload's
 // class, so that Complete can join the parts as the stripes of the object
 // (join); parts in flight at once keep the devices busy together. No
-// whole-file digest: a joined object has none, and a copied one gets its
-// own as it is written.
+// digest of the part alone: the object's is made from the parts' tree
+// nodes (partHash), or as a copied object is written.
 func partOptions(cos string) client.PutOptions {
 	return client.PutOptions{Overwrite: true, Stripes: 1, COS: cos, NoFixity: true}
+}
+
+// partHash hashes a part, as it arrives, into BLAKE3's tree node for its
+// place in the object: part n of size bytes starts at (n-1) × size if all
+// before it are as large, which Complete checks before it uses the node.
+type partHash struct {
+	h       *client.TreeHash
+	w       *client.TreeWriter
+	off, to int64
+}
+
+// partTree returns the hasher of part n of size bytes, or nil when such
+// parts cannot tile BLAKE3's tree (a size that is not a power of two of
+// at least 1 MiB: the last part, or parts of other clients' sizes).
+func partTree(n int, size int64) *partHash {
+	if size < 1<<20 || size&(size-1) != 0 {
+		return nil
+	}
+	h := client.NewTreeHash()
+	off := int64(n-1) * size
+	return &partHash{h: h, w: h.At(off), off: off, to: off + size}
+}
+
+// record adds the part's node to its attributes.
+func (t *partHash) record(attrs map[string][]byte) {
+	t.w.Close()
+	if enc, ok := t.h.Node(t.off, t.to); ok {
+		attrs[xaPartNode] = []byte(strconv.FormatInt(t.off, 10) + " " + enc)
+	}
+}
+
+// joinedFixity is the BLAKE3 fixity of the object the parts make, from
+// the nodes they were hashed into as they arrived, and from the last part
+// read again at its place: "" if the parts do not tile BLAKE3's tree (see
+// partTree) or a node is missing.
+func (q *request) joinedFixity(use []part, total int64) string {
+	size := use[0].fi.Size
+	h := client.NewTreeHash()
+	for i, p := range use[:len(use)-1] {
+		off, enc, _ := strings.Cut(string(p.attrs[xaPartNode]), " ")
+		at := int64(i) * size
+		if off != strconv.FormatInt(at, 10) || h.AddNode(at, at+size, enc) != nil {
+			return ""
+		}
+	}
+	last := use[len(use)-1]
+	w := h.At(int64(len(use)-1) * size)
+	if _, err := q.g.c.Get(q.ctx, last.fi.Path, w, client.GetOptions{}); err != nil {
+		q.g.log.Warn("s3: the last part could not be read for the object's fixity", "key", q.object, "err", err)
+		return ""
+	}
+	w.Close()
+	sum, _ := h.Sum(total)
+	return sum
 }
 
 // part is one stored part of an upload.
@@ -497,11 +555,16 @@ func (q *request) join(use []part, o client.PutOptions, meta map[string][]byte, 
 	for i, p := range use {
 		paths[i] = p.fi.Path
 	}
-	o.Xattrs = withETag(meta, etag, nil) // no fixity: the joined file has none
+	var total int64
+	for _, p := range use {
+		total += p.fi.Size
+	}
+	fixity := q.joinedFixity(use, total)
+	o.Xattrs = withETag(meta, etag+" "+fixity, nil)
 	p := q.g.path(q.bucket, q.object)
 	var invalid error
 	e := q.inDirs(p, o, func() error {
-		_, err := q.g.c.Concat(q.ctx, p, paths, o)
+		_, err := q.g.c.Concat(q.ctx, p, paths, fixity, o)
 		if errors.Is(err, api.ErrInvalid) {
 			invalid, err = err, nil
 		}

@@ -177,13 +177,13 @@ func (q *request) putObject() *Error {
 	if e := q.writeConditions(p, &o); e != nil {
 		return e
 	}
-	return q.store(p, o, attrs)
+	return q.store(p, o, attrs, nil)
 }
 
 // store writes the request's body as the file p, and commits it with
 // attrs, its ETag and its checksums once the whole body has been read
 // and verified; on any failure nothing is committed.
-func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte) *Error {
+func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte, tree *partHash) *Error {
 	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
 	if e != nil {
 		return e
@@ -202,9 +202,16 @@ func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte) 
 		return e
 	}
 	if q.size > 0 {
-		if e := q.readBody(u, bc, make([]byte, copyBuf)); e != nil {
+		var dst io.Writer = u
+		if tree != nil {
+			dst = io.MultiWriter(u, tree.w)
+		}
+		if e := q.readBody(dst, bc, make([]byte, copyBuf)); e != nil {
 			u.Abort()
 			return e
+		}
+		if tree != nil {
+			tree.record(attrs)
 		}
 		u.SetXattrs(withETag(attrs, bc.etag()+" "+u.Fixity(), bc.checksums()))
 	}

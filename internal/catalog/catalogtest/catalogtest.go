@@ -430,7 +430,7 @@ func testConcat(t *testing.T, s catalog.Store) {
 	}{{ids, 90}, {[]int64{ids[0], ids[0]}, 100}, {[]int64{ids[2], ids[0]}, 100}, {nil, 100}} {
 		in := file(catalog.RootID, "obj")
 		in.UID = 7
-		_, err := s.Concat(ctx, in, bad.ids, bad.unit, true)
+		_, err := s.Concat(ctx, in, bad.ids, bad.unit, "", true)
 		wantErr(t, err, api.ErrInvalid)
 	}
 	if got := must(s.List(ctx, parts.ID, "", 0)); len(got) != 3 {
@@ -438,12 +438,12 @@ func testConcat(t *testing.T, s catalog.Store) {
 	}
 	in := file(catalog.RootID, "obj")
 	in.UID, in.Xattrs = 7, map[string][]byte{"user.k": []byte("v")}
-	f := must(s.Concat(ctx, in, ids, 100, true))
+	f := must(s.Concat(ctx, in, ids, 100, "blake3:00", true))
 	if f.ID != old.ID || f.Size != 230 || f.UID != 7 {
 		t.Fatalf("concat: %+v", f)
 	}
 	b := must(s.Bitfile(ctx, f.Bitfile))
-	if b.State != catalog.Committed || b.Size != 230 || b.StripeWidth != 3 || b.StripeUnit != 100 || !b.OnDisk || len(b.Segments) != 3 {
+	if b.State != catalog.Committed || b.Size != 230 || b.StripeWidth != 3 || b.StripeUnit != 100 || !b.OnDisk || len(b.Segments) != 3 || b.Fixity != "blake3:00" {
 		t.Fatalf("joined bitfile: %+v", b)
 	}
 	for i, sg := range b.Segments {
@@ -475,7 +475,7 @@ func testConcat(t *testing.T, s catalog.Store) {
 	// Without replace the name must be free.
 	b4 := pending(t, s, 100, "d1")
 	p4 := must(s.Commit(ctx, file(parts.ID, "4"), finish(b4, 100), false))
-	_, err := s.Concat(ctx, file(catalog.RootID, "obj"), []int64{p4.ID}, 100, false)
+	_, err := s.Concat(ctx, file(catalog.RootID, "obj"), []int64{p4.ID}, 100, "", false)
 	wantErr(t, err, api.ErrExist)
 }
 

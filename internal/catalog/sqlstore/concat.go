@@ -11,7 +11,7 @@ import (
 // Concat implements catalog.Store: the sources' segments move, rows only,
 // to a new bitfile whose stripe i is source i's one segment; no byte is
 // read or written.
-func (s *Store) Concat(ctx context.Context, in catalog.Inode, sources []int64, unit int64, replace bool) (catalog.Inode, error) {
+func (s *Store) Concat(ctx context.Context, in catalog.Inode, sources []int64, unit int64, fixity string, replace bool) (catalog.Inode, error) {
 	in.Kind = catalog.KindFile
 	attrs := in.Xattrs
 	in.Xattrs = nil // not for the inode cache
@@ -50,8 +50,8 @@ func (s *Store) Concat(ctx context.Context, in catalog.Inode, sources []int64, u
 				return err
 			}
 		}
-		if _, err := t.Exec("INSERT INTO bitfiles (id, state, size, stripe_width, stripe_unit, fixity, epoch, lease) VALUES (?, ?, ?, ?, ?, '', 0, 0)",
-			id, catalog.Committed, size, len(sources), unit); err != nil {
+		if _, err := t.Exec("INSERT INTO bitfiles (id, state, size, stripe_width, stripe_unit, fixity, epoch, lease) VALUES (?, ?, ?, ?, ?, ?, 0, 0)",
+			id, catalog.Committed, size, len(sources), unit, fixity); err != nil {
 			return fmt.Errorf("catalog: insert bitfile: %w", err)
 		}
 		in.Bitfile, in.Size = id, size
