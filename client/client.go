@@ -194,7 +194,7 @@ func parseCore(addr string) (*coreAddr, error) {
 		}
 		tr := newTransport("localhost")
 		tr.socket, tr.unixOnly = sock, true
-		return &coreAddr{base: "http://localhost", tr: tr}, nil
+		return &coreAddr{base: "http://localhost", name: addr, tr: tr}, nil
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -203,7 +203,8 @@ func parseCore(addr string) (*coreAddr, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
 	}
-	return &coreAddr{base: strings.TrimRight(u.String(), "/"), tr: newTransport(u.Host)}, nil
+	base := strings.TrimRight(u.String(), "/")
+	return &coreAddr{base: base, name: base, tr: newTransport(u.Host)}, nil
 }
 
 // TokenFile is where `strata login` keeps a user's bearer token:
@@ -366,22 +367,22 @@ func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q 
 		}
 		var de *dialError
 		if errors.As(err, &de) {
-			return nil, &unreachable{base: ca.base, err: de.err, unsent: true}
+			return nil, &unreachable{base: ca.name, err: de.err, unsent: true}
 		}
 		var op *net.OpError
 		if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || stale(err) {
-			return nil, &unreachable{base: ca.base, err: err}
+			return nil, &unreachable{base: ca.name, err: err}
 		}
-		return nil, fmt.Errorf("strata server %s: %w", ca.base, err)
+		return nil, fmt.Errorf("strata server %s: %w", ca.name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if err := api.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
 			if resp.StatusCode == http.StatusNotFound {
-				return nil, fmt.Errorf("strata server %s: %s %s: %w", ca.base, method, path, errNoRoute)
+				return nil, fmt.Errorf("strata server %s: %s %s: %w", ca.name, method, path, errNoRoute)
 			}
-			return nil, fmt.Errorf("strata server %s: %s", ca.base, resp.Status)
+			return nil, fmt.Errorf("strata server %s: %s", ca.name, resp.Status)
 		}
 		return nil, &e
 	}
@@ -390,7 +391,7 @@ func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q 
 		return resp.Header, nil
 	}
 	if err := api.NewDecoder(resp.Body).Decode(out); err != nil {
-		return nil, fmt.Errorf("strata server %s: bad reply: %w", ca.base, err)
+		return nil, fmt.Errorf("strata server %s: bad reply: %w", ca.name, err)
 	}
 	io.Copy(io.Discard, resp.Body) // the encoder's newline: read to EOF so the connection is reused
 	return resp.Header, nil

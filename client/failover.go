@@ -20,6 +20,7 @@ import (
 // core went away, and running it twice is not the same as once.
 type coreAddr struct {
 	base string // http(s)://host:port, or http://localhost for unix:PATH
+	name string // as messages name it: base, or unix:PATH
 	tr   *transport
 }
 

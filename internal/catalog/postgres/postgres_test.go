@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/catalogtest"
+	"github.com/strata-storage/strata/internal/catalog/sqlstore"
 	"github.com/strata-storage/strata/internal/testutil/pgtest"
 )
 
@@ -139,12 +140,7 @@ func TestCreatesSchema(t *testing.T) {
 // and complete, none is lost or refused, and what was committed is all
 // there after.
 func TestRestartUnderLoad(t *testing.T) {
-	srv := pgtest.Serve(t, "", "")
-	s, err := Open(srv.DSN, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv, s := servedStore(t)
 	ctx := context.Background()
 	const writers = 8
 	var made sync.Map
@@ -196,12 +192,7 @@ func TestRestartUnderLoad(t *testing.T) {
 // ended (57P01 on their next use) ask again on new ones, the unprepared
 // Residency query as much as the prepared ones.
 func TestReadsAcrossRestart(t *testing.T) {
-	srv := pgtest.Serve(t, "", "")
-	s, err := Open(srv.DSN, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv, s := servedStore(t)
 	ctx := context.Background()
 	if err := s.PutDevice(ctx, catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: 1 << 30}); err != nil {
 		t.Fatal(err)
@@ -229,4 +220,16 @@ func TestReadsAcrossRestart(t *testing.T) {
 			t.Fatalf("round %d: list after a restart: %v %v", round, l, err)
 		}
 	}
+}
+
+// servedStore opens a catalog on a PostgreSQL server of its own, which
+// the test may restart; both end with the test.
+func servedStore(t *testing.T) (*pgtest.Server, *sqlstore.Store) {
+	srv := pgtest.Serve(t, "", "")
+	s, err := Open(srv.DSN, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return srv, s
 }
