@@ -17,7 +17,7 @@ import (
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
 	"github.com/strata-storage/strata/internal/config"
-	"github.com/strata-storage/strata/internal/core"
+	"github.com/strata-storage/strata/internal/hsm"
 	"github.com/strata-storage/strata/internal/server"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/testutil"
@@ -262,7 +262,7 @@ func TestRebuildCatalogFromTapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	res, err := core.Rebuild(ctx, s.Library, store, slog.New(slog.DiscardHandler))
+	res, err := hsm.Rebuild(ctx, s.Library, store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func TestStripedTapeCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if _, err := core.Rebuild(ctx, s.Library, store, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := hsm.Rebuild(ctx, s.Library, store, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	in, err := store.Lookup(ctx, catalog.RootID, "big")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/s3-tests.sh — ceph's S3 compatibility suite (s3-tests, kept
-# unmodified in ../shared/conformance/s3-tests) against Strata's S3
+# scripts/s3-tests.sh — ceph's S3 compatibility suite (s3-tests,
+# github.com/ceph/s3-tests at 8f0ae7b, unmodified; SUITE=DIR names a
+# checkout, by default ../shared/conformance/s3-tests) against Strata's S3
 # gateway, for docs/S3.md ("Conformance").
 #
 #   scripts/s3-tests.sh                 # the selection below; prints pytest's summary

@@ -1,10 +1,10 @@
 // Package core owns the control plane: the namespace API, placement of new
 // data on devices, the registry of movers, capability tokens, reclaim of
-// space no file uses any more, the HSM engine that moves files between
-// disk and the tape library (migrate, purge, recall; hsm.go) by the
-// decisions of package sched, and the integrity of stored copies: damage
-// verified, repaired from a good copy or reported lost, and scrubbing
-// (integrity.go, scrub.go).
+// space no file uses any more, the integrity of stored copies (damage
+// verified, repaired from a good copy or reported lost, and scrubbing of
+// disk copies; integrity.go, scrub.go), and the requests of the tape tier,
+// whose work the HSM engine does (package hsm; hsm.go here is what the
+// core checks and lends it).
 //
 // The core never touches file data. A client asks it for a layout (which
 // devices, which objects, signed tokens), streams the stripes to the movers
@@ -34,7 +34,9 @@ import (
 	"github.com/strata-storage/strata/internal/audit"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
+	"github.com/strata-storage/strata/internal/hsm"
 	"github.com/strata-storage/strata/internal/moverconn"
+	"github.com/strata-storage/strata/internal/tapeserver"
 	"github.com/strata-storage/strata/internal/token"
 )
 
@@ -61,7 +63,7 @@ type Config struct {
 	// re-registered for this long. Default 30s.
 	MoverTimeout time.Duration
 	// HSM is the tape tier; without a library there is none.
-	HSM HSMConfig
+	HSM hsm.Config
 	// SizeRules choose the class of service of a file that names none and
 	// whose directories set none: the first rule the size fits.
 	SizeRules []SizeRule
@@ -143,7 +145,7 @@ type Core struct {
 	quota  quotas
 	audit  *audit.Log
 
-	hsm       *hsm // nil without a tape library
+	hsm       *hsm.Engine // nil without a tape library
 	integ     integrity
 	recallSeq atomic.Int64 // makes the name of each object a recall writes new
 }
@@ -217,7 +219,10 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	c.pool.TLS = cfg.MoverTLS
 	c.audit = cfg.Audit
 	c.tokens.m = map[string]cachedToken{}
-	c.hsm = newHSM(c, cfg.HSM)
+	if cfg.HSM.Library != nil && cfg.HSM.Jobs == nil {
+		cfg.HSM.Jobs = &tapeserver.Exec{Lib: cfg.HSM.Library, Pool: c.pool} // transfers in this process
+	}
+	c.hsm = hsm.New(cfg.HSM, hsmCore{c}, store, log)
 	if err := c.loadClasses(ctx, cfg.COS); err != nil {
 		return nil, err
 	}

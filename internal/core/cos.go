@@ -108,6 +108,15 @@ func (c *Core) SetCOS(ctx context.Context, r api.COS) (api.COS, error) {
 	return r, nil
 }
 
+// ClassesOfService lists the classes of service in configuration order.
+func (c *Core) ClassesOfService() []api.COS {
+	var out []api.COS
+	for _, k := range c.classList() {
+		out = append(out, api.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: k.StripeUnit, TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly, Default: k.Name == c.cfg.DefaultCOS})
+	}
+	return out
+}
+
 // defaultPool is the disk pool of the default class of service.
 func (c *Core) defaultPool() string {
 	k, _ := c.class(c.cfg.DefaultCOS)

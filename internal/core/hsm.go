@@ -2,225 +2,89 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path"
-	"sync"
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
-	"github.com/strata-storage/strata/internal/clock"
-	"github.com/strata-storage/strata/internal/sched"
-	"github.com/strata-storage/strata/internal/tape"
+	"github.com/strata-storage/strata/internal/hsm"
 	"github.com/strata-storage/strata/internal/tapeserver"
 	"github.com/strata-storage/strata/internal/token"
 )
 
-// HSMConfig configures the tape tier. With no Library there is none:
-// classes of service that ask for tape copies keep their files on disk.
-type HSMConfig struct {
-	Library tape.Library
-	// Jobs runs the library's transfers; nil runs them in this process
-	// (tapeserver.Exec), which a library with remote drives does not.
-	Jobs tapeserver.Jobs
-	// Clock is the library's clock: scheduling ages and estimates use it.
-	Clock     clock.Clock
-	TimeScale string // as configured, for display
-	// MigrateAfter is the policy age: files unmodified this long are
-	// copied to tape. MigrateEvery is how often the policy runs.
-	MigrateAfter, MigrateEvery time.Duration
-	// MigrateDrives is how many drives migration may use at once.
-	MigrateDrives int
-	// Aggregate is the size tape files are filled to: small files share
-	// one, so they stream at drive speed and cost one file mark.
-	Aggregate int64
-	// StripeMin is the size from which a file striped on disk is striped
-	// on tape too, over MigrateDrives drives (0: never).
-	StripeMin int64
-	// FlushBytes is how much a migration stream writes between
-	// synchronising flushes; its copies count only after the flush.
-	FlushBytes int64
-	// HighWater and LowWater are fractions of a disk pool's capacity:
-	// above the high mark, purge evicts files (least recently used first,
-	// only those with a tape copy) until use is below the low mark.
-	HighWater, LowWater float64
-	PurgeEvery          time.Duration
-	// Rules decide when a recall is worth a mount.
-	Rules sched.Rules
+// The tape tier's requests. The HSM engine (package hsm) does the work;
+// the core checks who may ask, resolves paths, and lends the engine what
+// it needs of the namespace and the movers (hsmCore).
+
+// noLibrary is the error of a tape request to a core without a library.
+func noLibrary(what string) error {
+	return api.Errorf(api.ErrInvalid, "%s: no tape library configured", what)
 }
 
-func (h *HSMConfig) defaults() {
-	if h.Clock == nil {
-		h.Clock = clock.Wall{}
+// Migrate copies files to tape now (see api.MigrateRequest).
+// Admin only: it overrides the policy for files that are not the caller's.
+func (c *Core) Migrate(ctx context.Context, r api.MigrateRequest) (api.HSMResult, error) {
+	if _, err := admin(ctx, "migrate"); err != nil {
+		return api.HSMResult{}, err
 	}
-	if h.MigrateEvery == 0 {
-		h.MigrateEvery = 10 * time.Second
+	if c.hsm == nil {
+		return api.HSMResult{}, noLibrary("migrate")
 	}
-	if h.MigrateDrives <= 0 {
-		h.MigrateDrives = 1
-	}
-	if h.Aggregate <= 0 {
-		h.Aggregate = 1 << 30
-	}
-	if h.FlushBytes <= 0 {
-		h.FlushBytes = sched.DefaultFlushBytes
-	}
-	if h.HighWater <= 0 {
-		h.HighWater = 0.9
-	}
-	if h.LowWater <= 0 || h.LowWater >= h.HighWater {
-		h.LowWater = h.HighWater * 0.8
-	}
-	if h.PurgeEvery == 0 {
-		h.PurgeEvery = 30 * time.Second
-	}
+	return c.hsm.Migrate(ctx, r.Paths)
 }
 
-// hsm is the engine that moves files between disk and tape: migration
-// (copy to tape), purge (drop disk copies), and recall (bring them back),
-// sharing the library's drives. Migration and purge state is the catalog
-// itself (files short of tape copies, pools over their mark), so they
-// resume after a crash by looking again; recalls are user requests, kept
-// in the catalog and reloaded at start.
-type hsm struct {
-	c    *Core
-	cfg  HSMConfig
-	lib  tape.Library
-	jobs tapeserver.Jobs
-	clk  clock.Clock
-
-	mu    sync.Mutex
-	sched *sched.Scheduler
-	busy  map[string]string    // drive → "recall" or "migrate"
-	idle  map[string]time.Time // drive → when it finished its last recall batch
-	// reserved are cartridges a migration stream chose for its drive,
-	// before the mount makes that visible in the library.
-	reserved map[string]string // volume → drive
-	draining map[string]bool   // cartridges being repacked: not written
-	// drivesOut and volsOut are the drives and cartridges out of
-	// service, each with why: taken out by an admin, or (drives) failed
-	// under a transfer. One rule (driveUsableLocked, volumeUsableLocked)
-	// decides for recall, migration, repack and scrub alike.
-	drivesOut  map[string]string
-	volsOut    map[string]string
-	mountFails map[string]int       // cartridge → mount rounds failed in a row
-	emptied    map[string]time.Time // drive out of service → when its cartridge was last asked out
-	recalls    map[int64]*recall    // queued or running, by bitfile
-	// failedRecalls keeps why recent recalls failed, for status queries.
-	failedRecalls map[int64]error
-	nextID        int64
-	wake          chan struct{}
-	remakes       chan string // paths whose damaged tape copies are to be made again
-
-	migrateMu sync.Mutex // one migration pass at a time
-}
-
-// recall is one file's recall as users see it.
-type recall struct {
-	bitfile int64
-	path    string
-	pool    string                  // disk pool to recall into
-	volume  string                  // the cartridge it is queued on (its first stripe's)
-	copy    int                     // the tape copy being read
-	stripes int                     // how many stripes that copy has
-	keys    []string                // its requests in the scheduler
-	segs    map[int]catalog.Segment // stripes on disk so far
-	tried   map[string]bool         // cartridges that failed it
-	active  bool
-	repair  bool // it re-makes a disk copy dropped as damaged
-	remake  bool // it found a damaged tape copy, dropped: make it again
-	done    chan struct{}
-	err     error
-}
-
-func newHSM(c *Core, cfg HSMConfig) *hsm {
-	if cfg.Library == nil {
-		return nil
+// Purge drops disk copies now (see api.PurgeRequest).
+// Admin only.
+func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, error) {
+	if _, err := admin(ctx, "purge"); err != nil {
+		return api.HSMResult{}, err
 	}
-	cfg.defaults()
-	sch := sched.New(cfg.Rules)
-	sch.Tape = geometry(cfg.Library)
-	jobs := cfg.Jobs
-	if jobs == nil && c != nil {
-		jobs = &tapeserver.Exec{Lib: cfg.Library, Pool: c.pool}
+	if c.hsm == nil {
+		return api.HSMResult{}, noLibrary("purge")
 	}
-	return &hsm{c: c, cfg: cfg, lib: cfg.Library, jobs: jobs, clk: cfg.Clock, sched: sch,
-		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
-		remakes: make(chan string, 1024)}
-}
-
-func (h *hsm) staging(bitfile int64) bool {
-	if h == nil {
-		return false
+	if len(r.Paths) == 0 {
+		return c.hsm.PurgePolicy(ctx)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.recalls[bitfile] != nil
-}
-
-func (h *hsm) poke() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
-
-// tapeCOSByCopies groups the classes of service with tape copies by how
-// many they want: the policy asks the catalog for each group's files with
-// fewer copies than that, so that a file with all its class's copies is
-// never a candidate because another class wants more.
-func (c *Core) tapeCOSByCopies() map[int][]string {
-	out := map[int][]string{}
-	for _, k := range c.classList() {
-		if k.TapeCopies > 0 {
-			out[k.TapeCopies] = append(out[k.TapeCopies], k.Name)
+	var res api.HSMResult
+	for _, p := range r.Paths {
+		comps, in, err := c.statPath(ctx, nil, p)
+		if err != nil {
+			return res, fmt.Errorf("purge: %w", err)
 		}
-	}
-	return out
-}
-
-// run is the engine's background work until ctx ends.
-func (h *hsm) run(ctx context.Context) {
-	if err := h.loadRecalls(ctx); err != nil {
-		h.c.log.Warn("hsm: cannot reload queued recalls", "err", err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); h.recaller(ctx) }()
-	go func() { defer wg.Done(); h.remaker(ctx) }()
-	go func() {
-		defer wg.Done()
-		mt := time.NewTicker(h.cfg.MigrateEvery)
-		pt := time.NewTicker(h.cfg.PurgeEvery)
-		defer mt.Stop()
-		defer pt.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-mt.C:
-				if _, err := h.migrate(ctx, nil, h.cfg.MigrateAfter); err != nil && ctx.Err() == nil {
-					h.c.log.Warn("hsm: migration", "err", err)
-				}
-			case <-pt.C:
-				if _, err := h.purgePolicy(ctx); err != nil && ctx.Err() == nil {
-					h.c.log.Warn("hsm: purge", "err", err)
-				}
-			}
+		if in.Kind == catalog.KindDir {
+			return res, api.Errorf(api.ErrIsDir, "purge %s", joinPath(comps))
 		}
-	}()
-	wg.Wait()
+		if in.Bitfile == 0 {
+			continue
+		}
+		b, err := c.store.Bitfile(ctx, in.Bitfile)
+		if err != nil {
+			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
+		}
+		if !b.OnDisk {
+			continue
+		}
+		c.quota.markStale() // what is on disk changes
+		if err := c.store.DropDiskCopy(ctx, b.ID); err != nil {
+			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
+		}
+		res.Files++
+		res.Bytes += b.Size
+	}
+	return res, nil
 }
 
-// ClassesOfService lists the classes of service in configuration order.
-func (c *Core) ClassesOfService() []api.COS {
-	var out []api.COS
-	for _, k := range c.classList() {
-		out = append(out, api.COS{Name: k.Name, Pool: k.Pool, StripeWidth: k.StripeWidth, StripeUnit: k.StripeUnit, TapeCopies: k.TapeCopies, TapeOnly: k.TapeOnly, Default: k.Name == c.cfg.DefaultCOS})
+// Repack moves every live copy off a cartridge and erases it
+// (hsm.Engine.Repack). Admin only.
+func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, error) {
+	if _, err := admin(ctx, "repack"); err != nil {
+		return api.HSMResult{}, err
 	}
-	return out
+	if c.hsm == nil {
+		return api.HSMResult{}, noLibrary("repack")
+	}
+	return c.hsm.Repack(ctx, r)
 }
 
 // Library reports the tape library's state, to admins.
@@ -228,210 +92,137 @@ func (c *Core) Library(ctx context.Context) (api.Library, error) {
 	if _, err := admin(ctx, "library"); err != nil {
 		return api.Library{}, err
 	}
-	h := c.hsm
-	if h == nil {
+	if c.hsm == nil {
 		return api.Library{}, api.Errorf(api.ErrNotFound, "no tape library configured")
 	}
-	out := api.Library{Generation: h.lib.Generation().Name, TimeScale: h.cfg.TimeScale}
-	carts := h.lib.Cartridges()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, ci := range carts {
-		out.Cartridges = append(out.Cartridges, api.Cartridge{Volume: ci.Volume, Capacity: ci.Capacity, Used: ci.Used, TapeFiles: ci.Files, Drive: ci.Drive, Unreadable: ci.Unreadable,
-			OutOfService: h.volsOut[ci.Volume]})
-	}
-	for _, di := range h.lib.Drives() {
-		state := "idle"
-		if b := h.busy[di.ID]; b != "" {
-			state = b
-		}
-		why := h.driveOutLocked(di)
-		switch {
-		case why == "":
-		case why == outByAdmin:
-			state = "offline"
-		case di.Lost:
-			state = "lost"
-		default:
-			state = "failed"
-		}
-		out.Drives = append(out.Drives, api.Drive{ID: di.ID, Volume: di.Volume, State: state, OutOfService: why, Mounts: di.Stats.Mounts, Locates: di.Stats.Locates, ReadThroughs: di.Stats.ReadThroughs,
-			Positioning: di.Stats.Positioning.Seconds(), BytesRead: di.Stats.BytesRead, BytesWrite: di.Stats.BytesWritten})
-	}
-	for _, v := range h.sched.Summary(h.clk.Now()) {
-		out.Queue = append(out.Queue, api.QueueEntry{Volume: v.Volume, Files: v.Files, Bytes: v.Bytes, Oldest: v.Oldest, Priority: v.Priority, Drive: v.Drive})
-	}
-	return out, nil
+	return c.hsm.Library(), nil
 }
 
-// takeDrive claims an idle drive for owner, preferring one holding a
-// cartridge accepted by prefer (called without h.mu held).
-func (h *hsm) takeDrive(owner string, prefer func(drive, volume string) bool) (string, string, bool) {
-	for {
-		var pick, vol string
-		good := false
-		for _, d := range h.lib.Drives() {
-			h.mu.Lock()
-			free := h.busy[d.ID] == "" && h.driveOutLocked(d) == ""
-			h.mu.Unlock()
-			if !free {
-				continue
-			}
-			p := d.Volume != "" && prefer(d.ID, d.Volume)
-			if pick == "" || (p && !good) {
-				pick, vol, good = d.ID, d.Volume, p
-			}
-		}
-		if pick == "" {
-			return "", "", false
-		}
-		h.mu.Lock()
-		if h.busy[pick] == "" { // still free: claim it
-			h.busy[pick] = owner
-			h.mu.Unlock()
-			return pick, vol, true
-		}
-		h.mu.Unlock()
+// SetService takes a drive or a cartridge out of service, or puts it
+// back. Admin only.
+func (c *Core) SetService(ctx context.Context, r api.ServiceChange) (struct{}, error) {
+	if _, err := admin(ctx, "library"); err != nil {
+		return struct{}{}, err
 	}
+	if c.hsm == nil {
+		return struct{}{}, noLibrary("library")
+	}
+	return struct{}{}, c.hsm.SetService(ctx, r)
 }
 
-func (h *hsm) releaseDrive(id string) {
-	h.mu.Lock()
-	delete(h.busy, id)
-	for v, d := range h.reserved {
-		if d == id {
-			delete(h.reserved, v)
-		}
+// InjectFault sets faults of an emulated library. Admin only.
+func (c *Core) InjectFault(ctx context.Context, r api.LibraryFault) (struct{}, error) {
+	if _, err := admin(ctx, "library"); err != nil {
+		return struct{}{}, err
 	}
-	h.mu.Unlock()
-	h.poke()
-}
-
-// driveFailed takes a drive out of service until the server restarts and
-// has its cartridge pulled out, so other drives can serve it.
-func (h *hsm) driveFailed(ctx context.Context, id string, err error) {
-	h.mu.Lock()
-	_, already := h.drivesOut[id]
-	if !already {
-		h.drivesOut[id] = "failed: " + err.Error()
+	if c.hsm == nil {
+		return struct{}{}, noLibrary("library")
 	}
-	h.mu.Unlock()
-	if already {
-		return
-	}
-	h.c.log.Warn("hsm: drive out of service", "drive", id, "err", err)
-	for _, d := range h.lib.Drives() {
-		if d.ID == id && d.Volume != "" {
-			if err := h.lib.Dismount(ctx, id); err != nil {
-				h.c.log.Warn("hsm: cannot empty failed drive", "drive", id, "volume", d.Volume, "err", err)
-			}
-		}
-	}
-	h.poke()
-}
-
-// mountOn makes sure volume is in drive, dismounting whatever is there.
-func (h *hsm) mountOn(ctx context.Context, drive, have, volume string) error {
-	if have == volume {
-		return nil
-	}
-	if have != "" {
-		if err := h.lib.Dismount(ctx, drive); err != nil {
-			return err
-		}
-	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = h.lib.Mount(ctx, drive, volume); !errors.Is(err, tape.ErrRobot) {
-			return err
-		}
-		h.c.log.Warn("hsm: robot failed a move, retrying", "drive", drive, "volume", volume, "err", err)
-	}
-	return err
-}
-
-// pathOf names a file for messages and tape headers.
-func (h *hsm) pathOf(ctx context.Context, in catalog.Inode) string {
-	p, err := h.c.store.Path(ctx, in.ID)
-	if err != nil {
-		return fmt.Sprintf("<inode %d>", in.ID)
-	}
-	return p
-}
-
-// pathIn is pathOf for a file whose directory's path may be in dirs
-// (by inode), and is added to it.
-func (h *hsm) pathIn(ctx context.Context, in catalog.Inode, dirs map[int64]string) string {
-	dir, ok := dirs[in.Parent]
-	if !ok {
-		p, err := h.c.store.Path(ctx, in.Parent)
-		if err != nil {
-			return h.pathOf(ctx, in)
-		}
-		dir, dirs[in.Parent] = p, p
-	}
-	return path.Join(dir, in.Name)
-}
-
-// geometry is the library's tape layout for the scheduler's read order:
-// the generation, and the cartridges' capacity (an emulated library's may
-// be smaller than the generation's, spread over the whole tape).
-func geometry(lib tape.Library) *sched.Geometry {
-	g := &sched.Geometry{Gen: lib.Generation()}
-	if cs := lib.Cartridges(); len(cs) > 0 {
-		g.Capacity = cs[0].Capacity
-	}
-	return g
-}
-
-// filesOf says where the disk copies of a tape file's files are, with
-// capabilities to read them, for the job that writes it.
-func (c *Core) filesOf(ctx context.Context, cands []catalog.Candidate) ([]tapeserver.File, error) {
-	out := make([]tapeserver.File, len(cands))
-	for i, cd := range cands {
-		b := cd.Bitfile
-		if !b.OnDisk || len(b.Segments) == 0 {
-			return nil, api.Errorf(api.ErrOffline, "bitfile %d has no disk copy", b.ID)
-		}
-		out[i] = tapeserver.File{Size: b.Size, StripeUnit: b.StripeUnit}
-		for _, s := range b.Segments {
-			src, err := c.source(ctx, s, token.OpRead, 0)
-			if err != nil {
-				return nil, err
-			}
-			out[i].Stripes = append(out[i].Stripes, src)
-		}
-	}
-	return out, nil
-}
-
-// source is one disk object with its mover and a capability for op. The
-// capability lives the token lifetime plus the time the rest of a tape
-// file may take to write at a slow 20 MB/s: a job reads its files one
-// after the other.
-func (c *Core) source(ctx context.Context, s catalog.Segment, op string, maxLen int64) (tapeserver.Source, error) {
-	ep, err := c.awaitMover(ctx, s.Device)
-	if err != nil {
-		return tapeserver.Source{}, fmt.Errorf("%s/%s: %w", s.Device, s.Object, err)
-	}
-	ttl := c.cfg.TokenTTL + time.Duration(c.hsm.cfg.Aggregate/(20<<20))*time.Second
-	return tapeserver.Source{Endpoint: ep, Device: s.Device, Object: s.Object, Length: s.Length,
-		Token: c.sign(auth.Root, op, s.Device, s.Object, maxLen, ttl)}, nil
+	return struct{}{}, c.hsm.InjectFault(r)
 }
 
 // RegisterTapeServer records a tape server's registration (checked
 // against the cluster secret): its drives join the library.
 func (c *Core) RegisterTapeServer(ctx context.Context, r tapeserver.Registration) (tapeserver.Registered, error) {
-	var lib *tapeserver.Library
-	if c.hsm != nil {
-		lib, _ = c.hsm.lib.(*tapeserver.Library)
-	}
-	if lib == nil {
+	if c.hsm == nil {
 		return tapeserver.Registered{}, api.Errorf(api.ErrInvalid, "register tape server %s: this core's library has no remote drives (set [library] remote = true)", r.ID)
 	}
-	if err := lib.Register(r); err != nil {
+	if err := c.hsm.RegisterTapeServer(r); err != nil {
 		return tapeserver.Registered{}, err
 	}
-	c.hsm.poke() // drives may have come (back)
 	return tapeserver.Registered{Epoch: c.epoch}, nil
+}
+
+// hsmCore is what the core lends the HSM engine (hsm.Core).
+type hsmCore struct{ c *Core }
+
+var _ hsm.Core = hsmCore{}
+
+func (h hsmCore) Now() time.Time { return h.c.now() }
+
+func (h hsmCore) Stat(ctx context.Context, p string) (catalog.Inode, error) {
+	_, in, err := h.c.statPath(ctx, nil, p)
+	return in, err
+}
+
+func (h hsmCore) Classes() []catalog.COS { return h.c.classList() }
+
+func (h hsmCore) PoolOf(cos string) string { return h.c.poolOf(cos) }
+
+func (h hsmCore) Source(ctx context.Context, s catalog.Segment, op string, maxLen int64, extra time.Duration) (tapeserver.Source, error) {
+	c := h.c
+	ep, err := c.awaitMover(ctx, s.Device)
+	if err != nil {
+		return tapeserver.Source{}, fmt.Errorf("%s/%s: %w", s.Device, s.Object, err)
+	}
+	return tapeserver.Source{Endpoint: ep, Device: s.Device, Object: s.Object, Length: s.Length,
+		Token: c.sign(auth.Root, op, s.Device, s.Object, maxLen, c.cfg.TokenTTL+extra)}, nil
+}
+
+// RecallTarget names the object a name no attempt used before, recorded
+// before it is written: an attempt given up, or cut short by a crash,
+// leaves an object that becomes garbage (catalog.Store.AddRecallObject)
+// and that no later attempt could be writing when it is reclaimed.
+func (h hsmCore) RecallTarget(ctx context.Context, b catalog.Bitfile, stripe int, pool string, length int64) (tapeserver.Source, func(), error) {
+	c := h.c
+	picked, err := c.place(ctx, pool, 1, length, true)
+	if err != nil {
+		return tapeserver.Source{}, nil, err
+	}
+	dev, ep := picked[0].dev.ID, picked[0].ep
+	done := func() { c.release(dev, length) }
+	obj := fmt.Sprintf("%s.%d-%d", catalog.ObjectName(b.ID, b.DiskGen+1, stripe), c.epoch, c.recallSeq.Add(1))
+	if err := c.store.AddRecallObject(ctx, catalog.RecallObject{Bitfile: b.ID, Epoch: c.epoch, Device: dev, Object: obj}); err != nil {
+		done()
+		return tapeserver.Source{}, nil, err
+	}
+	return tapeserver.Source{Endpoint: ep, Device: dev, Object: obj, Length: length,
+		Token: c.sign(auth.Root, token.OpWrite, dev, obj, length, c.cfg.TokenTTL)}, done, nil
+}
+
+func (h hsmCore) CheckReceipt(receipt, device, object string, length int64, crc uint32) bool {
+	return h.c.signer.CheckReceipt(receipt, device, object, length, crc)
+}
+
+func (h hsmCore) DeleteObject(ctx context.Context, device, object string) {
+	h.c.deleteObject(ctx, device, object) // a failure leaves it to reclaim
+}
+
+func (h hsmCore) PoolFree(ctx context.Context, pools map[string]bool) int64 {
+	c := h.c
+	devs, err := c.store.Devices(ctx)
+	if err != nil {
+		return 0
+	}
+	var free int64
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range devs {
+		if pools[d.Pool] {
+			free += c.freeLocked(d)
+		}
+	}
+	return free
+}
+
+func (h hsmCore) PoolFS(devs []catalog.Device) map[string]hsm.FS {
+	out := map[string]hsm.FS{}
+	for p, fs := range h.c.fsOfPools(devs) {
+		out[p] = hsm.FS{Size: fs.size, Free: fs.free}
+	}
+	return out
+}
+
+func (h hsmCore) DiskChanged() { h.c.quota.markStale() }
+
+func (h hsmCore) Lost(bitfile int64) string { return h.c.lostFile(bitfile) }
+
+func (h hsmCore) MarkLost(b catalog.Bitfile, path, why string) { h.c.markLost(b, path, why) }
+
+func (h hsmCore) TapeDamaged() { h.c.integ.damagedTape.Add(1) }
+
+func (h hsmCore) Repaired() { h.c.integ.repaired.Add(1) }
+
+func (h hsmCore) VerifyDiskCopy(ctx context.Context, cd catalog.Candidate, path string) string {
+	return h.c.damagedInMigration(ctx, cd, path)
 }

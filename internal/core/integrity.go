@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,7 +25,8 @@ import (
 //     recalled; readers wait for the recall and go on from where they
 //     were, as for any file on tape;
 //   - a damaged tape copy is dropped when the file has another copy, and
-//     made again by migration once the file is on disk;
+//     made again by migration once the file is on disk (the HSM engine
+//     does this: package hsm, damage.go);
 //   - a file whose only copy is damaged is lost: it is reported (an
 //     ErrCorrupt error naming it, the log, /metrics), its data is kept for
 //     an administrator, and neither migration nor recall tries it again
@@ -255,143 +255,10 @@ func (c *Core) recallInstead(ctx context.Context, path, cos string, b catalog.Bi
 		}
 		return api.DamageReply{}, fmt.Errorf("%s: drop the %s disk copy: %w", path, how, err)
 	}
-	if err := c.hsm.repair(ctx, b.ID, path, c.poolOf(cos)); err != nil {
+	if err := c.hsm.Repair(ctx, b.ID, path, c.poolOf(cos)); err != nil {
 		return api.DamageReply{}, fmt.Errorf("%s: recall to replace the %s disk copy: %w", path, how, err)
 	}
 	return api.DamageReply{State: api.DamageRecalling}, nil
-}
-
-// repair queues the recall that re-makes a dropped disk copy; its success
-// counts as a repair.
-func (h *hsm) repair(ctx context.Context, bitfile int64, path, pool string) error {
-	return h.recallFor(ctx, bitfile, path, pool, func(r *recall) { r.repair = true })
-}
-
-// recallFor queues a recall of bitfile for the core's own purpose, marked
-// on the recall by mark.
-func (h *hsm) recallFor(ctx context.Context, bitfile int64, path, pool string, mark func(*recall)) error {
-	b, err := h.c.store.Bitfile(ctx, bitfile)
-	if err != nil {
-		return err
-	}
-	now := h.clk.Now()
-	if _, err := h.c.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: now.UnixNano()}); err != nil {
-		return err
-	}
-	if err := h.enqueue(b, now, 0, path, pool); err != nil {
-		h.c.store.DoneRecall(ctx, b.ID)
-		return err
-	}
-	h.mu.Lock()
-	if r := h.recalls[b.ID]; r != nil {
-		mark(r)
-	}
-	h.mu.Unlock()
-	return nil
-}
-
-// recallDamaged acts on a tape copy a recall found damaged (tapeDamaged),
-// the path being the recall's.
-func (h *hsm) recallDamaged(ctx context.Context, bitfile int64, copy int, cause error) {
-	b, err := h.c.store.Bitfile(ctx, bitfile)
-	if err != nil {
-		return // removed meanwhile
-	}
-	path := fmt.Sprintf("<bitfile %d>", bitfile)
-	h.mu.Lock()
-	if r := h.recalls[bitfile]; r != nil {
-		path = r.path
-	}
-	h.mu.Unlock()
-	h.tapeDamaged(ctx, b, path, "", copy, cause)
-}
-
-// tapeDamaged acts on a damaged tape copy of b and says what it did. The
-// copy is dropped if the file has another one, and made again by
-// migration once the file is on disk: at once if it is, after the recall
-// under way or queued here (from another copy) if not. With no other
-// copy, the file is lost.
-func (h *hsm) tapeDamaged(ctx context.Context, b catalog.Bitfile, path, cos string, copy int, cause error) string {
-	c := h.c
-	c.integ.damagedTape.Add(1)
-	copies := map[int]bool{}
-	for _, tc := range b.Tapes {
-		copies[tc.Copy] = true
-	}
-	if !b.OnDisk && len(copies) <= 1 {
-		why := fmt.Sprintf("its only copy, on tape, is damaged (%v)", cause)
-		c.markLost(b, path, why)
-		return path + " is lost: " + why
-	}
-	c.log.Error("integrity: tape copy damaged; dropping it (migration makes it again)", "path", path, "bitfile", b.ID, "copy", copy, "err", cause)
-	if err := c.store.DropTapeCopy(ctx, b.ID, copy); err != nil && !errors.Is(err, api.ErrNotFound) {
-		c.log.Warn("integrity: the damaged tape copy stays recorded", "path", path, "copy", copy, "err", err)
-		return fmt.Sprintf("%s: tape copy %d damaged; it stays recorded: %v", path, copy, err)
-	}
-	h.mu.Lock()
-	r := h.recalls[b.ID]
-	if r != nil {
-		r.remake = true
-	}
-	h.mu.Unlock()
-	switch {
-	case r != nil:
-	case b.OnDisk:
-		h.remake(path)
-	default:
-		if err := h.recallFor(ctx, b.ID, path, c.poolOf(cos), func(r *recall) { r.remake = true }); err != nil {
-			return fmt.Sprintf("%s: tape copy %d damaged and dropped; recalling the file to make it again failed: %v", path, copy, err)
-		}
-	}
-	return fmt.Sprintf("%s: tape copy %d damaged; dropped, and made again from a good copy", path, copy)
-}
-
-// repaired runs when a recall that re-makes a damaged copy, or that
-// found a damaged tape copy on its way, has brought the file back to
-// disk: it counts the repair and makes the missing tape copy again.
-func (h *hsm) repaired(r *recall) {
-	if r.repair {
-		h.c.integ.repaired.Add(1)
-		h.c.log.Info("integrity: disk copy re-made from tape", "path", r.path, "bitfile", r.bitfile)
-	}
-	if r.remake {
-		h.remake(r.path)
-	}
-}
-
-// remake queues path for the remaker, which makes the tape copies it
-// lacks.
-func (h *hsm) remake(path string) {
-	if strings.HasPrefix(path, "<") { // a recall resumed after a restart: no path at hand
-		h.c.log.Warn("integrity: a damaged tape copy is left to the migration policy to make again", "file", path)
-		return
-	}
-	select {
-	case h.remakes <- path:
-	default:
-		h.c.log.Warn("integrity: too many tape copies to make again at once; the migration policy will make this one", "path", path)
-	}
-}
-
-// remaker makes again the tape copies dropped as damaged, one file after
-// another, for as long as the HSM runs.
-func (h *hsm) remaker(ctx context.Context) {
-	for {
-		var path string
-		select {
-		case <-ctx.Done():
-			return
-		case path = <-h.remakes:
-		}
-		res, err := h.migrate(ctx, []string{path}, 0)
-		switch {
-		case err != nil:
-			h.c.log.Warn("integrity: a damaged tape copy is not made again yet; the migration policy will", "path", path, "err", err)
-		case res.Files > 0:
-			h.c.integ.repaired.Add(1)
-			h.c.log.Info("integrity: tape copy made again", "path", path)
-		}
-	}
 }
 
 // damageNote says what was done about a disk copy verifyDiskCopy found

@@ -93,7 +93,7 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 			return fi, fmt.Errorf("stat %s: %w", fi.Path, err)
 		}
 		fi.Layout, fi.Fixity = layout(b), b.Fixity
-		fi.Residency = residency(residencyOf(b), c.hsm.staging(b.ID))
+		fi.Residency = residency(residencyOf(b), c.hsm.Staging(b.ID))
 		fi.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	}
 	return fi, nil
@@ -152,7 +152,7 @@ func (c *Core) List(ctx context.Context, p, after string, limit int) (out []api.
 	}
 	for i, e := range ents {
 		if r, ok := res[e.Bitfile]; ok && e.Bitfile != 0 {
-			out[i].Residency = residency(r, c.hsm.staging(e.Bitfile))
+			out[i].Residency = residency(r, c.hsm.Staging(e.Bitfile))
 		}
 	}
 	return out, more, nil
@@ -739,7 +739,7 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 		return resp, fmt.Errorf("open %s: %w", path, err)
 	}
 	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
-	resp.File.Residency = residency(residencyOf(b), c.hsm.staging(b.ID))
+	resp.File.Residency = residency(residencyOf(b), c.hsm.Staging(b.ID))
 	resp.File.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	if !b.OnDisk {
 		return resp, api.Errorf(api.ErrOffline, "open %s: on tape only; stage it (strata stage %s) or get it and wait", path, path)

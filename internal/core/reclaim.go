@@ -17,7 +17,7 @@ import (
 func (c *Core) Run(ctx context.Context) {
 	if c.hsm != nil {
 		done := make(chan struct{})
-		go func() { defer close(done); c.hsm.run(ctx) }()
+		go func() { defer close(done); c.hsm.Run(ctx) }()
 		defer func() { <-done }()
 	}
 	if c.cfg.ScrubRate > 0 {

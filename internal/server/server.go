@@ -42,6 +42,7 @@ import (
 	"github.com/strata-storage/strata/internal/core"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/fsio"
+	"github.com/strata-storage/strata/internal/hsm"
 	"github.com/strata-storage/strata/internal/httpserve"
 	"github.com/strata-storage/strata/internal/metrics"
 	"github.com/strata-storage/strata/internal/mover"
@@ -223,9 +224,9 @@ func listenAddr(want string, ln net.Listener) string {
 // With [library] remote, the drives are on tape servers (secret and trust
 // are what they are checked and called with) and there is no emulator
 // here.
-func hsmConfig(cfg config.Config, fs fsio.FS, secret []byte, trust *tls.Config, log *slog.Logger) (core.HSMConfig, *tape.Emulator, error) {
+func hsmConfig(cfg config.Config, fs fsio.FS, secret []byte, trust *tls.Config, log *slog.Logger) (hsm.Config, *tape.Emulator, error) {
 	l, hc := cfg.Library, cfg.HSM
-	var h core.HSMConfig
+	var h hsm.Config
 	if (l.Enabled != nil && !*l.Enabled) || (l.Drives <= 0 && !l.Remote) {
 		return h, nil, nil
 	}
@@ -252,7 +253,7 @@ func hsmConfig(cfg config.Config, fs fsio.FS, secret []byte, trust *tls.Config, 
 		}
 		tl = lib
 	}
-	h = core.HSMConfig{Library: tl, Jobs: jobs, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate), StripeMin: int64(hc.StripeMin),
+	h = hsm.Config{Library: tl, Jobs: jobs, Clock: clk, TimeScale: l.TimeScale, MigrateDrives: hc.MigrateDrives, Aggregate: int64(hc.Aggregate), StripeMin: int64(hc.StripeMin),
 		HighWater: hc.HighWater, LowWater: hc.LowWater,
 		Rules: sched.Rules{MinFiles: hc.RecallMinFiles, MinBytes: int64(hc.RecallMinBytes), Drives: hc.RecallDrives}}
 	if h.Rules.LocateEveryFile, err = sched.ParseGaps(hc.RecallGaps); err != nil {
@@ -1005,11 +1006,11 @@ func (s *Server) holdCatalog(ctx context.Context, p interface{ Ping(context.Cont
 func (s *Server) Lost() <-chan error { return s.lost }
 
 // RebuildCatalog writes a new catalog at out from the tape library alone
-// (see core.Rebuild): a new SQLite file, or, when out is a postgres:// or
+// (see hsm.Rebuild): a new SQLite file, or, when out is a postgres:// or
 // postgresql:// URL, the empty (or missing) PostgreSQL schema it names. It
 // takes the data directory's lock: the server must not be running.
-func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slog.Logger) (core.RebuildResult, error) {
-	var res core.RebuildResult
+func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slog.Logger) (hsm.RebuildResult, error) {
+	var res hsm.RebuildResult
 	pg := IsPostgresURL(out)
 	if _, err := os.Stat(out); err == nil && !pg {
 		return res, fmt.Errorf("rebuild: %s exists", out)
@@ -1036,7 +1037,7 @@ func RebuildCatalog(ctx context.Context, cfg config.Config, out string, log *slo
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
 	defer store.Close()
-	return core.Rebuild(ctx, hc.Library, store, log)
+	return hsm.Rebuild(ctx, hc.Library, store, log)
 }
 
 // IsPostgresURL says whether a catalog named on the command line is a

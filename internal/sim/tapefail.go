@@ -11,7 +11,7 @@ import (
 )
 
 // Failures in recall studies, handled as strata serve's recaller handles
-// them (internal/core/recall.go): a cartridge found unreadable at mount
+// them (internal/hsm/recall.go): a cartridge found unreadable at mount
 // sends its recalls to the next copy (fallback), or loses them when no
 // copy is left; a failed drive is taken out of service, emptied, and the
 // rest of its batch is queued again for the other drives. The recopy of a

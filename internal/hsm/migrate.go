@@ -1,4 +1,4 @@
-package core
+package hsm
 
 import (
 	"cmp"
@@ -22,21 +22,26 @@ import (
 	"github.com/strata-storage/strata/internal/token"
 )
 
-// Migrate copies files to tape now (see api.MigrateRequest).
-// Admin only: it overrides the policy for files that are not the caller's.
-func (c *Core) Migrate(ctx context.Context, r api.MigrateRequest) (api.HSMResult, error) {
-	if _, err := admin(ctx, "migrate"); err != nil {
-		return api.HSMResult{}, err
+// Migrate copies to tape now the files named by paths (those with fewer
+// copies than their class wants, or none, get one more), or with paths
+// nil every file of a tape class that lacks copies, whatever its age.
+func (h *Engine) Migrate(ctx context.Context, paths []string) (api.HSMResult, error) {
+	return h.migrate(ctx, paths, 0)
+}
+
+// class finds a class of service by name.
+func (h *Engine) class(name string) (catalog.COS, bool) {
+	for _, k := range h.c.Classes() {
+		if k.Name == name {
+			return k, true
+		}
 	}
-	if c.hsm == nil {
-		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "migrate: no tape library configured")
-	}
-	return c.hsm.migrate(ctx, r.Paths, 0)
+	return catalog.COS{}, false
 }
 
 // copiesWanted is how many tape copies a file of class cos should have.
-func (c *Core) copiesWanted(cos string, explicit bool) int {
-	if k, ok := c.class(cos); ok && k.TapeCopies > 0 {
+func (h *Engine) copiesWanted(cos string, explicit bool) int {
+	if k, ok := h.class(cos); ok && k.TapeCopies > 0 {
 		return k.TapeCopies
 	}
 	if explicit {
@@ -50,7 +55,7 @@ func (c *Core) copiesWanted(cos string, explicit bool) int {
 // of each file that needs it, filling tape files of cfg.Aggregate bytes on
 // up to MigrateDrives drives at once; passes repeat while files still lack
 // copies and progress is made.
-func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (api.HSMResult, error) {
+func (h *Engine) migrate(ctx context.Context, paths []string, age time.Duration) (api.HSMResult, error) {
 	h.migrateMu.Lock()
 	defer h.migrateMu.Unlock()
 	var total api.HSMResult
@@ -77,8 +82,8 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 			r, err = h.writeStriped(ctx, cd)
 			res.Add(r)
 			if errors.Is(err, api.ErrCorrupt) {
-				if p, perr := h.c.store.Path(ctx, cd.Inode.ID); perr == nil {
-					if what := h.c.damagedInMigration(ctx, cd, p); what != "" {
+				if p, perr := h.store.Path(ctx, cd.Inode.ID); perr == nil {
+					if what := h.c.VerifyDiskCopy(ctx, cd, p); what != "" {
 						res.Damaged = append(res.Damaged, what)
 						err = nil // dealt with; the other files go on
 					}
@@ -89,7 +94,7 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 		if err != nil && errors.Is(err, tapeserver.ErrLost) && pass < 8 && ctx.Err() == nil {
 			// Nothing it wrote since its last flush is recorded: those
 			// files are candidates again, for the drives still in service.
-			h.c.log.Warn("hsm: a tape server was lost mid-migration; its files are written again on another drive", "err", err)
+			h.log.Warn("hsm: a tape server was lost mid-migration; its files are written again on another drive", "err", err)
 			continue
 		}
 		if err != nil {
@@ -102,12 +107,11 @@ func (h *hsm) migrate(ctx context.Context, paths []string, age time.Duration) (a
 }
 
 // candidates returns the files that need another tape copy.
-func (h *hsm) candidates(ctx context.Context, paths []string, age time.Duration) ([]catalog.Candidate, error) {
-	c := h.c
+func (h *Engine) candidates(ctx context.Context, paths []string, age time.Duration) ([]catalog.Candidate, error) {
 	if paths != nil {
 		var out []catalog.Candidate
 		for _, p := range paths {
-			_, in, err := c.statPath(ctx, nil, p)
+			in, err := h.c.Stat(ctx, p)
 			if err != nil {
 				return nil, fmt.Errorf("migrate: %w", err)
 			}
@@ -117,28 +121,28 @@ func (h *hsm) candidates(ctx context.Context, paths []string, age time.Duration)
 			if in.Bitfile == 0 {
 				continue // empty: nothing to copy
 			}
-			b, err := c.store.Bitfile(ctx, in.Bitfile)
+			b, err := h.store.Bitfile(ctx, in.Bitfile)
 			if err != nil {
 				return nil, fmt.Errorf("migrate %s: %w", p, err)
 			}
-			if len(b.Tapes) < c.copiesWanted(in.COS, true) && b.OnDisk && c.lostFile(b.ID) == "" {
+			if len(b.Tapes) < h.copiesWanted(in.COS, true) && b.OnDisk && h.c.Lost(b.ID) == "" {
 				out = append(out, catalog.Candidate{Inode: in, Bitfile: b})
 			}
 		}
 		return out, nil
 	}
-	before := h.c.now().Add(-age).UnixNano() // file times are wall-clock
+	before := h.c.Now().Add(-age).UnixNano() // file times are wall-clock
 	var out []catalog.Candidate
-	groups := c.tapeCOSByCopies()
+	groups := h.tapeCOSByCopies()
 	for _, copies := range slices.Sorted(maps.Keys(groups)) {
 		var after int64
 		for {
-			page, err := c.store.MigrationCandidates(ctx, groups[copies], copies, before, after, 1000)
+			page, err := h.store.MigrationCandidates(ctx, groups[copies], copies, before, after, 1000)
 			if err != nil {
 				return nil, err
 			}
 			for _, cd := range page {
-				if len(cd.Bitfile.Tapes) < c.copiesWanted(cd.Inode.COS, false) && c.lostFile(cd.Bitfile.ID) == "" {
+				if len(cd.Bitfile.Tapes) < h.copiesWanted(cd.Inode.COS, false) && h.c.Lost(cd.Bitfile.ID) == "" {
 					out = append(out, cd)
 				}
 				after = cd.Bitfile.ID
@@ -166,7 +170,7 @@ type batch struct {
 // batches groups files into tape files of about cfg.Aggregate bytes, in
 // the order given (bitfile order: files written together stay together),
 // by sched.Aggregate — the rule strata sim models migration with.
-func (h *hsm) batches(cands []catalog.Candidate) []batch {
+func (h *Engine) batches(cands []catalog.Candidate) []batch {
 	sizes := make([]int64, len(cands))
 	for i, cd := range cands {
 		sizes[i] = cd.Bitfile.Size
@@ -186,7 +190,7 @@ func (h *hsm) batches(cands []catalog.Candidate) []batch {
 	return out
 }
 
-func (h *hsm) migratePass(ctx context.Context, cands []catalog.Candidate) (api.HSMResult, error) {
+func (h *Engine) migratePass(ctx context.Context, cands []catalog.Candidate) (api.HSMResult, error) {
 	work := make(chan batch)
 	var mu sync.Mutex
 	var res api.HSMResult
@@ -227,7 +231,7 @@ func (h *hsm) migratePass(ctx context.Context, cands []catalog.Candidate) (api.H
 // count only once flushed (a synchronising file mark costs seconds, so it
 // is paid per FlushBytes, not per tape file, as CTA does).
 type writer struct {
-	h       *hsm
+	h       *Engine
 	drive   string
 	volume  string
 	pending []written
@@ -331,7 +335,7 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 			Fixity: cd.Bitfile.Fixity, Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS})
 		off += cd.Bitfile.Size
 	}
-	files, err := h.c.filesOf(ctx, b.files)
+	files, err := h.filesOf(ctx, b.files)
 	if err != nil {
 		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
@@ -339,7 +343,7 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 	if fe := (*tapeserver.FileError)(nil); errors.As(err, &fe) {
 		i := fe.Index
 		if errors.Is(err, api.ErrCorrupt) && i >= 0 && i < len(b.files) {
-			if what := h.c.damagedInMigration(ctx, b.files[i], hdr.Entries[i].Path); what != "" {
+			if what := h.c.VerifyDiskCopy(ctx, b.files[i], hdr.Entries[i].Path); what != "" {
 				return i, what, nil
 			}
 		}
@@ -387,7 +391,7 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 		res.Files += n
 		res.Bytes += p.b.bytes
 		res.TapeFiles++
-		h.c.log.Info("hsm: migrated", "files", n, "bytes", p.b.bytes, "volume", w.volume, "seq", p.seq, "drive", w.drive)
+		h.log.Info("hsm: migrated", "files", n, "bytes", p.b.bytes, "volume", w.volume, "seq", p.seq, "drive", w.drive)
 	}
 	return res, nil
 }
@@ -412,22 +416,22 @@ func (w *writer) record(ctx context.Context, p written) (int, error) {
 	for i, cd := range p.b.files {
 		e := p.hdr.Entries[i]
 		if p.tapes[i] != p.crcs[i] {
-			h.c.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", w.volume, "seq", p.seq, "disk_crc", p.crcs[i], "tape_crc", p.tapes[i])
+			h.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", w.volume, "seq", p.seq, "disk_crc", p.crcs[i], "tape_crc", p.tapes[i])
 			continue
 		}
 		tc := catalog.TapeCopy{Volume: w.volume, Seq: p.seq, Position: p.start, Offset: e.Offset, Length: e.Size, CRC32C: p.crcs[i]}
 		g.Go(func() error {
-			if err := h.c.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
+			if err := h.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
 				if errors.Is(err, api.ErrNotFound) {
 					return nil // removed or replaced meanwhile; repack reclaims the space
 				}
 				return err
 			}
 			n.Add(1)
-			if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
-				stale.Do(h.c.quota.markStale) // what is on disk changes
-				if err := h.c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
-					h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
+			if k, ok := h.class(cd.Inode.COS); ok && k.TapeOnly {
+				stale.Do(h.c.DiskChanged) // what is on disk changes
+				if err := h.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+					h.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
 				}
 			}
 			return nil
@@ -449,7 +453,7 @@ func (w *writer) close(ctx context.Context) (api.HSMResult, error) {
 
 // writable reports whether a tape file of need bytes may go to volume from
 // drive.
-func (h *hsm) writable(volume, drive string, need int64, exclude map[string]bool) bool {
+func (h *Engine) writable(volume, drive string, need int64, exclude map[string]bool) bool {
 	carts := h.lib.Cartridges()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -458,7 +462,7 @@ func (h *hsm) writable(volume, drive string, need int64, exclude map[string]bool
 
 // fitsLocked is writable over a snapshot of the cartridges; h.mu is held,
 // so a caller can check and reserve in one step.
-func (h *hsm) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, need int64, exclude map[string]bool) bool {
+func (h *Engine) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, need int64, exclude map[string]bool) bool {
 	if other := h.reserved[volume]; h.draining[volume] || (other != "" && other != drive) {
 		return false
 	}
@@ -475,7 +479,7 @@ func (h *hsm) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, need 
 // are filled one by one, as CTA does, so fewer are mounted for writing).
 // Choosing and reserving happen under one lock: two drives looking at the
 // same moment must not both settle on the same cartridge.
-func (h *hsm) pickVolume(drive, have string, need int64, exclude map[string]bool) (string, error) {
+func (h *Engine) pickVolume(drive, have string, need int64, exclude map[string]bool) (string, error) {
 	carts := h.lib.Cartridges()
 	sort.SliceStable(carts, func(i, j int) bool { return carts[i].Used > carts[j].Used })
 	h.mu.Lock()
@@ -500,7 +504,7 @@ func (h *hsm) pickVolume(drive, have string, need int64, exclude map[string]bool
 // large file striped on disk keeps its stripes on tape, the stripes of
 // each drive in one tape file on its own cartridge, so it streams at the
 // rate of several drives.
-func (h *hsm) stripes(b catalog.Bitfile) int {
+func (h *Engine) stripes(b catalog.Bitfile) int {
 	if h.cfg.StripeMin <= 0 || b.Size < h.cfg.StripeMin || h.cfg.MigrateDrives < 2 {
 		return 1
 	}
@@ -518,7 +522,7 @@ type lane struct {
 // copy dealt round to up to MigrateDrives drives at once, each writing
 // its stripes as one tape file on another cartridge; the copy is recorded
 // only once every stripe is verified and flushed.
-func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMResult, error) {
+func (h *Engine) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMResult, error) {
 	b := cd.Bitfile
 	segs := b.Segments
 	exclude := map[string]bool{}
@@ -597,19 +601,19 @@ func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMRe
 			return api.HSMResult{}, fmt.Errorf("migrate %s: %w", path, l.err)
 		}
 	}
-	if err := h.c.store.AddTapeCopy(ctx, b.ID, written...); err != nil {
+	if err := h.store.AddTapeCopy(ctx, b.ID, written...); err != nil {
 		if errors.Is(err, api.ErrNotFound) {
 			return api.HSMResult{}, nil // removed meanwhile
 		}
 		return api.HSMResult{}, err
 	}
-	if k, ok := h.c.class(cd.Inode.COS); ok && k.TapeOnly {
-		h.c.quota.markStale() // what is on disk changes
-		if err := h.c.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
-			h.c.log.Warn("hsm: tape-only file keeps its disk copy", "path", path, "err", err)
+	if k, ok := h.class(cd.Inode.COS); ok && k.TapeOnly {
+		h.c.DiskChanged() // what is on disk changes
+		if err := h.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+			h.log.Warn("hsm: tape-only file keeps its disk copy", "path", path, "err", err)
 		}
 	}
-	h.c.log.Info("hsm: migrated striped", "path", path, "stripes", len(segs), "drives", len(lanes), "bytes", b.Size)
+	h.log.Info("hsm: migrated striped", "path", path, "stripes", len(segs), "drives", len(lanes), "bytes", b.Size)
 	return api.HSMResult{Files: 1, Bytes: b.Size, TapeFiles: len(lanes)}, nil
 }
 
@@ -617,7 +621,7 @@ func (h *hsm) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HSMRe
 // drive, an entry a stripe (as aggregation writes small files: a file
 // joined from thousands of parts costs one tape file a drive, not one a
 // part), and checks each against the CRC32C the catalog has for it.
-func (h *hsm) writeLane(ctx context.Context, l *lane, cd catalog.Candidate, path, copyID string) ([]catalog.TapeCopy, error) {
+func (h *Engine) writeLane(ctx context.Context, l *lane, cd catalog.Candidate, path, copyID string) ([]catalog.TapeCopy, error) {
 	in, b := cd.Inode, cd.Bitfile
 	hdr := &tape.Header{}
 	files := make([]tapeserver.File, len(l.stripes))
@@ -627,7 +631,7 @@ func (h *hsm) writeLane(ctx context.Context, l *lane, cd catalog.Candidate, path
 		hdr.Entries = append(hdr.Entries, tape.Entry{Path: path, Bitfile: b.ID, Offset: off, Size: seg.Length, Fixity: b.Fixity,
 			Mode: in.Mode, UID: in.UID, GID: in.GID, Mtime: in.Mtime, COS: in.COS,
 			Stripe: i, Stripes: len(b.Segments), StripeUnit: b.StripeUnit, FileSize: b.Size, CopyID: copyID})
-		src, err := h.c.source(ctx, seg, token.OpRead, seg.Length)
+		src, err := h.source(ctx, seg, token.OpRead, seg.Length)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package core
+package hsm
 
 import (
 	"context"
@@ -17,15 +17,7 @@ import (
 // cartridge is forgotten only once its replacement is verified and
 // flushed, so a crash halfway loses nothing and the repack can be run
 // again.
-// Admin only.
-func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, error) {
-	if _, err := admin(ctx, "repack"); err != nil {
-		return api.HSMResult{}, err
-	}
-	h := c.hsm
-	if h == nil {
-		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "repack: no tape library configured")
-	}
+func (h *Engine) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, error) {
 	if !h.hasVolume(r.Volume) {
 		return api.HSMResult{}, api.Errorf(api.ErrNotFound, "repack: no cartridge %q", r.Volume)
 	}
@@ -41,7 +33,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 	}()
 	var total api.HSMResult
 	for {
-		cands, err := c.store.CopiesOn(ctx, r.Volume, 0, 1000)
+		cands, err := h.store.CopiesOn(ctx, r.Volume, 0, 1000)
 		if err != nil || len(cands) == 0 {
 			if err != nil {
 				return total, err
@@ -53,11 +45,11 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 			if cd.Bitfile.OnDisk {
 				continue
 			}
-			if err := h.recallWait(ctx, cd.Bitfile, h.pathOf(ctx, cd.Inode), c.poolOf(cd.Inode.COS)); err != nil {
+			if err := h.recallWait(ctx, cd.Bitfile, h.pathOf(ctx, cd.Inode), h.c.PoolOf(cd.Inode.COS)); err != nil {
 				return total, fmt.Errorf("repack %s: recall %s: %w", r.Volume, h.pathOf(ctx, cd.Inode), err)
 			}
 			recalled[cd.Bitfile.ID] = true
-			if cands[i].Bitfile, err = c.store.Bitfile(ctx, cd.Bitfile.ID); err != nil {
+			if cands[i].Bitfile, err = h.store.Bitfile(ctx, cd.Bitfile.ID); err != nil {
 				return total, err
 			}
 		}
@@ -67,7 +59,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 		}
 		moved := 0
 		for _, cd := range cands {
-			b, err := c.store.Bitfile(ctx, cd.Bitfile.ID)
+			b, err := h.store.Bitfile(ctx, cd.Bitfile.ID)
 			if err != nil {
 				continue // removed meanwhile
 			}
@@ -76,14 +68,14 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 			}
 			for _, tc := range b.Tapes {
 				if tc.Volume == r.Volume {
-					if err := c.store.DropTapeCopy(ctx, b.ID, tc.Copy); err != nil && !errors.Is(err, api.ErrNotFound) {
+					if err := h.store.DropTapeCopy(ctx, b.ID, tc.Copy); err != nil && !errors.Is(err, api.ErrNotFound) {
 						return total, err
 					}
 				}
 			}
 			if recalled[b.ID] {
-				c.quota.markStale() // what is on disk changes
-				if err := c.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+				h.c.DiskChanged() // what is on disk changes
+				if err := h.store.DropDiskCopy(ctx, b.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
 					return total, err
 				}
 			}
@@ -100,7 +92,7 @@ func (c *Core) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult, 
 }
 
 // erase empties volume on a free drive.
-func (h *hsm) erase(ctx context.Context, volume string) error {
+func (h *Engine) erase(ctx context.Context, volume string) error {
 	drive, have, ok := h.takeDrive("repack", func(_, v string) bool { return v == volume })
 	if !ok {
 		return h.errNoUsableDrive("repack: erase " + volume)
@@ -112,7 +104,7 @@ func (h *hsm) erase(ctx context.Context, volume string) error {
 	if err := h.lib.Erase(ctx, drive); err != nil {
 		return fmt.Errorf("repack: erase %s: %w", volume, err)
 	}
-	h.c.log.Info("hsm: cartridge repacked and erased", "volume", volume)
+	h.log.Info("hsm: cartridge repacked and erased", "volume", volume)
 	return nil
 }
 
@@ -120,12 +112,12 @@ func (h *hsm) erase(ctx context.Context, volume string) error {
 var errNoDrive = errors.New("no tape drive free")
 
 // recallWait recalls b and waits until it is on disk.
-func (h *hsm) recallWait(ctx context.Context, b catalog.Bitfile, path, pool string) error {
-	if _, err := h.c.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: h.clk.Now().UnixNano(), Priority: 1}); err != nil {
+func (h *Engine) recallWait(ctx context.Context, b catalog.Bitfile, path, pool string) error {
+	if _, err := h.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: h.clk.Now().UnixNano(), Priority: 1}); err != nil {
 		return err
 	}
 	if err := h.enqueue(b, h.clk.Now(), 1, path, pool); err != nil {
-		h.c.store.DoneRecall(ctx, b.ID)
+		h.store.DoneRecall(ctx, b.ID)
 		return err
 	}
 	h.mu.Lock()

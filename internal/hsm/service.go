@@ -1,4 +1,4 @@
-package core
+package hsm
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 const outByAdmin = "offline (admin)"
 
 // driveOutLocked says why drive d is out of service, or "" if it is in.
-func (h *hsm) driveOutLocked(d tape.DriveInfo) string {
+func (h *Engine) driveOutLocked(d tape.DriveInfo) string {
 	switch {
 	case d.Failed:
 		return "failed (the library reports it)"
@@ -32,7 +32,7 @@ func (h *hsm) driveOutLocked(d tape.DriveInfo) string {
 }
 
 // volumeOutLocked says why cartridge ci is out of service, or "".
-func (h *hsm) volumeOutLocked(ci tape.CartridgeInfo) string {
+func (h *Engine) volumeOutLocked(ci tape.CartridgeInfo) string {
 	if ci.Unreadable {
 		return "unreadable"
 	}
@@ -41,7 +41,7 @@ func (h *hsm) volumeOutLocked(ci tape.CartridgeInfo) string {
 
 // noUsableDriveLocked says, when every drive is out of service, why each
 // is; "" when one is usable (busy or not).
-func (h *hsm) noUsableDriveLocked(drives []tape.DriveInfo) string {
+func (h *Engine) noUsableDriveLocked(drives []tape.DriveInfo) string {
 	var why []string
 	for _, d := range drives {
 		w := h.driveOutLocked(d)
@@ -55,7 +55,7 @@ func (h *hsm) noUsableDriveLocked(drives []tape.DriveInfo) string {
 }
 
 // noUsableDrive is noUsableDriveLocked for callers not holding h.mu.
-func (h *hsm) noUsableDrive() string {
+func (h *Engine) noUsableDrive() string {
 	drives := h.lib.Drives()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -65,7 +65,7 @@ func (h *hsm) noUsableDrive() string {
 // errNoUsableDrive is the error for an operation that needs a drive and
 // finds none it may use, naming why, or errNoDrive when drives are only
 // busy.
-func (h *hsm) errNoUsableDrive(what string) error {
+func (h *Engine) errNoUsableDrive(what string) error {
 	if why := h.noUsableDrive(); why != "" {
 		return api.Errorf(api.ErrUnavailable, "%s: %s", what, why)
 	}
@@ -73,25 +73,18 @@ func (h *hsm) errNoUsableDrive(what string) error {
 }
 
 // SetService takes a drive or a cartridge out of service, or puts it
-// back. Admin only.
-func (c *Core) SetService(ctx context.Context, r api.ServiceChange) (struct{}, error) {
-	if _, err := admin(ctx, "library"); err != nil {
-		return struct{}{}, err
-	}
-	h := c.hsm
-	if h == nil {
-		return struct{}{}, api.Errorf(api.ErrInvalid, "no tape library configured")
-	}
+// back.
+func (h *Engine) SetService(ctx context.Context, r api.ServiceChange) error {
 	switch {
 	case (r.Drive == "") == (r.Volume == ""):
-		return struct{}{}, api.Errorf(api.ErrInvalid, "library: name a drive or a cartridge")
+		return api.Errorf(api.ErrInvalid, "library: name a drive or a cartridge")
 	case r.Drive != "":
-		return struct{}{}, h.setDrive(ctx, r.Drive, r.Online)
+		return h.setDrive(ctx, r.Drive, r.Online)
 	}
-	return struct{}{}, h.setVolume(ctx, r.Volume, r.Online)
+	return h.setVolume(ctx, r.Volume, r.Online)
 }
 
-func (h *hsm) setDrive(ctx context.Context, id string, online bool) error {
+func (h *Engine) setDrive(ctx context.Context, id string, online bool) error {
 	var d *tape.DriveInfo
 	for _, di := range h.lib.Drives() {
 		if di.ID == id {
@@ -111,7 +104,7 @@ func (h *hsm) setDrive(ctx context.Context, id string, online bool) error {
 		delete(h.drivesOut, id)
 		h.mu.Unlock()
 		if was != "" {
-			h.c.log.Info("hsm: drive back in service", "drive", id, "was", was)
+			h.log.Info("hsm: drive back in service", "drive", id, "was", was)
 		}
 		h.poke()
 		return nil
@@ -119,17 +112,17 @@ func (h *hsm) setDrive(ctx context.Context, id string, online bool) error {
 	h.drivesOut[id] = outByAdmin
 	idle := h.busy[id] == ""
 	h.mu.Unlock()
-	h.c.log.Info("hsm: drive taken out of service", "drive", id)
+	h.log.Info("hsm: drive taken out of service", "drive", id)
 	if idle && d.Volume != "" { // free its cartridge for the other drives
 		if err := h.lib.Dismount(ctx, id); err != nil {
-			h.c.log.Warn("hsm: cannot empty the drive taken out of service", "drive", id, "volume", d.Volume, "err", err)
+			h.log.Warn("hsm: cannot empty the drive taken out of service", "drive", id, "volume", d.Volume, "err", err)
 		}
 	}
 	h.poke()
 	return nil
 }
 
-func (h *hsm) setVolume(ctx context.Context, volume string, online bool) error {
+func (h *Engine) setVolume(ctx context.Context, volume string, online bool) error {
 	if !h.hasVolume(volume) {
 		return api.Errorf(api.ErrNotFound, "library: no cartridge %q", volume)
 	}
@@ -137,7 +130,7 @@ func (h *hsm) setVolume(ctx context.Context, volume string, online bool) error {
 	if online {
 		delete(h.volsOut, volume)
 		h.mu.Unlock()
-		h.c.log.Info("hsm: cartridge back in service", "volume", volume)
+		h.log.Info("hsm: cartridge back in service", "volume", volume)
 		h.poke()
 		return nil
 	}
@@ -145,22 +138,16 @@ func (h *hsm) setVolume(ctx context.Context, volume string, online bool) error {
 	// Recalls queued on it go to another copy, or fail saying why.
 	reqs := h.sched.Remove(volume)
 	h.mu.Unlock()
-	h.c.log.Info("hsm: cartridge taken out of service", "volume", volume, "recalls", len(reqs))
+	h.log.Info("hsm: cartridge taken out of service", "volume", volume, "recalls", len(reqs))
 	h.fallback(ctx, reqs, api.Errorf(api.ErrOffline, "cartridge %s is out of service", volume))
 	return nil
 }
 
-// InjectFault sets faults of an emulated library. Admin only.
-func (c *Core) InjectFault(ctx context.Context, r api.LibraryFault) (struct{}, error) {
-	if _, err := admin(ctx, "library"); err != nil {
-		return struct{}{}, err
-	}
-	if c.hsm == nil {
-		return struct{}{}, api.Errorf(api.ErrInvalid, "no tape library configured")
-	}
-	fi, ok := c.hsm.lib.(tape.FaultInjector)
+// InjectFault sets faults of an emulated library.
+func (h *Engine) InjectFault(r api.LibraryFault) error {
+	fi, ok := h.lib.(tape.FaultInjector)
 	if !ok {
-		return struct{}{}, api.Errorf(api.ErrInvalid, "library: this library takes no injected faults (the emulated one does)")
+		return api.Errorf(api.ErrInvalid, "library: this library takes no injected faults (the emulated one does)")
 	}
 	var errs []error
 	for _, f := range []struct {
@@ -190,8 +177,8 @@ func (c *Core) InjectFault(ctx context.Context, r api.LibraryFault) (struct{}, e
 	if r.RobotFailures != nil {
 		robot = *r.RobotFailures
 	}
-	c.log.Warn("hsm: faults injected into the emulated library", "fail_drive", r.FailDrive, "repair_drive", r.RepairDrive,
+	h.log.Warn("hsm: faults injected into the emulated library", "fail_drive", r.FailDrive, "repair_drive", r.RepairDrive,
 		"unreadable", r.Unreadable, "readable", r.Readable, "robot_failures", robot)
-	c.hsm.poke()
-	return struct{}{}, errors.Join(errs...)
+	h.poke()
+	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package core
+package hsm
 
 import (
 	"cmp"
@@ -9,91 +9,16 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/auth"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/tapeserver"
-	"github.com/strata-storage/strata/internal/token"
 )
 
-// Stage queues recalls of the named files (see api.StageRequest) and
-// reports where each stands. A caller may stage what it may read.
-func (c *Core) Stage(ctx context.Context, r api.StageRequest) (api.StageResponse, error) {
-	var out api.StageResponse
-	var ids []int64
-	who, err := caller(ctx)
-	if err != nil {
-		return out, err
-	}
-	if r.Priority > 0 && !who.Admin {
-		// A raised priority jumps every other user's queue.
-		return out, fmt.Errorf("stage --priority: %w (%s is not an admin)", api.ErrDenied, who.User)
-	}
-	for _, p := range r.Paths {
-		st, id, err := c.stageOne(ctx, who, p, r.Priority, true)
-		if err == nil && r.Pin > 0 {
-			err = c.pin(ctx, who, p, time.Duration(r.Pin*float64(time.Second)), &st)
-		}
-		if err != nil {
-			return out, err
-		}
-		out.Files = append(out.Files, st)
-		ids = append(ids, id)
-	}
-	c.hsm.statuses(out.Files, ids) // one pass over the queue for all of them
-	return out, nil
-}
-
-// StageStatus reports one file's recall without queueing one.
-func (c *Core) StageStatus(ctx context.Context, p string) (api.StageStatus, error) {
-	who, err := caller(ctx)
-	if err != nil {
-		return api.StageStatus{}, err
-	}
-	st, id, err := c.stageOne(ctx, who, p, 0, false)
-	if err != nil {
-		return st, err
-	}
-	sts := []api.StageStatus{st}
-	c.hsm.statuses(sts, []int64{id})
-	return sts[0], nil
-}
-
-// MaxStageWait bounds how long one status request waits for a recall.
-const MaxStageWait = time.Minute
-
-// StageWait is StageStatus that, while p's recall is queued or running,
-// first waits up to wait (at most MaxStageWait) for it to end: a reader
-// blocked in open(2) learns at once that its file is back, which polling
-// would tell it up to a poll interval later — time in which the drive
-// might have let the cartridge go.
-func (c *Core) StageWait(ctx context.Context, p string, wait time.Duration) (api.StageStatus, error) {
-	who, err := caller(ctx)
-	if err != nil {
-		return api.StageStatus{}, err
-	}
-	_, id, err := c.stageOne(ctx, who, p, 0, false)
-	if err != nil {
-		return api.StageStatus{}, err
-	}
-	if done := c.hsm.doneOf(id); done != nil && wait > 0 {
-		t := time.NewTimer(min(wait, MaxStageWait))
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-		case <-ctx.Done():
-			return api.StageStatus{}, ctx.Err()
-		}
-	}
-	return c.StageStatus(ctx, p)
-}
-
-// doneOf is the channel closed when bitfile's recall ends, or nil if none
+// Done is the channel closed when bitfile's recall ends, or nil if none
 // is queued or running.
-func (h *hsm) doneOf(bitfile int64) <-chan struct{} {
+func (h *Engine) Done(bitfile int64) <-chan struct{} {
 	if h == nil || bitfile == 0 {
 		return nil
 	}
@@ -105,76 +30,26 @@ func (h *hsm) doneOf(bitfile int64) <-chan struct{} {
 	return nil
 }
 
-// stageOne resolves p and queues its recall if asked and needed. It
-// returns the file's state if it is settled (resident), else the bitfile
-// whose recall status statuses fills in.
-func (c *Core) stageOne(ctx context.Context, who *auth.Identity, p string, prio int, queue bool) (api.StageStatus, int64, error) {
-	op := auth.ScopeRead
-	if queue {
-		op = auth.ScopeStage
-	}
-	// Who may stage a file may ask how its recall goes.
-	if err := scoped(who, op, p); err != nil && (queue || !who.Allows(auth.ScopeStage, p)) {
-		return api.StageStatus{}, 0, err
-	}
-	comps, in, err := c.statPath(ctx, who, p)
+// Stage queues a recall of b (path names it in messages; pool is where it
+// lands) at priority prio, recorded in the catalog so that it survives a
+// restart.
+func (h *Engine) Stage(ctx context.Context, b catalog.Bitfile, prio int, path, pool string) error {
+	had, err := h.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: h.clk.Now().UnixNano(), Priority: prio})
 	if err != nil {
-		return api.StageStatus{}, 0, fmt.Errorf("stage: %w", err)
+		return err
 	}
-	path := joinPath(comps)
-	if in.Kind == catalog.KindDir {
-		return api.StageStatus{}, 0, api.Errorf(api.ErrIsDir, "stage %s", path)
-	}
-	if queue {
-		if err := may(who, in, path, path, auth.Read); err != nil {
-			return api.StageStatus{}, 0, err
+	if err := h.enqueue(b, h.clk.Now(), prio, path, pool); err != nil {
+		if !had {
+			h.store.DoneRecall(ctx, b.ID)
 		}
+		return err
 	}
-	st := api.StageStatus{Path: path, State: api.StageResident}
-	if in.Bitfile == 0 {
-		return st, 0, nil
-	}
-	b, err := c.store.Bitfile(ctx, in.Bitfile)
-	if err != nil {
-		return st, 0, fmt.Errorf("stage %s: %w", path, err)
-	}
-	st.PinnedUntil = pinTime(b.PinnedUntil, c.now())
-	if b.OnDisk {
-		return st, 0, nil
-	}
-	if why := c.lostFile(b.ID); why != "" {
-		return st, 0, api.Errorf(api.ErrCorrupt, "stage %s: lost: %s", path, why)
-	}
-	h := c.hsm
-	if h == nil {
-		return st, 0, api.Errorf(api.ErrOffline, "stage %s: on tape, and no tape library is configured", path)
-	}
-	if queue {
-		had, err := c.store.QueueRecall(ctx, catalog.Recall{Bitfile: b.ID, Queued: h.clk.Now().UnixNano(), Priority: prio})
-		if err != nil {
-			return st, 0, fmt.Errorf("stage %s: %w", path, err)
-		}
-		if err := h.enqueue(b, h.clk.Now(), prio, path, c.poolOf(in.COS)); err != nil {
-			if !had {
-				c.store.DoneRecall(ctx, b.ID)
-			}
-			return st, 0, fmt.Errorf("stage %s: %w", path, err)
-		}
-	}
-	return st, b.ID, nil
-}
-
-// poolOf is the disk pool a class of service writes to.
-func (c *Core) poolOf(cos string) string {
-	if k, ok := c.class(cos); ok {
-		return k.Pool
-	}
-	return c.defaultPool()
+	return nil
 }
 
 // enqueue adds a recall of b to the scheduler (coalescing with one already
 // queued), reading the first tape copy on a readable cartridge.
-func (h *hsm) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool string) error {
+func (h *Engine) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r := h.recalls[b.ID]; r != nil {
@@ -198,7 +73,7 @@ func (h *hsm) enqueue(b catalog.Bitfile, queued time.Time, prio int, path, pool 
 // queueLocked queues r on the first tape copy none of whose cartridges has
 // failed: one request per stripe (an unstriped copy is one stripe), so the
 // stripes of a striped copy are read on several drives at once.
-func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio int) error {
+func (h *Engine) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio int) error {
 	bad := map[string]bool{}
 	for _, ci := range h.lib.Cartridges() {
 		bad[ci.Volume] = h.volumeOutLocked(ci) != ""
@@ -233,32 +108,32 @@ func (h *hsm) queueLocked(r *recall, b catalog.Bitfile, queued time.Time, prio i
 }
 
 // loadRecalls queues the recalls a previous run left.
-func (h *hsm) loadRecalls(ctx context.Context) error {
-	rs, err := h.c.store.Recalls(ctx)
+func (h *Engine) loadRecalls(ctx context.Context) error {
+	rs, err := h.store.Recalls(ctx)
 	if err != nil {
 		return err
 	}
 	for _, r := range rs {
-		b, err := h.c.store.Bitfile(ctx, r.Bitfile)
+		b, err := h.store.Bitfile(ctx, r.Bitfile)
 		if err != nil || b.OnDisk || b.State != catalog.Committed {
-			h.c.store.DoneRecall(ctx, r.Bitfile)
+			h.store.DoneRecall(ctx, r.Bitfile)
 			continue
 		}
-		if err := h.enqueue(b, time.Unix(0, r.Queued), r.Priority, fmt.Sprintf("<bitfile %d>", b.ID), h.c.defaultPool()); err != nil {
-			h.c.log.Warn("hsm: a queued recall cannot be served", "bitfile", b.ID, "err", err)
-			h.c.store.DoneRecall(ctx, r.Bitfile)
+		if err := h.enqueue(b, time.Unix(0, r.Queued), r.Priority, fmt.Sprintf("<bitfile %d>", b.ID), h.c.PoolOf("")); err != nil {
+			h.log.Warn("hsm: a queued recall cannot be served", "bitfile", b.ID, "err", err)
+			h.store.DoneRecall(ctx, r.Bitfile)
 		}
 	}
 	if len(rs) > 0 {
-		h.c.log.Info("hsm: recalls resumed", "files", len(rs))
+		h.log.Info("hsm: recalls resumed", "files", len(rs))
 	}
 	return nil
 }
 
-// statuses fills in the recall state of sts[i] for each ids[i] != 0 (a
+// Statuses fills in the recall state of sts[i] for each ids[i] != 0 (a
 // file not on disk), walking the queue once for all of them: a bulk stage
 // of many files costs one sort per cartridge queue, not one per file.
-func (h *hsm) statuses(sts []api.StageStatus, ids []int64) {
+func (h *Engine) Statuses(sts []api.StageStatus, ids []int64) {
 	if h == nil {
 		return
 	}
@@ -327,7 +202,7 @@ func (h *hsm) statuses(sts []api.StageStatus, ids []int64) {
 }
 
 // recaller hands batches to drives as the scheduler decides.
-func (h *hsm) recaller(ctx context.Context) {
+func (h *Engine) recaller(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -379,7 +254,7 @@ const emptyRetry = 10 * time.Second
 
 // emptyOutOfService tries, now and then, to take the cartridge out of a
 // drive out of service, so other drives can read it.
-func (h *hsm) emptyOutOfService(ctx context.Context, d tape.DriveInfo) {
+func (h *Engine) emptyOutOfService(ctx context.Context, d tape.DriveInfo) {
 	h.mu.Lock()
 	if time.Since(h.emptied[d.ID]) < emptyRetry {
 		h.mu.Unlock()
@@ -388,10 +263,10 @@ func (h *hsm) emptyOutOfService(ctx context.Context, d tape.DriveInfo) {
 	h.emptied[d.ID] = time.Now()
 	h.mu.Unlock()
 	if err := h.lib.Dismount(ctx, d.ID); err != nil {
-		h.c.log.Debug("hsm: cannot yet take the cartridge out of a drive out of service", "drive", d.ID, "volume", d.Volume, "err", err)
+		h.log.Debug("hsm: cannot yet take the cartridge out of a drive out of service", "drive", d.ID, "volume", d.Volume, "err", err)
 		return
 	}
-	h.c.log.Info("hsm: cartridge taken out of a drive out of service", "drive", d.ID, "volume", d.Volume)
+	h.log.Info("hsm: cartridge taken out of a drive out of service", "drive", d.ID, "volume", d.Volume)
 	h.poke()
 }
 
@@ -424,30 +299,18 @@ func copiesOf(rows []catalog.TapeCopy) [][]catalog.TapeCopy {
 }
 
 // bufferFree is the free space of the disk pools recalls land in.
-func (h *hsm) bufferFree(ctx context.Context) int64 {
-	devs, err := h.c.store.Devices(ctx)
-	if err != nil {
-		return 0
-	}
+func (h *Engine) bufferFree(ctx context.Context) int64 {
 	pools := map[string]bool{}
-	for _, k := range h.c.classList() {
+	for _, k := range h.c.Classes() {
 		if k.TapeCopies > 0 {
 			pools[k.Pool] = true
 		}
 	}
-	var free int64
-	h.c.mu.Lock()
-	for _, d := range devs {
-		if pools[d.Pool] {
-			free += h.c.freeLocked(d)
-		}
-	}
-	h.c.mu.Unlock()
-	return free
+	return h.c.PoolFree(ctx, pools)
 }
 
 // serve runs one decision: mount, then recall each file in order.
-func (h *hsm) serve(ctx context.Context, d sched.Decision) {
+func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 	var retry []sched.Request
 	defer func() {
 		h.mu.Lock()
@@ -476,7 +339,7 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 		return
 	}
 	if have != d.Volume {
-		h.c.log.Info("hsm: mounting for recalls", "drive", d.Drive, "volume", d.Volume, "unmount", have, "files", len(d.Requests))
+		h.log.Info("hsm: mounting for recalls", "drive", d.Drive, "volume", d.Volume, "unmount", have, "files", len(d.Requests))
 	}
 	if err := h.mountOn(ctx, d.Drive, have, d.Volume); err != nil {
 		switch {
@@ -498,11 +361,11 @@ func (h *hsm) serve(ctx context.Context, d sched.Decision) {
 			}
 			h.mu.Unlock()
 			if n >= maxMountFailures {
-				h.c.log.Error("hsm: cannot mount a cartridge; its recalls go to other copies or fail", "volume", d.Volume, "tries", n, "err", err)
+				h.log.Error("hsm: cannot mount a cartridge; its recalls go to other copies or fail", "volume", d.Volume, "tries", n, "err", err)
 				h.fallback(ctx, d.Requests, fmt.Errorf("cannot mount %s (%d tries): %w", d.Volume, n, err))
 				return
 			}
-			h.c.log.Warn("hsm: mount failed; recalls wait for the next try", "drive", d.Drive, "volume", d.Volume, "tries", n, "err", err)
+			h.log.Warn("hsm: mount failed; recalls wait for the next try", "drive", d.Drive, "volume", d.Volume, "tries", n, "err", err)
 			retry = d.Requests
 		}
 		return
@@ -542,10 +405,10 @@ const maxMountFailures = 5
 
 // fallback re-queues recalls on another copy, or fails them when none is
 // left.
-func (h *hsm) fallback(ctx context.Context, reqs []sched.Request, cause error) {
+func (h *Engine) fallback(ctx context.Context, reqs []sched.Request, cause error) {
 	for _, q := range reqs {
 		id := keyID(q.Key)
-		b, err := h.c.store.Bitfile(ctx, id)
+		b, err := h.store.Bitfile(ctx, id)
 		h.mu.Lock()
 		r := h.recalls[id]
 		var orphans map[int]catalog.Segment
@@ -562,7 +425,7 @@ func (h *hsm) fallback(ctx context.Context, reqs []sched.Request, cause error) {
 		}
 		h.mu.Unlock()
 		for _, sg := range orphans {
-			h.c.deleteObject(ctx, sg.Device, sg.Object)
+			h.c.DeleteObject(ctx, sg.Device, sg.Object)
 		}
 		if err != nil {
 			h.finish(ctx, id, fmt.Errorf("%s: %w", q.Volume, cause))
@@ -571,8 +434,8 @@ func (h *hsm) fallback(ctx context.Context, reqs []sched.Request, cause error) {
 }
 
 // finish ends a recall, successfully or not, and wakes its waiters.
-func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
-	h.c.store.DoneRecall(ctx, bitfile)
+func (h *Engine) finish(ctx context.Context, bitfile int64, err error) {
+	h.store.DoneRecall(ctx, bitfile)
 	h.mu.Lock()
 	r := h.recalls[bitfile]
 	delete(h.recalls, bitfile)
@@ -588,11 +451,11 @@ func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
 	}
 	h.mu.Unlock()
 	for _, sg := range orphans {
-		h.c.deleteObject(ctx, sg.Device, sg.Object)
+		h.c.DeleteObject(ctx, sg.Device, sg.Object)
 	}
 	if r != nil {
 		if err != nil {
-			h.c.log.Warn("hsm: recall failed", "path", r.path, "err", err)
+			h.log.Warn("hsm: recall failed", "path", r.path, "err", err)
 		} else {
 			h.repaired(r)
 		}
@@ -604,21 +467,23 @@ func (h *hsm) finish(ctx context.Context, bitfile int64, err error) {
 // recallOne copies one stripe of a file from the mounted cartridge into a
 // new disk object. When it was the file's last stripe to arrive, it records
 // the new disk copy (striped as the tape copy is) and reports complete.
-func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (complete bool, err error) {
-	c := h.c
+func (h *Engine) recallOne(ctx context.Context, drive string, q sched.Request) (complete bool, err error) {
 	id, cp, stripe := parseKey(q.Key)
 	h.mu.Lock()
 	r := h.recalls[id]
 	current := r != nil && r.copy == cp
-	pool := c.defaultPool()
-	if r != nil && r.pool != "" {
+	pool := ""
+	if r != nil {
 		pool = r.pool
 	}
 	h.mu.Unlock()
+	if pool == "" {
+		pool = h.c.PoolOf("")
+	}
 	if !current {
 		return false, nil // a request left from a copy given up on, or a finished recall
 	}
-	b, err := c.store.Bitfile(ctx, id)
+	b, err := h.store.Bitfile(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -634,37 +499,27 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	if tc.Volume == "" {
 		return false, api.Errorf(api.ErrNotFound, "bitfile %d has no tape copy %d stripe %d", id, cp, stripe)
 	}
-	picked, err := c.place(ctx, pool, 1, tc.Length, true)
+	dest, done, err := h.c.RecallTarget(ctx, b, stripe, pool, tc.Length)
 	if err != nil {
 		return false, err
 	}
-	dev, ep := picked[0].dev.ID, picked[0].ep
-	defer c.release(dev, tc.Length)
-	// A name no attempt used before, recorded before it is written: an
-	// attempt given up, or cut short by a crash, leaves an object that
-	// becomes garbage (catalog.Store.AddRecallObject) and that no later
-	// attempt could be writing when it is reclaimed.
-	obj := fmt.Sprintf("%s.%d-%d", catalog.ObjectName(b.ID, b.DiskGen+1, stripe), c.epoch, c.recallSeq.Add(1))
-	if err := c.store.AddRecallObject(ctx, catalog.RecallObject{Bitfile: b.ID, Epoch: c.epoch, Device: dev, Object: obj}); err != nil {
-		return false, err
-	}
-	dest := tapeserver.Source{Endpoint: ep, Device: dev, Object: obj, Length: tc.Length,
-		Token: c.sign(auth.Root, token.OpWrite, dev, obj, tc.Length, c.cfg.TokenTTL)}
+	defer done()
+	dev, obj := dest.Device, dest.Object
 	st, err := h.jobs.Read(ctx, tapeserver.ReadJob{Drive: drive, Seq: tc.Seq, Offset: tc.Offset, Length: tc.Length, ReadThrough: q.ReadThrough, Dest: dest})
 	if err != nil {
 		return false, err
 	}
-	if !c.signer.CheckReceipt(st.Receipt, dev, obj, st.Length, st.CRC32C) {
+	if !h.c.CheckReceipt(st.Receipt, dev, obj, st.Length, st.CRC32C) {
 		return false, api.Errorf(api.ErrDenied, "mover for %s: bad receipt for %s", dev, obj)
 	}
 	if st.Length != tc.Length || st.CRC32C != tc.CRC32C {
-		c.deleteObject(ctx, dev, obj)
+		h.c.DeleteObject(ctx, dev, obj)
 		return false, &tapeDamage{copy: cp, err: api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)}
 	}
 	h.mu.Lock()
 	if r.copy != cp { // given up on meanwhile
 		h.mu.Unlock()
-		c.deleteObject(ctx, dev, obj)
+		h.c.DeleteObject(ctx, dev, obj)
 		return false, nil
 	}
 	r.segs[stripe] = catalog.Segment{Stripe: stripe, Device: dev, Object: obj, Length: st.Length, CRC32C: st.CRC32C}
@@ -678,8 +533,8 @@ func (h *hsm) recallOne(ctx context.Context, drive string, q sched.Request) (com
 	if segs == nil {
 		return false, nil // other stripes still to come
 	}
-	c.quota.markStale() // what is on disk changes
-	if err := c.store.RestoreDiskCopy(ctx, b.ID, len(segs), b.StripeUnit, segs); err != nil {
+	h.c.DiskChanged() // what is on disk changes
+	if err := h.store.RestoreDiskCopy(ctx, b.ID, len(segs), b.StripeUnit, segs); err != nil {
 		return false, err // finish deletes the objects
 	}
 	h.mu.Lock()
@@ -697,73 +552,3 @@ type tapeDamage struct {
 
 func (e *tapeDamage) Error() string { return e.err.Error() }
 func (e *tapeDamage) Unwrap() error { return e.err }
-
-// release ends a recall's placement on dev: its load, and the held bytes
-// (by now in the catalog, or never to be written).
-func (c *Core) release(dev string, held int64) {
-	c.mu.Lock()
-	if c.load[dev]--; c.load[dev] <= 0 {
-		delete(c.load, dev)
-	}
-	if c.held[dev] -= held; c.held[dev] <= 0 {
-		delete(c.held, dev)
-	}
-	c.mu.Unlock()
-}
-
-// pinTime is a pin's end as the API reports it: nil if there is none or
-// it has passed.
-func pinTime(until int64, now time.Time) *time.Time {
-	if until <= now.UnixNano() {
-		return nil
-	}
-	t := time.Unix(0, until).UTC()
-	return &t
-}
-
-// pin extends p's pin to d from now (a longer one is kept); stageOne
-// has checked the caller may.
-func (c *Core) pin(ctx context.Context, who *auth.Identity, p string, d time.Duration, st *api.StageStatus) error {
-	_, in, err := c.statPath(ctx, who, p)
-	if err != nil || in.Bitfile == 0 {
-		return err // an empty file has nothing on disk to keep
-	}
-	until := c.now().Add(d).UnixNano()
-	if st.PinnedUntil != nil && st.PinnedUntil.UnixNano() >= until {
-		return nil
-	}
-	if err := c.store.Pin(ctx, in.Bitfile, until); err != nil {
-		return fmt.Errorf("stage %s: pin: %w", p, err)
-	}
-	st.PinnedUntil = pinTime(until, c.now())
-	return nil
-}
-
-// Release drops the pins of files' disk copies. It asks what staging
-// does: the stage scope and read permission.
-func (c *Core) Release(ctx context.Context, r api.ReleaseRequest) (struct{}, error) {
-	who, err := caller(ctx)
-	if err != nil {
-		return struct{}{}, err
-	}
-	for _, p := range r.Paths {
-		if err := scoped(who, auth.ScopeStage, p); err != nil {
-			return struct{}{}, err
-		}
-		comps, in, err := c.statPath(ctx, who, p)
-		if err != nil {
-			return struct{}{}, fmt.Errorf("release: %w", err)
-		}
-		path := joinPath(comps)
-		if err := may(who, in, path, path, auth.Read); err != nil {
-			return struct{}{}, err
-		}
-		if in.Bitfile == 0 {
-			continue
-		}
-		if err := c.store.Pin(ctx, in.Bitfile, 0); err != nil && !errors.Is(err, api.ErrNotFound) {
-			return struct{}{}, fmt.Errorf("release %s: %w", path, err)
-		}
-	}
-	return struct{}{}, nil
-}

@@ -1,54 +1,11 @@
-package core
+package hsm
 
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/catalog"
 )
-
-// Purge drops disk copies now (see api.PurgeRequest).
-// Admin only.
-func (c *Core) Purge(ctx context.Context, r api.PurgeRequest) (api.HSMResult, error) {
-	if _, err := admin(ctx, "purge"); err != nil {
-		return api.HSMResult{}, err
-	}
-	if c.hsm == nil {
-		return api.HSMResult{}, api.Errorf(api.ErrInvalid, "purge: no tape library configured")
-	}
-	if len(r.Paths) == 0 {
-		return c.hsm.purgePolicy(ctx)
-	}
-	var res api.HSMResult
-	for _, p := range r.Paths {
-		comps, in, err := c.statPath(ctx, nil, p)
-		if err != nil {
-			return res, fmt.Errorf("purge: %w", err)
-		}
-		if in.Kind == catalog.KindDir {
-			return res, api.Errorf(api.ErrIsDir, "purge %s", joinPath(comps))
-		}
-		if in.Bitfile == 0 {
-			continue
-		}
-		b, err := c.store.Bitfile(ctx, in.Bitfile)
-		if err != nil {
-			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
-		}
-		if !b.OnDisk {
-			continue
-		}
-		c.quota.markStale() // what is on disk changes
-		if err := c.store.DropDiskCopy(ctx, b.ID); err != nil {
-			return res, fmt.Errorf("purge %s: %w", joinPath(comps), err)
-		}
-		res.Files++
-		res.Bytes += b.Size
-	}
-	return res, nil
-}
 
 // poolUse is a disk pool's fill as the purge policy sees it: by its
 // configured capacity, and by the file systems under it, whoever filled
@@ -76,19 +33,18 @@ func (u *poolUse) drop(n int64) {
 	u.fsUsed -= n
 }
 
-// purgePolicy evicts files from every disk pool above its high-water mark,
+// PurgePolicy evicts files from every disk pool above its high-water mark,
 // least recently accessed first and only those with a verified tape copy,
 // until the pool is below its low-water mark. Space counts as used until
 // the reclaimer has deleted the objects, so a pass never over-purges by
 // counting the same space twice.
-func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
+func (h *Engine) PurgePolicy(ctx context.Context) (api.HSMResult, error) {
 	var res api.HSMResult
-	c := h.c
-	devs, err := c.store.Devices(ctx)
+	devs, err := h.store.Devices(ctx)
 	if err != nil {
 		return res, err
 	}
-	garbage, err := c.store.Garbage(ctx, 1<<20)
+	garbage, err := h.store.Garbage(ctx, 1<<20)
 	if err != nil {
 		return res, err
 	}
@@ -104,8 +60,8 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 		u.used += d.Used
 		poolOf[d.ID] = d.Pool
 	}
-	for p, fs := range c.fsOfPools(devs) {
-		pools[p].fsSize, pools[p].fsUsed = fs.size, fs.size-fs.free
+	for p, fs := range h.c.PoolFS(devs) {
+		pools[p].fsSize, pools[p].fsUsed = fs.Size, fs.Size-fs.Free
 	}
 	for _, g := range garbage {
 		if u := pools[poolOf[g.Device]]; u != nil {
@@ -125,7 +81,7 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 	if len(active) == 0 {
 		return res, nil
 	}
-	cands, err := c.store.PurgeCandidates(ctx, c.now().UnixNano(), 100000)
+	cands, err := h.store.PurgeCandidates(ctx, h.c.Now().UnixNano(), 100000)
 	if err != nil {
 		return res, err
 	}
@@ -137,8 +93,8 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 		if !active[pool] || !over(pool) {
 			continue
 		}
-		c.quota.markStale() // what is on disk changes
-		if err := c.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil {
+		h.c.DiskChanged() // what is on disk changes
+		if err := h.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil {
 			if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalid) {
 				continue // removed, or purged by someone else meanwhile
 			}
@@ -151,7 +107,7 @@ func (h *hsm) purgePolicy(ctx context.Context) (api.HSMResult, error) {
 		res.Bytes += cd.Bitfile.Size
 	}
 	if res.Files > 0 {
-		c.log.Info("hsm: purged", "files", res.Files, "bytes", res.Bytes)
+		h.log.Info("hsm: purged", "files", res.Files, "bytes", res.Bytes)
 	}
 	return res, nil
 }
