@@ -213,6 +213,13 @@ type PriorityWriter interface {
 	WriterPriority() error
 }
 
+// Pinger checks the database still answers, on the connection that holds
+// the store's lock: a standby-ready server stops serving when it cannot
+// confirm for a while that it still owns the catalog.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // Store is the catalog database.
 type Store interface {
 	// Get returns the inode with the given id.

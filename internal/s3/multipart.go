@@ -470,9 +470,14 @@ func (q *request) completeUpload() *Error {
 		use = append(use, p)
 	}
 	alg, typ, _ := strings.Cut(string(attrs[xaUploadSum]), " ")
-	var whole hash.Hash // a FULL_OBJECT checksum, computed as the parts are joined
+	// A FULL_OBJECT checksum is combined from the parts' (crccombine.go);
+	// only parts uploaded without theirs make it read the bytes, as they
+	// are copied.
+	var whole hash.Hash
 	if typ == "FULL_OBJECT" {
-		whole = checksumAlgs[alg]()
+		if _, ok := fullSum(alg, use); !ok {
+			whole = checksumAlgs[alg]()
+		}
 	}
 	etag := fmt.Sprintf("%s-%d", hex.EncodeToString(sums.Sum(nil)), len(use))
 	meta := map[string][]byte{}
@@ -538,10 +543,10 @@ func (q *request) completeUpload() *Error {
 // join makes the object the used parts themselves, joined by the catalog
 // without a byte copied (client.Concat), and reports whether it could:
 // every part must be stored as one stripe (as UploadPart stores them),
-// all but the last of one size. A FULL_OBJECT checksum needs the bytes
-// read, so such uploads, and parts that cannot be joined (UploadPartCopy
-// of another size, parts of different sizes, a part migrated to tape
-// meanwhile), are copied instead.
+// all but the last of one size. Parts that cannot be joined
+// (UploadPartCopy of another size, parts of different sizes, a part
+// migrated to tape meanwhile) are copied instead, as are those of a
+// FULL_OBJECT upload uploaded without their checksums.
 func (q *request) join(use []part, o client.PutOptions, meta map[string][]byte, alg, typ, etag string) (bool, *Error) {
 	for _, p := range use[:len(use)-1] {
 		if p.fi.Size != use[0].fi.Size {
@@ -595,6 +600,17 @@ func (q *request) sumMeta(meta map[string][]byte, alg, typ string, use []part, w
 	}
 	meta[xaPartSums] = []byte(strings.Join(ps, ","))
 	return nil
+}
+
+// fullSum is the FULL_OBJECT checksum of the parts in use, combined from
+// theirs; false if one was uploaded without its checksum.
+func fullSum(alg string, use []part) (string, bool) {
+	sums := make([]string, len(use))
+	sizes := make([]int64, len(use))
+	for i, p := range use {
+		sums[i], sizes[i] = string(p.attrs[xaChecksum+alg]), p.fi.Size
+	}
+	return combineSums(alg, sums, sizes)
 }
 
 // finishUpload removes a completed upload's parts (those joined are gone
@@ -729,14 +745,21 @@ func (q *request) listUploads() *Error {
 }
 
 // uploadSum is a completed upload's checksum: of the whole object
-// (FULL_OBJECT, whole having hashed the joined parts), or of the parts'
-// checksums with "-N" (COMPOSITE). A checksum the Complete request
+// (FULL_OBJECT: whole's, having hashed the parts as they were copied, or
+// when nil combined from the parts' own), or of the parts' checksums
+// with "-N" (COMPOSITE). A checksum the Complete request
 // declares (x-amz-checksum-ALG) must be it.
 func (q *request) uploadSum(alg, typ string, use []part, whole hash.Hash) (string, *Error) {
 	var sum string
-	if whole != nil {
+	switch {
+	case whole != nil:
 		sum = base64.StdEncoding.EncodeToString(whole.Sum(nil))
-	} else {
+	case typ == "FULL_OBJECT":
+		var ok bool
+		if sum, ok = fullSum(alg, use); !ok {
+			return "", s3err("InvalidRequest", 400, "a part was uploaded without its %s checksum", strings.ToUpper(alg))
+		}
+	default:
 		h := checksumAlgs[alg]()
 		for _, p := range use {
 			d, err := base64.StdEncoding.DecodeString(string(p.attrs[xaChecksum+alg]))

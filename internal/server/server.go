@@ -513,7 +513,7 @@ func StartWith(ctx context.Context, cfg config.Config, o Options) (s *Server, er
 		}
 	}
 	go func() { defer s.wg.Done(); s.Core.Run(runCtx) }()
-	if p, ok := s.Store.(interface{ Ping(context.Context) error }); ok && cfg.Catalog.Standby {
+	if p, ok := s.Store.(catalog.Pinger); ok && cfg.Catalog.Standby {
 		s.lost = make(chan error, 1)
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.holdCatalog(runCtx, p, log) }()
@@ -976,7 +976,7 @@ const (
 
 // holdCatalog watches the catalog's lock while ctx lives and reports on
 // s.lost when it could not confirm it for holdLease.
-func (s *Server) holdCatalog(ctx context.Context, p interface{ Ping(context.Context) error }, log *slog.Logger) {
+func (s *Server) holdCatalog(ctx context.Context, p catalog.Pinger, log *slog.Logger) {
 	t := time.NewTicker(holdCheck)
 	defer t.Stop()
 	last := time.Now()

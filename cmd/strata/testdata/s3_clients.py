@@ -267,6 +267,11 @@ def multipart_checksums():
         else:  # the whole object's: as a single PUT of the same bytes has it
             single = s3.put_object(Bucket="bkt-main", Key=key + "-single", Body=data, ChecksumAlgorithm=alg)
             assert single["Checksum" + alg] == r["Checksum" + alg], (single, r)
+        # Joined, not copied, whatever the checksum: a FULL_OBJECT one is
+        # combined from the parts' CRCs.
+        st = subprocess.run([os.environ["STRATA"], "stat", "/s3/bkt-main/" + key], check=True, capture_output=True).stdout.decode()
+        assert "3 stripe(s)" in st, st
+        assert s3.get_object(Bucket="bkt-main", Key=key)["Body"].read() == data
 
 
 @check
