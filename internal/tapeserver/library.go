@@ -42,6 +42,8 @@ type LibraryOptions struct {
 	Secret     []byte
 	TLS        *tls.Config // to verify tape servers that speak HTTPS
 	Log        *slog.Logger
+	// LostAfter overrides the package's LostAfter (tests).
+	LostAfter time.Duration
 }
 
 // Library is a tape library whose drives are on tape servers: the core
@@ -59,6 +61,8 @@ type Library struct {
 	log      *slog.Logger
 	now      func() time.Time
 	robot    chan struct{}
+	// lostAfter is LostAfter, or the options' override.
+	lostAfter time.Duration
 
 	mu        sync.Mutex
 	robotFail int
@@ -95,13 +99,17 @@ func NewLibrary(o LibraryOptions) *Library {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.LostAfter <= 0 {
+		o.LostAfter = LostAfter
+	}
 	d := moverconn.Dialer()
 	// No overall timeout: a job lasts as long as its tape file takes. A
-	// dead peer is noticed by the dialer's keepalive and user timeout.
+	// dead peer is noticed by the dialer's keepalive and user timeout, a
+	// live host whose tape server hangs by its silence (watch).
 	tr := &http.Transport{DialContext: d.DialContext, TLSClientConfig: o.TLS, ExpectContinueTimeout: 10 * time.Minute,
 		MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}
 	return &Library{gen: o.Generation, capacity: o.Capacity, clk: o.Clock, key: callKey(o.Secret), secret: o.Secret,
-		hc: &http.Client{Transport: tr}, log: o.Log, now: time.Now, robot: make(chan struct{}, 1),
+		hc: &http.Client{Transport: tr}, log: o.Log, now: time.Now, robot: make(chan struct{}, 1), lostAfter: o.LostAfter,
 		servers: map[string]*server{}, drives: map[string]*remoteDrive{}, carts: map[string]*tape.CartridgeInfo{}}
 }
 
@@ -195,7 +203,7 @@ func (l *Library) Drives() []tape.DriveInfo {
 // lostLocked reports whether s cannot be used: a request failed, or it
 // has not registered for a while.
 func (l *Library) lostLocked(s *server) bool {
-	return s.down || l.now().Sub(s.seen) > LostAfter
+	return s.down || l.now().Sub(s.seen) > l.lostAfter
 }
 
 // Stats sums every drive's counters.
@@ -270,12 +278,16 @@ func (l *Library) result(ctx context.Context, d *remoteDrive, s *server, resp *h
 	return nil
 }
 
+// do sends one request to s, watched (see watch) until its reply's body
+// is closed.
 func (l *Library) do(ctx context.Context, s *server, path string, body io.Reader, hdr, trailer http.Header) (*http.Response, error) {
 	l.mu.Lock()
 	url := s.url
 	l.mu.Unlock()
+	ctx, stop := l.watch(ctx, s)
 	req, err := http.NewRequestWithContext(ctx, "POST", url+path, body)
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	for k, v := range hdr {
@@ -284,7 +296,78 @@ func (l *Library) do(ctx context.Context, s *server, path string, body io.Reader
 	req.Trailer = trailer
 	req.Header.Set(authHeader, signCall(l.key, "POST", req.URL.Path, l.now()))
 	req.Header.Set("Content-Type", "application/json")
-	return l.hc.Do(req)
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		stop()
+		return nil, lostCause(ctx, err)
+	}
+	resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: ctx, stop: stop}
+	return resp, nil
+}
+
+// watch returns ctx, cancelled with an ErrLost cause once s is lost while
+// the request lives: silent for lostAfter, or found down by another
+// request. A tape server whose process hangs (stopped, deadlocked, its
+// disk gone) keeps its host's TCP connections alive, so neither the
+// keepalive nor the user timeout ends a request to it; without this, a
+// migration or a recall would wait on it for ever while the robot, after
+// the same silence, takes its cartridge away. stop ends the watch.
+func (l *Library) watch(ctx context.Context, s *server) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(max(l.lostAfter/8, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				l.mu.Lock()
+				lost, silent := l.lostLocked(s), l.now().Sub(s.seen)
+				l.mu.Unlock()
+				if lost {
+					cancel(fmt.Errorf("tape server %s: %w: silent for %s", s.id, ErrLost, silent.Round(time.Second)))
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() { once.Do(func() { close(done); cancel(nil) }) }
+}
+
+// lostCause is err, or the watch's ErrLost when that is why the request
+// ended.
+func lostCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrLost) {
+		return cause
+	}
+	return err
+}
+
+// watchedBody is a reply's body: closing it ends the request's watch, and
+// a read cut short by the watch says the tape server was lost.
+type watchedBody struct {
+	io.ReadCloser
+	ctx  context.Context
+	stop func()
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = lostCause(b.ctx, err)
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.stop()
+	return err
 }
 
 // lost marks s down after a request to it failed (not one the caller
@@ -299,6 +382,9 @@ func (l *Library) lost(ctx context.Context, s *server, err error) error {
 	l.mu.Unlock()
 	if !was {
 		l.log.Warn("tape server lost: its drives are out of service until it registers again", "id", s.id, "err", err)
+	}
+	if errors.Is(err, ErrLost) {
+		return err // the watch's, naming the server
 	}
 	return fmt.Errorf("tape server %s: %w: %v", s.id, ErrLost, err)
 }
@@ -397,7 +483,7 @@ func (l *Library) Dismount(ctx context.Context, drive string) error {
 	case err == nil, errors.Is(err, tape.ErrNotMounted) && vol != "":
 	case errors.Is(err, ErrLost):
 		l.mu.Lock()
-		silent := l.now().Sub(s.seen) > LostAfter
+		silent := l.now().Sub(s.seen) > l.lostAfter
 		l.mu.Unlock()
 		if !silent || vol == "" {
 			return err

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,3 +167,129 @@ func TestRemoteRefusesStrangers(t *testing.T) {
 }
 
 var ctx = context.Background()
+
+// hangingServer serves e's drives like serveDrives, until hang is called:
+// from then on, as a tape server whose process hangs while its host
+// still answers TCP (stopped, deadlocked, its disk gone), new requests
+// get no answer and replies in progress stop, and it stops registering.
+// The core's library, with lost after 300 ms of silence, is returned.
+func hangingServer(t *testing.T, e *tape.Emulator) (lib *tapeserver.Library, hang func()) {
+	t.Helper()
+	var hung atomic.Bool
+	release := make(chan struct{})
+	h := tapeserver.NewServer(e, moverconn.NewPool(), secret, nil).Handler()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hung.Load() {
+			<-release
+			return
+		}
+		h.ServeHTTP(&stallingWriter{ResponseWriter: w, hung: &hung, release: release}, r)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { close(release) }) // first: the handlers return
+	lib = tapeserver.NewLibrary(tapeserver.LibraryOptions{Generation: tape.Generations["LTO-9"], Clock: clock.NewInstant(time.Time{}),
+		Secret: secret, LostAfter: 300 * time.Millisecond})
+	register := func() {
+		r := tapeserver.Registration{ID: "ts", URL: "http://" + ln.Addr().String(), Generation: "LTO-9", Drives: e.Drives(), Cartridges: e.Cartridges()}
+		r.Proof = tapeserver.Proof(secret, r)
+		if err := lib.Register(r); err != nil {
+			t.Error(err)
+		}
+	}
+	register()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if !hung.Load() {
+					register()
+				}
+			}
+		}
+	}()
+	return lib, func() { hung.Store(true) }
+}
+
+// stallingWriter is a reply that stops, mid-stream, once the server
+// hangs.
+type stallingWriter struct {
+	http.ResponseWriter
+	hung    *atomic.Bool
+	release chan struct{}
+}
+
+func (w *stallingWriter) Write(p []byte) (int, error) {
+	if w.hung.Load() {
+		<-w.release
+		return 0, errors.New("the test is over")
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *stallingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// A tape server that hangs loses the requests it holds once it has been
+// silent for LostAfter: a request sent while it hangs, and a tape file
+// it stops streaming halfway, each end with ErrLost instead of waiting
+// for ever (its host's TCP stack keeps the connections alive, so no
+// keepalive would end them).
+func TestHungTapeServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute) // a watch that failed: a failure, not a hang
+	defer cancel()
+	open := func(t *testing.T) (*tapeserver.Library, func(), int, []byte) {
+		e, err := tape.OpenEmulator(t.TempDir(), tape.Options{DriveIDs: []string{"d0"}, Cartridges: 1, Clock: clock.NewInstant(time.Time{}), Shared: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, hang := hangingServer(t, e)
+		if err := lib.Mount(ctx, "d0", "T00000"); err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, 64<<20) // more than the sockets buffer
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		return lib, hang, tapetest.AppendFile(t, lib, "d0", data), data
+	}
+	t.Run("request", func(t *testing.T) {
+		lib, hang, _, _ := open(t)
+		hang()
+		if err := lib.Flush(ctx, "d0"); !errors.Is(err, tapeserver.ErrLost) {
+			t.Fatalf("flush on a hung tape server: %v, want ErrLost", err)
+		}
+		if d := lib.Drives(); len(d) != 1 || !d[0].Lost {
+			t.Fatalf("drives %+v: want d0 lost", d)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		lib, hang, seq, data := open(t)
+		r, err := lib.ReadData(ctx, "d0", seq, 0, int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		head := make([]byte, 1<<20)
+		if _, err := io.ReadFull(r, head); err != nil {
+			t.Fatal(err)
+		}
+		hang()
+		n, err := io.Copy(io.Discard, r)
+		if !errors.Is(err, tapeserver.ErrLost) {
+			t.Fatalf("a stream the tape server stopped feeding: %d more bytes, %v; want ErrLost", n, err)
+		}
+		if int(n)+len(head) >= len(data) {
+			t.Fatalf("the whole file arrived (%d bytes): the server did not stall", int(n)+len(head))
+		}
+	})
+}
