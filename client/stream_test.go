@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,24 +11,30 @@ import (
 	"testing"
 
 	"github.com/strata-storage/strata/client"
+	"lukechampine.com/blake3"
 )
 
 // TestUploadWrite streams files in file order through Write, in odd-sized
-// pieces, and reads them back whole and at random ranges.
+// pieces, and reads them back whole and at random ranges. Their fixity is
+// BLAKE3 of the bytes, whether Write hashed them (64 KiB units) or the
+// stripes' streams did (units of whole 1 MiB frames: treeLender).
 func TestUploadWrite(t *testing.T) {
 	t.Parallel()
 	c, _ := newClient(t, nil)
 	const unit = 64 << 10
 	cases := []struct {
 		size, piece, stripes int
+		unit                 int64 // 0: the class's
 	}{
-		{1, 1, 0}, {unit - 1, 1000, 1}, {8 << 20, 4 << 20, 0}, {unit + 1, 7919, 4}, {10*unit + 3, 80000, 4}, {3<<20 + 5, 1 << 20, 2}, {5 * unit, unit, 3},
+		{1, 1, 0, 0}, {unit - 1, 1000, 1, 0}, {8 << 20, 4 << 20, 0, 0}, {unit + 1, 7919, 4, 0}, {10*unit + 3, 80000, 4, 0}, {3<<20 + 5, 1 << 20, 2, 0}, {5 * unit, unit, 3, 0},
+		{1, 1, 1, 1 << 20}, {1 << 20, 1 << 20, 1, 1 << 20}, {3<<20 + 5, 100000, 2, 1 << 20}, {10 << 20, 1 << 20, 3, 1 << 20},
+		{9<<20 + 1, 3<<20 + 7, 4, 2 << 20}, {5<<20 - 1, 4096, 2, 1 << 20}, {20 << 20, 512 << 10, 2, 8 << 20},
 	}
 	for i, tc := range cases {
-		t.Run(fmt.Sprintf("%d/%d/w%d", tc.size, tc.piece, tc.stripes), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d/%d/w%d/u%d", tc.size, tc.piece, tc.stripes, tc.unit), func(t *testing.T) {
 			data := randBytes(uint64(100+i), tc.size)
 			p := fmt.Sprintf("/up%d", i)
-			u, err := c.Create(ctx, p, int64(tc.size), client.PutOptions{Stripes: tc.stripes})
+			u, err := c.Create(ctx, p, int64(tc.size), client.PutOptions{Stripes: tc.stripes, StripeUnit: tc.unit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,8 +50,8 @@ func TestUploadWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fi.Size != int64(tc.size) || fi.Fixity == "" {
-				t.Fatalf("committed %+v", fi)
+			if sum := blake3.Sum256(data); fi.Size != int64(tc.size) || fi.Fixity != "blake3:"+hex.EncodeToString(sum[:]) {
+				t.Fatalf("committed %+v; want blake3:%x", fi, sum)
 			}
 			var out bytes.Buffer
 			if _, err := c.Get(ctx, p, &out, client.GetOptions{VerifyFixity: true}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
+	"lukechampine.com/blake3/guts"
 )
 
 // Upload is a file being written as a stream: Create reserves its layout,
@@ -25,21 +26,30 @@ import (
 // writer k owns stripe k, whose units are the file's blocks k, k+w, …).
 // The two must not be mixed.
 type Upload struct {
-	c     *Client
-	path  string
-	size  int64
-	o     PutOptions
-	cr    api.CreateResponse
-	ctx   context.Context
-	stop  context.CancelFunc
-	off   int64     // file-order position of Write
-	h     hash.Hash // fixity of Write's bytes; nil with NoFixity or per-stripe writes
-	alg   string    // h's algorithm
-	seq   bool      // Write was used
+	c    *Client
+	path string
+	size int64
+	o    PutOptions
+	cr   api.CreateResponse
+	ctx  context.Context
+	stop context.CancelFunc
+	off  int64     // file-order position of Write
+	h    hash.Hash // fixity of Write's bytes; nil with NoFixity, per-stripe writes, or tree
+	alg  string    // h's algorithm
+	// tree, when set, is the BLAKE3 fixity built by the stripe streams
+	// (see treeLender) instead of h.
+	tree  *treeHash
+	seq   bool // Write was used
 	mu    sync.Mutex
 	parts []*stripeStream
 	done  bool
 	file  *FileInfo
+	// ended: every stripe's stream has ended (endStripes), with these
+	// receipts, total size and errors.
+	ended    bool
+	receipts []api.SegmentReceipt
+	stored   int64
+	endErr   error
 }
 
 // Create starts writing a file of at most size bytes at path: size
@@ -64,6 +74,9 @@ func (c *Client) Create(ctx context.Context, path string, size int64, o PutOptio
 		return nil, err
 	}
 	u := &Upload{c: c, path: path, size: size, o: o, cr: cr, file: cr.File, h: h, alg: alg}
+	if alg == FixityBLAKE3 && treeTiles(cr.StripeUnit) {
+		u.h, u.tree = nil, newTreeHash()
+	}
 	u.ctx, u.stop = context.WithCancel(ctx)
 	u.parts = make([]*stripeStream, len(cr.Stripes))
 	return u, nil
@@ -111,7 +124,7 @@ func (u *Upload) Stripe(k int) (io.Writer, error) {
 		return nil, api.Errorf(api.ErrInvalid, "upload %s: Stripe after Write", u.path)
 	}
 	u.mu.Lock()
-	u.h = nil // bytes arrive out of file order: no whole-file digest
+	u.h, u.tree = nil, nil // bytes arrive out of file order: no whole-file digest
 	u.mu.Unlock()
 	return u.stripe(k)
 }
@@ -126,7 +139,11 @@ func (u *Upload) stripe(k int) (*stripeStream, error) {
 		return nil, api.Errorf(api.ErrInvalid, "upload %s: already committed or aborted", u.path)
 	}
 	if u.parts[k] == nil {
-		u.parts[k] = u.c.startStripe(u.ctx, u.cr.Stripes[k], u.cr.StripeUnit, u.o.Progress)
+		var tl *treeLender
+		if u.tree != nil && u.seq {
+			tl = &treeLender{t: u.tree, stripe: int64(k), width: int64(len(u.parts)), unit: u.cr.StripeUnit}
+		}
+		u.parts[k] = u.c.startStripe(u.ctx, u.cr.Stripes[k], u.cr.StripeUnit, u.o.Progress, tl)
 	}
 	return u.parts[k], nil
 }
@@ -156,32 +173,66 @@ func (u *Upload) Commit(ctx context.Context) (*FileInfo, error) {
 	return fi, nil
 }
 
-func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
-	receipts := make([]api.SegmentReceipt, len(u.parts))
-	var size int64
+// endStripes ends every stripe's stream, once, and keeps the movers'
+// answers: Commit sends them, and a tree fixity is complete only once
+// every stream has hashed its last bytes.
+func (u *Upload) endStripes() ([]api.SegmentReceipt, int64, error) {
+	if u.ended {
+		return u.receipts, u.stored, u.endErr
+	}
+	u.ended = true
+	u.receipts = make([]api.SegmentReceipt, len(u.parts))
 	var errs []error
 	for k, s := range u.parts {
 		t := u.cr.Stripes[k]
 		if s == nil {
-			s = u.c.startStripe(u.ctx, t, 0, nil) // a stripe nobody wrote: empty
+			s = u.c.startStripe(u.ctx, t, 0, nil, nil) // a stripe nobody wrote: empty
 		}
 		st, err := s.finish()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stripe %d (device %s): %w", k, t.Device, err))
 			continue
 		}
-		receipts[k] = api.SegmentReceipt{Stripe: t.Stripe, Length: st.Length, CRC32C: st.CRC32C, Receipt: st.Receipt}
-		size += st.Length
+		u.receipts[k] = api.SegmentReceipt{Stripe: t.Stripe, Length: st.Length, CRC32C: st.CRC32C, Receipt: st.Receipt}
+		u.stored += st.Length
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("put %s: %w", u.path, err)
+		u.endErr = fmt.Errorf("put %s: %w", u.path, err)
 	}
-	var fixity string
-	if u.h != nil {
-		fixity = fixityString(u.alg, u.h)
+	return u.receipts, u.stored, u.endErr
+}
+
+// fixity is the whole file's digest as Commit records it: "" with
+// NoFixity or per-stripe writes.
+func (u *Upload) fixity() (string, error) {
+	switch {
+	case u.tree != nil && u.seq:
+		_, size, err := u.endStripes()
+		if err != nil || size == 0 {
+			return "", err
+		}
+		sum, ok := u.tree.sum(size)
+		if !ok { // the streams lend whole frames: not reached
+			return "", fmt.Errorf("put %s: the BLAKE3 pieces the stripes hashed do not make up the file", u.path)
+		}
+		return sum, nil
+	case u.h != nil && u.seq:
+		return fixityString(u.alg, u.h), nil
+	}
+	return "", nil
+}
+
+func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
+	receipts, size, err := u.endStripes()
+	if err != nil {
+		return nil, err
+	}
+	fixity, err := u.fixity()
+	if err != nil {
+		return nil, err
 	}
 	var fi FileInfo
-	err := u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Epoch: u.cr.Epoch, Path: u.path, Size: size, Segments: receipts,
+	err = u.c.do(ctx, "POST", "/v1/commit", nil, api.CommitRequest{Bitfile: u.cr.Bitfile, Epoch: u.cr.Epoch, Path: u.path, Size: size, Segments: receipts,
 		Fixity: fixity, COS: u.o.COS, Overwrite: u.o.Overwrite, Rewrite: u.o.Rewrite, Mode: u.o.Mode, Xattrs: u.o.Xattrs}, &fi)
 	if err != nil {
 		return nil, err
@@ -189,13 +240,13 @@ func (u *Upload) commit(ctx context.Context) (*FileInfo, error) {
 	return &fi, nil
 }
 
-// Fixity is the whole-file digest of what Write has been given so far, as
-// Commit will record it ("" with NoFixity or per-stripe writes).
+// Fixity is the whole-file digest of what Write has been given, as Commit
+// will record it ("" with NoFixity or per-stripe writes). It ends the
+// writes: the stripes' streams hash what they send (treeLender), so the
+// digest is known once they have sent it all.
 func (u *Upload) Fixity() string {
-	if u.h == nil || !u.seq {
-		return ""
-	}
-	return fixityString(u.alg, u.h)
+	f, _ := u.fixity() // an error is Commit's to report
+	return f
 }
 
 // SetXattrs gives the attributes Commit will make the file's (see
@@ -243,10 +294,15 @@ type stripeResult struct {
 	err error
 }
 
-func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64, progress func(int64)) *stripeStream {
+func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64, progress func(int64), tl *treeLender) *stripeStream {
 	// A stripe unit of buffer: a writer in file order hands each stripe
 	// a whole unit and moves on.
 	pr := newPipe(int(min(max(unit, moverconn.FrameSize), maxPipe)))
+	var src io.Reader = pr
+	if tl != nil {
+		tl.p = pr
+		src = tl
+	}
 	s := &stripeStream{p: pr, result: make(chan stripeResult, 1)}
 	go func() {
 		bp := bufPool.Get().(*[]byte)
@@ -255,7 +311,7 @@ func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64
 		if progress != nil {
 			report = func(n int) { progress(int64(n)) }
 		}
-		st, err := c.streamStripe(ctx, t, pr, *bp, report)
+		st, err := c.streamStripe(ctx, t, src, *bp, report)
 		pr.CloseRead(errStripeDone(err))
 		s.result <- stripeResult{st, err}
 	}()
@@ -303,4 +359,53 @@ func (s *stripeStream) finish() (wire.Status, error) {
 		return r.st, r.err
 	}
 	return r.st, s.err
+}
+
+// treeTiles reports whether an upload with stripe unit unit may build its
+// BLAKE3 fixity in its stripes' streams (treeLender): a unit of whole
+// frames, so that every frame a stream lends is a 1 MiB-aligned run of
+// the file, a subtree of BLAKE3's tree.
+func treeTiles(unit int64) bool {
+	return unit > 0 && unit%moverconn.FrameSize == 0 && moverconn.FrameSize%guts.ChunkSize == 0 && maxPipe%moverconn.FrameSize == 0
+}
+
+// treeLender is a stripe's pipe, lent to its mover connection frame by
+// frame (moverconn.Lender), that hashes each frame into the upload's
+// BLAKE3 tree before lending it: the hashing runs in the stream's own
+// goroutine, beside the others' and beside the writer, instead of in
+// Upload.Write (where a FUSE mount's write waited for it). The bytes
+// hashed are the bytes sent.
+type treeLender struct {
+	p                   *pipe
+	t                   *treeHash
+	stripe, width, unit int64
+	off                 int64 // in the stripe's stream
+	short               bool  // a frame shorter than FrameSize was lent
+}
+
+func (l *treeLender) Lend(max int) ([]byte, error) {
+	b, err := l.p.Lend(max)
+	if len(b) > 0 {
+		if l.short || max != moverconn.FrameSize {
+			l.t.spoil() // a frame after a short one, or frames of another size: not subtrees
+		}
+		l.short = len(b) < moverconn.FrameSize
+		// The stripe's m-th unit is the file's unit m·width + stripe.
+		at := (l.off/l.unit*l.width+l.stripe)*l.unit + l.off%l.unit
+		node := blake3Node(b, uint64(at/guts.ChunkSize))
+		l.t.mu.Lock()
+		l.t.pieces[at] = treePiece{n: int64(len(b)), node: node}
+		l.t.mu.Unlock()
+		l.off += int64(len(b))
+	}
+	return b, err
+}
+
+func (l *treeLender) Return(n int) { l.p.Return(n) }
+
+// Read is not how a stream sends (it lends); a reader would bypass the
+// hashing, so the tree is given up.
+func (l *treeLender) Read(b []byte) (int, error) {
+	l.t.spoil()
+	return l.p.Read(b)
 }
