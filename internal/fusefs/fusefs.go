@@ -738,12 +738,35 @@ var (
 
 func (f *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	ctx = uninterrupted(ctx)
-	n, err := f.h.ReadAt(ctx, dest, off)
+	b, release, err := f.h.ReadRef(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
+		if release != nil {
+			release()
+		}
 		return nil, errno(err)
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	if release != nil {
+		return &lentResult{b: b, release: release}, 0
+	}
+	return fuse.ReadResultData(b), 0
 }
+
+// lentResult is a read's reply sent from the read-ahead's window itself
+// (vfs.Handle.ReadRef), without a copy into go-fuse's buffer: go-fuse
+// writes a result with Slices straight from its slices (writev) and calls
+// Done once the kernel has them, which releases the window.
+type lentResult struct {
+	b       []byte
+	release func()
+}
+
+func (r *lentResult) Bytes([]byte) ([]byte, fuse.Status) { return r.b, fuse.OK }
+func (r *lentResult) Size() int                          { return len(r.b) }
+func (r *lentResult) Done()                              { r.release() }
+
+// Slices makes go-fuse write the reply with writev from r.b and call Done
+// only after (go-fuse's unexported withSlice), splice or not.
+func (r *lentResult) Slices() ([][]byte, fuse.Status) { return [][]byte{r.b}, fuse.OK }
 
 func (f *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	ctx = uninterrupted(ctx)

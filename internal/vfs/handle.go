@@ -543,34 +543,49 @@ func (h *Handle) Truncate(ctx context.Context, size int64) error {
 // ReadAt reads at off: unstored writes from the handle itself, stored
 // data from the movers.
 func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	b, release, err := h.ReadRef(ctx, p, off)
+	if release != nil {
+		copy(p, b)
+		release()
+	}
+	return len(b), err
+}
+
+// ReadRef is ReadAt that may lend its bytes instead of copying them into
+// p: a read in order of stored data is answered in place in the
+// read-ahead's window, and release must be called once the bytes have
+// been used (a FUSE reply written), before which the window is not
+// reused. Otherwise the bytes are in p and release is nil. A reader that
+// sends the bytes on (the mount) saves a copy of each.
+func (h *Handle) ReadRef(ctx context.Context, p []byte, off int64) (b []byte, release func(), err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off >= h.size {
-		return 0, io.EOF
+		return nil, nil, io.EOF
 	}
 	if h.wb != nil {
 		n, err := h.wb.ReadAt(p[:min(int64(len(p)), h.size-off)], off)
 		if err == nil && n < len(p) {
 			err = io.EOF
 		}
-		return n, err
+		return p[:n], nil, err
 	}
 	if h.st != nil && h.st.up == nil && h.dirty {
 		n := copy(p, h.st.head[off:])
-		return n, nil
+		return p[:n], nil, nil
 	}
 	if h.fresh {
-		return 0, io.EOF
+		return nil, nil, io.EOF
 	}
 	for retried := false; ; retried = true {
 		if h.rd == nil {
 			if err := h.openReader(); err != nil {
-				return 0, err
+				return nil, nil, err
 			}
 		}
-		n, err := h.ra.readAt(p, off)
+		b, release, err := h.ra.readRef(p, off)
 		if err == nil || err == io.EOF || retried || !errors.Is(err, client.ErrDenied) {
-			return n, err
+			return b, release, err
 		}
 		// The read tokens of an open file expire (an hour at most):
 		// open it again, once, as the user may still read it.

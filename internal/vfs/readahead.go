@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"io"
+	"sync/atomic"
 
 	"github.com/strata-storage/strata/client"
 )
@@ -34,6 +35,9 @@ type window struct {
 	n    int
 	err  error
 	done chan struct{}
+	// refs counts the slices of buf lent out (readRef) and not yet
+	// released: a window lent out is not reused.
+	refs atomic.Int32
 }
 
 func (ra *readAhead) init(rd *client.Reader) {
@@ -64,11 +68,16 @@ func (w *window) covers(off int64, n int) bool {
 	return w != nil && off >= w.off && off+int64(n) <= w.off+int64(len(w.buf))
 }
 
-func (ra *readAhead) readAt(p []byte, off int64) (int, error) {
+// readRef reads len(p) bytes at off: in place in a window when the read
+// falls in one, with release to call once the bytes are no longer used
+// (the window is not reused until then), else copied into p (release
+// nil).
+func (ra *readAhead) readRef(p []byte, off int64) ([]byte, func(), error) {
 	inOrder := off == ra.next
 	ra.next = off + int64(len(p))
 	if !inOrder && !ra.cur.covers(off, len(p)) && !ra.pre.covers(off, len(p)) {
-		return ra.rd.ReadAt(p, off)
+		n, err := ra.rd.ReadAt(p, off)
+		return p[:n], nil, err
 	}
 	if !ra.cur.covers(off, len(p)) {
 		ra.retire(ra.cur)
@@ -83,7 +92,7 @@ func (ra *readAhead) readAt(p []byte, off int64) (int, error) {
 	if w.err != nil {
 		err := w.err
 		ra.cur = nil
-		return 0, err
+		return nil, nil, err
 	}
 	// Start on the next window as soon as this one is being consumed.
 	end := w.off + int64(len(w.buf))
@@ -91,25 +100,34 @@ func (ra *readAhead) readAt(p []byte, off int64) (int, error) {
 		ra.pre = ra.fetch(end)
 	}
 	if off >= w.off+int64(w.n) {
-		return 0, io.EOF
+		return nil, nil, io.EOF
 	}
-	n := copy(p, w.buf[off-w.off:w.n])
-	if n < len(p) {
-		return n, io.EOF
+	b := w.buf[off-w.off : min(off-w.off+int64(len(p)), int64(w.n))]
+	var err error
+	if len(b) < len(p) {
+		err = io.EOF
 	}
-	return n, nil
+	w.refs.Add(1)
+	var once atomic.Bool
+	return b, func() {
+		if once.CompareAndSwap(false, true) {
+			w.refs.Add(-1)
+		}
+	}, err
 }
 
 // retire keeps the buffer of window w, which no read will use again, as
-// the spare, once its fetch has ended (reads hold the handle's lock, so
-// none is copying out of it).
+// the spare, once its fetch has ended and none of it is lent out (reads
+// hold the handle's lock, so none is being lent meanwhile).
 func (ra *readAhead) retire(w *window) {
 	if w == nil {
 		return
 	}
 	select {
 	case <-w.done:
-		ra.spare = w.buf
+		if w.refs.Load() == 0 {
+			ra.spare = w.buf
+		} // else still being sent: left to the GC
 	default: // still being fetched: left to the GC
 	}
 }
