@@ -16,6 +16,9 @@
 #      bench/nfsbench, 1 MiB calls, as this kernel has no NFS client);
 #      its write is timed to the last WRITE answered and to the file
 #      stored on the server.
+#      BEFORE=REV adds, in the same turns, the same dd through a second
+#      mount run by the build of REV (against the same server): the
+#      mount's own change, measured.
 # md:  creates and stats of FILES empty files by one client, through the
 #      mount (corebench md --posix on the mount point) and through the API
 #      (corebench md --server), and `ls -l` of that directory through the
@@ -34,9 +37,17 @@ PORT=7450
 . bench/server.sh
 MNT=$SCRATCH/mnt
 MOUNT_PID=
-mount_() { mkdir -p "$MNT"; "$S" mount "$MNT" > "$OUT/mount.log" 2>&1 & MOUNT_PID=$!
-  for _ in $(seq 100); do grep -q " $MNT " /proc/self/mountinfo && return; sleep 0.05; done; echo "mount failed"; cat "$OUT/mount.log"; exit 1; }
-umount_() { [ -n "$MOUNT_PID" ] && kill -INT "$MOUNT_PID" && wait "$MOUNT_PID" 2>/dev/null || true; MOUNT_PID=; }
+# mount_ [BINARY DIR]: strata mount (this build's, at MNT unless named).
+mount_() { local bin=${1:-$S} mnt=${2:-$MNT}; mkdir -p "$mnt"; "$bin" mount "$mnt" > "$OUT/mount$(basename "$mnt").log" 2>&1 & MOUNT_PID="$MOUNT_PID $!"
+  for _ in $(seq 100); do grep -q " $mnt " /proc/self/mountinfo && return; sleep 0.05; done; echo "mount failed"; cat "$OUT/mount$(basename "$mnt").log"; exit 1; }
+umount_() { local p; for p in $MOUNT_PID; do kill -INT "$p" && wait "$p" 2>/dev/null || true; done; MOUNT_PID=; }
+BEFORE=${BEFORE:-}
+MNT_B=$SCRATCH/mnt-before
+if [ -n "$BEFORE" ]; then
+  rm -rf "$OUT/before"; git worktree add -q --detach "$OUT/before" "$BEFORE" 2>/dev/null || git -C "$OUT/before" checkout -q "$BEFORE"
+  (cd "$OUT/before" && go build -o "$OUT/strata-before" ./cmd/strata)
+  git worktree remove --force "$OUT/before"
+fi
 NFS_PORT=$((PORT+5))
 NFS_PID=
 nfs_() { "$S" nfs --admin --listen 127.0.0.1:$NFS_PORT --write-idle 200ms > "$OUT/nfs.log" 2>&1 & NFS_PID=$!
@@ -53,6 +64,7 @@ CFG=$OUT/mount.toml
 echo "# bench/mount.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
 echo "file system under test: $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}')"
 rm -rf "$SCRATCH/data"; start "$CFG"; mount_; nfs_
+[ -z "$BEFORE" ] || mount_ "$OUT/strata-before" "$MNT_B"
 
 if [[ " $PARTS " == *" seq "* ]]; then
   SRC=$SCRATCH/src.dat
@@ -70,6 +82,13 @@ if [[ " $PARTS " == *" seq "* ]]; then
     drop; t0=$(now); dd if="$MNT/mnt.dat" of=/dev/null bs=4M status=none; t1=$(now); T[mnt,r]+="$(rate $B "$t0" "$t1") "
     cmp -s "$SRC" "$MNT/mnt.dat" || { echo "the file read back through the mount differs"; exit 1; }
     rm "$MNT/mnt.dat"
+    if [ -n "$BEFORE" ]; then
+      drop; cat "$SRC" > /dev/null
+      t0=$(now); dd if="$SRC" of="$MNT_B/mnt.dat" bs=4M status=none; t1=$(now); T[bef,w]+="$(rate $B "$t0" "$t1") "
+      drop; t0=$(now); dd if="$MNT_B/mnt.dat" of=/dev/null bs=4M status=none; t1=$(now); T[bef,r]+="$(rate $B "$t0" "$t1") "
+      cmp -s "$SRC" "$MNT_B/mnt.dat" || { echo "the file read back through the mount of $BEFORE differs"; exit 1; }
+      rm "$MNT_B/mnt.dat"
+    fi
     drop; cat "$SRC" > /dev/null
     t0=$(now); "$OUT/nfsbench" write -port $NFS_PORT -src "$SRC" -dst /nfs.dat > /dev/null; t1=$(now)
     until [ "$(size_of /nfs.dat)" = "$B" ]; do sleep 0.02; done; t2=$(now)
@@ -86,6 +105,15 @@ if [[ " $PARTS " == *" seq "* ]]; then
     name=write; [ $op = r ] && name=read
     echo "| $name | $d | $a | $h | $m | $(ratio "$m" "$a") | $(ratio "$m" "$h") |"
   done
+  if [ -n "$BEFORE" ]; then
+    echo; echo "## The mount of this build ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' || echo +)) against the mount of $BEFORE, same server, same turns (MB/s, median of $REPS)"
+    echo; echo "| op | mount of $BEFORE | mount of this build | this / before | before / API | this / API |"; echo "|---|---|---|---|---|---|"
+    for op in w r; do
+      b=$(median ${T[bef,$op]}); m=$(median ${T[mnt,$op]}); a=$(median ${T[api,$op]})
+      name=write; [ $op = r ] && name=read
+      echo "| $name | $b | $m | $(ratio "$m" "$b") | $(ratio "$b" "$a") | $(ratio "$m" "$a") |"
+    done
+  fi
   echo; echo "## The same file through \`strata nfs\` (nfsbench: 1 MiB calls, one at a time), against the FUSE mount (MB/s, median of $REPS, same turns)"
   echo; echo "| op | through the mount | NFS, calls answered | NFS, file stored | NFS / mount | NFS / API |"; echo "|---|---|---|---|---|---|"
   m=$(median ${T[mnt,w]}); n=$(median ${T[nfs,w]}); st=$(median ${T[nfs,s]})
