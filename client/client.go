@@ -66,6 +66,7 @@ const (
 	ResidencyTape    = api.ResidencyTape
 	ResidencyBoth    = api.ResidencyBoth
 	ResidencyStaging = api.ResidencyStaging
+	ResidencyLost    = api.ResidencyLost
 )
 
 // Errors every call may return (match with errors.Is).

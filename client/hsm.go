@@ -77,6 +77,16 @@ func (c *Client) Library(ctx context.Context) (*Library, error) {
 	return &l, c.do(ctx, "GET", "/v1/library", nil, nil, &l)
 }
 
+// LostFile is a file with no good copy left.
+type LostFile = api.LostFile
+
+// LostFiles lists the files with no good copy left (admins only): each
+// stays so until it is removed or written again.
+func (c *Client) LostFiles(ctx context.Context) ([]LostFile, error) {
+	var out []LostFile
+	return out, c.do(ctx, "GET", "/v1/lost", nil, nil, &out)
+}
+
 // awaitRecall queues path's recall and waits until it is on disk.
 // statusHold is how long one status request of a waiting get may be held.
 const statusHold = 20 * time.Second

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/server"
+	"github.com/strata-storage/strata/internal/testutil"
 )
 
 // damage flips a byte at off in the disk object named object.
@@ -160,7 +161,9 @@ func readAll(c *client.Client, path string, size int) ([]byte, error) {
 
 // A file whose only copy is damaged is lost: a read fails with one error
 // that says so and names the file, again on the next read, and migration
-// leaves it out instead of stopping at it.
+// leaves it out instead of stopping at it. It shows as lost (stat, the
+// admins' list, with why), after a restart too, until it is written
+// again.
 func TestDamagedOnlyCopyIsLost(t *testing.T) {
 	t.Parallel()
 	s, c := tapeServer(t, nil)
@@ -181,6 +184,38 @@ func TestDamagedOnlyCopyIsLost(t *testing.T) {
 	}
 	if in := s.Core.Integrity(); in.DamagedDisk < 1 || in.Lost != 1 || in.Repaired != 0 {
 		t.Fatalf("integrity counts %+v", in)
+	}
+	isLost := func(c *client.Client) {
+		t.Helper()
+		if fi := residency(t, c, "/only"); fi.Residency != client.ResidencyLost {
+			t.Fatalf("residency %q, want lost", fi.Residency)
+		}
+		ls, err := c.LostFiles(ctx)
+		if err != nil || len(ls) != 1 || ls[0].Path != "/only" || !strings.Contains(ls[0].Why, "damaged") || ls[0].Since.IsZero() {
+			t.Fatalf("lost files %+v, %v", ls, err)
+		}
+	}
+	isLost(c)
+	cfg := s.Cfg
+	s.Close()
+	s, err = server.Start(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c = testutil.Client(t, s)
+	isLost(c)
+	if _, err := getBytes(c, "/only"); !errors.Is(err, client.ErrCorrupt) || !strings.Contains(err.Error(), "/only is lost") {
+		t.Fatalf("read after a restart: %v", err)
+	}
+	if _, err := c.Put(ctx, "/only", bytes.NewReader(data), int64(len(data)), client.PutOptions{Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if fi := residency(t, c, "/only"); fi.Residency == client.ResidencyLost {
+		t.Fatal("written again, still lost")
+	}
+	if ls, err := c.LostFiles(ctx); err != nil || len(ls) != 0 {
+		t.Fatalf("lost files once written again: %+v, %v", ls, err)
 	}
 }
 

@@ -169,6 +169,7 @@ func TestPermissionMatrix(t *testing.T) {
 				{"migrate (admin)", func(u osUser) []string { return []string{"migrate", root + "/f644"} }, want{false, false, false}},
 				{"purge (admin)", func(u osUser) []string { return []string{"purge", root + "/f644"} }, want{false, false, false}},
 				{"admin tapes", func(u osUser) []string { return []string{"admin", "tapes"} }, want{false, false, false}},
+				{"admin lost", func(u osUser) []string { return []string{"admin", "lost"} }, want{false, false, false}},
 				{"scrub (admin)", func(u osUser) []string { return []string{"scrub", root + "/f644"} }, want{false, false, false}},
 				{"drive offline (admin)", func(u osUser) []string { return []string{"admin", "drives", "offline", "drive0"} }, want{false, false, false}},
 				{"token create", func(u osUser) []string { return []string{"token", "create", "--user", "x", "--uid", "7"} }, want{false, false, false}},

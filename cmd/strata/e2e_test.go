@@ -246,7 +246,7 @@ func TestTour(t *testing.T) {
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, data) {
 		t.Fatal("get after recall: data differs")
 	}
-	for view, want := range map[string]string{"tapes": "T00000", "drives": "drive0", "queue": "VOLUME", "cos": "tape x1", "pools": "disk"} {
+	for view, want := range map[string]string{"tapes": "T00000", "drives": "drive0", "queue": "VOLUME", "cos": "tape x1", "pools": "disk", "lost": "WHY"} {
 		if out := s.ok("admin", view); !strings.Contains(out, want) {
 			t.Errorf("admin %s lacks %q:\n%s", view, want, out)
 		}

@@ -183,12 +183,20 @@ type FileInfo struct {
 	Layout *Layout   `json:"layout,omitempty"`
 	Fixity string    `json:"fixity,omitempty"` // "blake3:<hex>" or "sha256:<hex>" of the whole file
 	// Residency says where a file's data lives: disk, tape, disk+tape,
-	// or staging (on tape, a recall queued or running).
+	// staging (on tape, a recall queued or running), or lost (no good copy
+	// left).
 	Residency string `json:"residency,omitempty"`
 	// Target is a symbolic link's: the path it points at, as given.
 	Target string `json:"target,omitempty"`
 	// PinnedUntil is when the disk copy's pin ends (Stat), if pinned.
 	PinnedUntil *time.Time `json:"pinned_until,omitempty"`
+}
+
+// LostFile is a file with no good copy left (GET /v1/lost).
+type LostFile struct {
+	Path  string    `json:"path"`
+	Why   string    `json:"why"`
+	Since time.Time `json:"since"`
 }
 
 // Residency values.
@@ -197,6 +205,7 @@ const (
 	ResidencyTape    = "tape"
 	ResidencyBoth    = "disk+tape"
 	ResidencyStaging = "staging"
+	ResidencyLost    = "lost"
 )
 
 // TapeCopy is one copy of a file on tape.

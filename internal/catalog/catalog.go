@@ -149,6 +149,16 @@ type RecallObject struct {
 	Device, Object string
 }
 
+// Lost is a file found with no good copy left, and why: it stays marked
+// (readers told so at once, migration and recall not trying it again)
+// until the file is removed or replaced.
+type Lost struct {
+	Bitfile int64
+	Inode   int64 // the file that has it (LostFiles)
+	Why     string
+	Since   int64 // Unix ns
+}
+
 // Segment is one stripe of one copy on one device. For a pending bitfile,
 // Length is the space reserved; after commit, the bytes stored.
 type Segment struct {
@@ -328,6 +338,11 @@ type Store interface {
 	// the recall is done (DoneRecall) or its core's epoch has passed
 	// (ExpirePending), so no crash or failed attempt leaves it unreclaimed.
 	AddRecallObject(ctx context.Context, o RecallObject) error
+	// MarkLost records a bitfile as lost (a second mark keeps the first).
+	MarkLost(ctx context.Context, l Lost) error
+	// LostFiles lists the lost bitfiles of live files, in bitfile order,
+	// each with its file's inode.
+	LostFiles(ctx context.Context) ([]Lost, error)
 	// CopiesOn returns up to limit committed files with a tape copy on
 	// volume, in bitfile order, from the first bitfile after after.
 	CopiesOn(ctx context.Context, volume string, after int64, limit int) ([]Candidate, error)

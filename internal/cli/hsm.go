@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -320,10 +321,11 @@ func (e *env) adminCmd() *cobra.Command {
 	var set client.COS
 	var unit string
 	cmd := &cobra.Command{
-		Use:   "admin tapes|drives|queue|pools|cos | admin cos set NAME [flags] | admin drives|tapes online|offline ID | admin library FAULT ARG",
-		Short: "Show the tape library, its recall queue, disk pools and classes of service; edit classes; take drives and cartridges out of service",
-		Long: `Show the tape library (tapes, drives), the recall queue, the disk pools and
-the classes of service. "admin cos set NAME" defines a class or changes the
+		Use:   "admin tapes|drives|queue|pools|cos|lost | admin cos set NAME [flags] | admin drives|tapes online|offline ID | admin library FAULT ARG",
+		Short: "Show the tape library, its recall queue, disk pools, classes of service and lost files; edit classes; take drives and cartridges out of service",
+		Long: `Show the tape library (tapes, drives), the recall queue, the disk pools,
+the classes of service, and the files lost (no good copy left: each with
+why, until it is removed or written again). "admin cos set NAME" defines a class or changes the
 flags given (--pool, --stripes, --unit, --tape-copies, --tape-only); it is
 stored in the catalog, overrides the configuration's class of that name, and
 applies to new files at once and to existing files' migration from then on.
@@ -343,7 +345,7 @@ robot-fail N (the next N robot moves fail; 0 stops it).`,
 			if len(args) == 1 || (len(args) == 3 && (args[0] == "cos" && args[1] == "set" || args[0] == "drives" || args[0] == "tapes" || args[0] == "library")) {
 				return nil
 			}
-			return fmt.Errorf("usage: strata admin tapes|drives|queue|pools|cos, strata admin cos set NAME [flags], strata admin drives|tapes online|offline ID, or strata admin library FAULT ARG")
+			return fmt.Errorf("usage: strata admin tapes|drives|queue|pools|cos|lost, strata admin cos set NAME [flags], strata admin drives|tapes online|offline ID, or strata admin library FAULT ARG")
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
@@ -401,9 +403,22 @@ robot-fail N (the next N robot moves fail; 0 stops it).`,
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", k.Name, levels, k.StripeWidth, human(k.StripeUnit), def)
 			}
 			return tw.Flush()
+		case "lost":
+			ls, err := c.LostFiles(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(e.stdout, ls)
+			}
+			fmt.Fprintln(tw, "PATH\tSINCE\tWHY")
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Path, l.Since.Local().Format(time.DateTime), l.Why)
+			}
+			return tw.Flush()
 		case "tapes", "drives", "queue":
 		default:
-			return fmt.Errorf("admin: unknown view %q (want tapes, drives, queue, pools or cos)", args[0])
+			return fmt.Errorf("admin: unknown view %q (want tapes, drives, queue, pools, cos or lost)", args[0])
 		}
 		lib, err := c.Library(ctx)
 		if err != nil {

@@ -242,6 +242,9 @@ func New(ctx context.Context, store catalog.Store, secret []byte, cfg Config, lo
 	if err := c.quota.load(ctx, store); err != nil {
 		return nil, err
 	}
+	if err := c.loadLost(ctx); err != nil {
+		return nil, err
+	}
 	n, err := store.ExpirePending(ctx, e, c.now().UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("core: expire pending writes: %w", err)

@@ -68,6 +68,10 @@ func (c *Core) Handler() http.Handler {
 		resp, err := c.Library(r.Context())
 		c.reply(w, resp, err)
 	})
+	mux.HandleFunc("GET /v1/lost", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := c.LostFiles(r.Context())
+		c.reply(w, resp, err)
+	})
 	mux.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
 		c.reply(w, map[string]any{"version": api.Version, "epoch": c.epoch}, nil)
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
@@ -122,7 +123,8 @@ func (c *Core) lostFile(bitfile int64) string {
 	return c.integ.lost[bitfile]
 }
 
-// markLost records a file with no good copy left.
+// markLost records a file with no good copy left, in the catalog too, so
+// that the mark outlives a restart.
 func (c *Core) markLost(b catalog.Bitfile, path, why string) {
 	g := &c.integ
 	g.mu.Lock()
@@ -132,10 +134,55 @@ func (c *Core) markLost(b catalog.Bitfile, path, why string) {
 	}
 	g.lost[b.ID] = why
 	g.mu.Unlock()
-	if !had {
-		g.lostFiles.Add(1)
-		c.log.Error("integrity: file lost: no good copy left", "path", path, "bitfile", b.ID, "why", why)
+	if had {
+		return
 	}
+	g.lostFiles.Add(1)
+	c.log.Error("integrity: file lost: no good copy left", "path", path, "bitfile", b.ID, "why", why)
+	// Not under a request's context: a reader that hung up must not
+	// leave the mark unrecorded.
+	if err := c.store.MarkLost(context.Background(), catalog.Lost{Bitfile: b.ID, Why: why, Since: c.now().UnixNano()}); err != nil {
+		c.log.Warn("integrity: the lost mark is not recorded in the catalog; it holds until the server restarts", "path", path, "err", err)
+	}
+}
+
+// loadLost reads the lost marks the catalog holds (a previous run's).
+func (c *Core) loadLost(ctx context.Context) error {
+	ls, err := c.store.LostFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("core: lost files: %w", err)
+	}
+	g := &c.integ
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lost == nil {
+		g.lost = map[int64]string{}
+	}
+	for _, l := range ls {
+		g.lost[l.Bitfile] = l.Why
+	}
+	return nil
+}
+
+// LostFiles lists the files with no good copy left, with why and since
+// when. Admin only.
+func (c *Core) LostFiles(ctx context.Context) ([]api.LostFile, error) {
+	if _, err := admin(ctx, "lost"); err != nil {
+		return nil, err
+	}
+	ls, err := c.store.LostFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lost files: %w", err)
+	}
+	out := make([]api.LostFile, 0, len(ls))
+	for _, l := range ls {
+		p, err := c.store.Path(ctx, l.Inode)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, api.LostFile{Path: p, Why: l.Why, Since: time.Unix(0, l.Since).UTC()})
+	}
+	return out, nil
 }
 
 // verifyDiskCopy verifies segs of b's disk copy (one verification per

@@ -41,18 +41,20 @@ func layout(b catalog.Bitfile) *api.Layout {
 	return l
 }
 
-// residency says where a file's data is; staging when a recall is queued.
-func residency(r catalog.Residency, staging bool) string {
+// residency is where bitfile's data is, as users see it (r: its copies):
+// lost, disk, tape or both, or staging while a recall is queued.
+func (c *Core) residency(bitfile int64, r catalog.Residency) string {
 	switch {
+	case c.lostFile(bitfile) != "":
+		return api.ResidencyLost
 	case r.OnDisk && r.Tapes > 0:
 		return api.ResidencyBoth
 	case r.OnDisk:
 		return api.ResidencyDisk
-	case staging:
+	case c.hsm.Staging(bitfile):
 		return api.ResidencyStaging
-	default:
-		return api.ResidencyTape
 	}
+	return api.ResidencyTape
 }
 
 func residencyOf(b catalog.Bitfile) catalog.Residency {
@@ -93,7 +95,7 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 			return fi, fmt.Errorf("stat %s: %w", fi.Path, err)
 		}
 		fi.Layout, fi.Fixity = layout(b), b.Fixity
-		fi.Residency = residency(residencyOf(b), c.hsm.Staging(b.ID))
+		fi.Residency = c.residency(b.ID, residencyOf(b))
 		fi.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	}
 	return fi, nil
@@ -152,7 +154,7 @@ func (c *Core) List(ctx context.Context, p, after string, limit int) (out []api.
 	}
 	for i, e := range ents {
 		if r, ok := res[e.Bitfile]; ok && e.Bitfile != 0 {
-			out[i].Residency = residency(r, c.hsm.Staging(e.Bitfile))
+			out[i].Residency = c.residency(e.Bitfile, r)
 		}
 	}
 	return out, more, nil
@@ -739,7 +741,7 @@ func (c *Core) Open(ctx context.Context, p string) (api.OpenResponse, error) {
 		return resp, fmt.Errorf("open %s: %w", path, err)
 	}
 	resp.File.Layout, resp.File.Fixity = layout(b), b.Fixity
-	resp.File.Residency = residency(residencyOf(b), c.hsm.Staging(b.ID))
+	resp.File.Residency = c.residency(b.ID, residencyOf(b))
 	resp.File.PinnedUntil = pinTime(b.PinnedUntil, c.now())
 	if !b.OnDisk {
 		return resp, api.Errorf(api.ErrOffline, "open %s: on tape only; stage it (strata stage %s) or get it and wait", path, path)

@@ -436,6 +436,8 @@ func locality(fi api.FileInfo) string {
 		return "TAPE"
 	case api.ResidencyDisk:
 		return "DISK"
+	case api.ResidencyLost:
+		return "LOST"
 	}
 	if fi.Size == 0 {
 		return "DISK" // an empty file has nothing to lose

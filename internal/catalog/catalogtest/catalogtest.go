@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"TapeCopies", testTapeCopies},
 		{"Recalls", testRecalls},
 		{"RecallObjects", testRecallObjects},
+		{"Lost", testLost},
 		{"ClassesOfService", testCOS},
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
@@ -1130,6 +1131,42 @@ func testRecalls(t *testing.T, s catalog.Store) {
 	}
 	if got := must(s.Recalls(ctx)); len(got) != 1 || got[0].Bitfile != 3 {
 		t.Fatalf("after done: %+v", got)
+	}
+}
+
+// A lost file stays marked, with the first reason given, and is listed
+// with its inode while it lives; removed and its bitfile purged, the mark
+// goes with it.
+func testLost(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0")
+	var files []catalog.Inode
+	for _, name := range []string{"a", "b"} {
+		b := pending(t, s, 100, "d0")
+		files = append(files, must(s.Commit(ctx, file(catalog.RootID, name), finish(b, 100), false)))
+	}
+	a, b := files[0], files[1]
+	for _, l := range []catalog.Lost{{Bitfile: b.Bitfile, Why: "damaged", Since: 10}, {Bitfile: b.Bitfile, Why: "again", Since: 20}, {Bitfile: a.Bitfile, Why: "gone", Since: 30}} {
+		if err := s.MarkLost(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []catalog.Lost{{Bitfile: a.Bitfile, Inode: a.ID, Why: "gone", Since: 30}, {Bitfile: b.Bitfile, Inode: b.ID, Why: "damaged", Since: 10}}
+	if got := must(s.LostFiles(ctx)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("lost %+v, want %+v", got, want)
+	}
+	must(s.Remove(ctx, catalog.RootID, "a", false))
+	if got := must(s.LostFiles(ctx)); len(got) != 1 || got[0].Bitfile != b.Bitfile {
+		t.Fatalf("lost after removing a: %+v", got)
+	}
+	if err := s.Purge(ctx, a.Bitfile); err != nil {
+		t.Fatal(err)
+	}
+	// Marked again once purged (a late report): the mark names no file.
+	if err := s.MarkLost(ctx, catalog.Lost{Bitfile: a.Bitfile, Why: "late", Since: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.LostFiles(ctx)); len(got) != 1 || got[0].Bitfile != b.Bitfile {
+		t.Fatalf("lost after purging a: %+v", got)
 	}
 }
 

@@ -179,7 +179,7 @@ func (s *Store) Purge(ctx context.Context, id int64) error {
 				return err
 			}
 		}
-		for _, q := range []string{"DELETE FROM segments WHERE bitfile = ?", "DELETE FROM tape_copies WHERE bitfile = ?", "DELETE FROM recalls WHERE bitfile = ?"} {
+		for _, q := range []string{"DELETE FROM segments WHERE bitfile = ?", "DELETE FROM tape_copies WHERE bitfile = ?", "DELETE FROM recalls WHERE bitfile = ?", "DELETE FROM lost WHERE bitfile = ?"} {
 			if _, err := t.Exec(q, id); err != nil {
 				return err
 			}

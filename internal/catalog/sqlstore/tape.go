@@ -350,6 +350,35 @@ func (s *Store) AddRecallObject(ctx context.Context, o catalog.RecallObject) err
 	})
 }
 
+// MarkLost implements catalog.Store.
+func (s *Store) MarkLost(ctx context.Context, l catalog.Lost) error {
+	return s.write(ctx, func(t *Tx) error {
+		_, err := t.Exec("INSERT INTO lost (bitfile, why, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", l.Bitfile, l.Why, l.Since)
+		if err != nil {
+			return fmt.Errorf("catalog: mark bitfile %d lost: %w", l.Bitfile, err)
+		}
+		return nil
+	})
+}
+
+// LostFiles implements catalog.Store.
+func (s *Store) LostFiles(ctx context.Context) ([]catalog.Lost, error) {
+	rows, err := s.readRows(ctx, "SELECT l.bitfile, i.id, l.why, l.since FROM lost l JOIN inodes i ON i.bitfile = l.bitfile ORDER BY l.bitfile")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: lost files: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.Lost
+	for rows.Next() {
+		var l catalog.Lost
+		if err := rows.Scan(&l.Bitfile, &l.Inode, &l.Why, &l.Since); err != nil {
+			return nil, fmt.Errorf("catalog: lost files: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
 // recallObjectsToGarbage turns the recall objects that match where (with
 // its argument) into garbage. They were never counted in their devices'
 // use, so their garbage has length 0.
