@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,8 @@ recall (O_NONBLOCK: EAGAIN).`,
 	cmd.Flags().StringVar(&vo.CacheDir, "cache-dir", "", "directory for write-back files (default: strata-cache under $TMPDIR)")
 	cmd.Flags().DurationVar(&vo.RecallTimeout, "recall-timeout", 0, "fail an open waiting for a recall from tape after this long with ETIMEDOUT (0: wait)")
 	cmd.Flags().StringVar(&vo.COS, "cos", "", "class of service of new files (default: the directory's)")
+	var pprofAddr string
+	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go profiling endpoints (net/http/pprof) on this address")
 	cmd.RunE = e.withClient(func(ctx context.Context, c *client.Client, args []string) error {
 		// Fail now, not at the first ls, if the server is out of reach
 		// or will not have us.
@@ -42,6 +45,9 @@ recall (O_NONBLOCK: EAGAIN).`,
 		}
 		if fo.AllowOther && !who.Admin {
 			return fmt.Errorf("--allow-other makes the mount act for every local user, which the server allows only an administrator (%s is not)", who.User)
+		}
+		if pprofAddr != "" {
+			go http.ListenAndServe(pprofAddr, nil) // net/http/pprof's, on the default mux (see serve)
 		}
 		v, err := vfs.New(c, vo)
 		if err != nil {
