@@ -17,11 +17,13 @@ type readAhead struct {
 	size     int
 	next     int64 // where a reader in order reads next
 	cur, pre *window
-	// spare is the buffer of a window read to its end, for the next
-	// fetch: a fresh 16–64 MiB buffer per window cost a reader in order
+	// spares are buffers of windows read to their end, for the next
+	// fetches: a fresh 16–64 MiB buffer per window cost a reader in order
 	// more than its copies (zeroing it, and the page faults of memory
-	// the process had not touched).
-	spare []byte
+	// the process had not touched). A window still lent out when it is
+	// retired gives its buffer back when the last loan ends (a FUSE
+	// reply is released after the next read may have arrived).
+	spares chan []byte
 }
 
 const (
@@ -38,21 +40,39 @@ type window struct {
 	// refs counts the slices of buf lent out (readRef) and not yet
 	// released: a window lent out is not reused.
 	refs atomic.Int32
+	// retired: no read will use it again; given: its buffer went back
+	// to the spares (by retire or by the last release, whichever saw
+	// the window both retired and not lent out).
+	retired, given atomic.Bool
+	spares         chan []byte
+}
+
+// giveBack returns w's buffer to the spares once it is retired and no
+// loan of it is outstanding.
+func (w *window) giveBack() {
+	if w.retired.Load() && w.refs.Load() == 0 && w.given.CompareAndSwap(false, true) {
+		select {
+		case w.spares <- w.buf:
+		default: // spares full: left to the GC
+		}
+	}
 }
 
 func (ra *readAhead) init(rd *client.Reader) {
 	w, unit := rd.Width()
 	ra.rd, ra.size = rd, int(min(max(int64(w)*unit, minWindow), maxWindow))
+	ra.spares = make(chan []byte, 2)
 }
 
 // fetch starts reading the window at off.
 func (ra *readAhead) fetch(off int64) *window {
-	buf := ra.spare
-	if len(buf) != ra.size {
+	var buf []byte
+	select {
+	case buf = <-ra.spares:
+	default:
 		buf = make([]byte, ra.size)
 	}
-	ra.spare = nil
-	w := &window{off: off, buf: buf, done: make(chan struct{})}
+	w := &window{off: off, buf: buf, done: make(chan struct{}), spares: ra.spares}
 	go func() {
 		defer close(w.done)
 		w.n, w.err = ra.rd.ReadAt(w.buf, off)
@@ -112,12 +132,13 @@ func (ra *readAhead) readRef(p []byte, off int64) ([]byte, func(), error) {
 	return b, func() {
 		if once.CompareAndSwap(false, true) {
 			w.refs.Add(-1)
+			w.giveBack()
 		}
 	}, err
 }
 
-// retire keeps the buffer of window w, which no read will use again, as
-// the spare, once its fetch has ended and none of it is lent out (reads
+// retire gives the buffer of window w, which no read will use again, to
+// the spares once its fetch has ended and none of it is lent out (reads
 // hold the handle's lock, so none is being lent meanwhile).
 func (ra *readAhead) retire(w *window) {
 	if w == nil {
@@ -125,9 +146,8 @@ func (ra *readAhead) retire(w *window) {
 	}
 	select {
 	case <-w.done:
-		if w.refs.Load() == 0 {
-			ra.spare = w.buf
-		} // else still being sent: left to the GC
+		w.retired.Store(true)
+		w.giveBack()
 	default: // still being fetched: left to the GC
 	}
 }
