@@ -58,7 +58,32 @@ func (q *quotas) load(ctx context.Context, store catalog.Store) error {
 	for _, l := range ls {
 		q.limits[qkey{l.Kind, l.ID}] = l
 	}
+	q.used, q.reserved, q.pending = map[qkey]catalog.Usage{}, map[qkey]catalog.Usage{}, map[int64]reservation{}
+	none := len(q.limits) == 0
+	if none {
+		// Nothing to enforce: the usage is counted when first asked
+		// for (a report, the first quota set), not at every start.
+		q.stale = true
+	}
 	q.mu.Unlock()
+	if none {
+		return nil
+	}
+	return q.recount(ctx, store)
+}
+
+// refresh counts the usage again when it is stale and a quota is set:
+// the background's part (a report recounts for itself). Tier moves
+// (migration to a tape-only class, purge, recall) make it stale, and a
+// count is a pass over every file, so a site without quotas never pays
+// it in the background.
+func (q *quotas) refresh(ctx context.Context, store catalog.Store) error {
+	q.mu.Lock()
+	need := q.stale && len(q.limits) > 0
+	q.mu.Unlock()
+	if !need {
+		return nil
+	}
 	return q.recount(ctx, store)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-storage/strata/internal/api"
@@ -91,5 +92,58 @@ func TestQuotaRacingCreates(t *testing.T) {
 	}
 	if _, err := c.Quota(alice, "someone-else"); !errors.Is(err, api.ErrDenied) && !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("a user read another's quota: %v", err)
+	}
+}
+
+// countUsage counts the store's usage passes (one read of every file).
+type countUsage struct {
+	catalog.Store
+	n *atomic.Int64
+}
+
+func (s countUsage) Usage(ctx context.Context) ([]catalog.Usage, error) {
+	s.n.Add(1)
+	return s.Store.Usage(ctx)
+}
+
+// Without a quota, usage is counted only when asked for: not at start,
+// and not in the background after tier moves (each count reads every
+// file); a report counts afresh, and once a quota is set the background
+// keeps the count current.
+func TestUsageCountedForQuotasOnly(t *testing.T) {
+	root := auth.With(context.Background(), auth.Root)
+	var n atomic.Int64
+	c, _ := newTestCore(t, func(s catalog.Store) catalog.Store { return countUsage{s, &n} }, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1 << 30, Free: 1 << 30})
+	if n.Load() != 0 {
+		t.Fatalf("%d usage passes at start without quotas", n.Load())
+	}
+	r, err := c.Create(root, api.CreateRequest{Path: "/f", Size: 0})
+	if err != nil || r.File == nil {
+		t.Fatalf("create: %+v, %v", r, err)
+	}
+	for _, step := range []struct {
+		name string
+		do   func()
+		want int64
+	}{
+		{"tiers moved, no quota", func() { c.quota.markStale(); c.quota.refresh(root, c.store) }, 0},
+		{"a report", func() {
+			q, err := c.Quota(root, "")
+			if err != nil || q[0].Files != 1 {
+				t.Fatalf("report %+v, %v", q, err)
+			}
+		}, 1},
+		{"a quota set", func() {
+			if _, err := c.SetQuota(root, api.QuotaSet{Kind: "user", Name: "0", Files: 100}); err != nil {
+				t.Fatal(err)
+			}
+		}, 2},
+		{"tiers moved, a quota set", func() { c.quota.markStale(); c.quota.refresh(root, c.store) }, 3},
+		{"nothing moved", func() { c.quota.refresh(root, c.store) }, 3},
+	} {
+		step.do()
+		if got := n.Load(); got != step.want {
+			t.Fatalf("%s: %d usage passes in all, want %d", step.name, got, step.want)
+		}
 	}
 }

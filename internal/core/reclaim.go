@@ -28,10 +28,8 @@ func (c *Core) Run(ctx context.Context) {
 	t := time.NewTicker(c.cfg.ReclaimEvery)
 	defer t.Stop()
 	for {
-		if c.quota.isStale() {
-			if err := c.quota.recount(ctx, c.store); err != nil && ctx.Err() == nil {
-				c.log.Warn("core: quota usage", "err", err)
-			}
+		if err := c.quota.refresh(ctx, c.store); err != nil && ctx.Err() == nil {
+			c.log.Warn("core: quota usage", "err", err)
 		}
 		if n, err := c.Reclaim(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("core: reclaim", "err", err)
