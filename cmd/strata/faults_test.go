@@ -16,7 +16,7 @@ import (
 // service is neither read nor written; a robot that fails every move makes
 // a recall fail after bounded tries, with one line saying so.
 func TestTapeFaultsThroughTheCLI(t *testing.T) {
-	s := newServer(t, "")
+	s := newServer(t, "[hsm]\nmount_retry = \"20ms\"") // rounds of mounts 20, 40, 80, 160 ms apart
 	src := filepath.Join(s.dir, "src")
 	data := writeRandom(t, src, 3<<20)
 	out := filepath.Join(s.dir, "out")

@@ -132,6 +132,9 @@ type HSM struct {
 	// RecallGaps is "read" (default: a batch reads on through a gap when
 	// that is quicker than locating) or "locate" (locate before every file).
 	RecallGaps string `toml:"recall_gaps"`
+	// MountRetry is the pause before a cartridge the robot failed to
+	// mount is tried again, doubling at each failed round (default 10s).
+	MountRetry string `toml:"mount_retry"`
 }
 
 // Catalog selects the catalog database.

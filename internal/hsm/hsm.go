@@ -63,6 +63,11 @@ type Config struct {
 	PurgeEvery          time.Duration
 	// Rules decide when a recall is worth a mount.
 	Rules sched.Rules
+	// MountRetry is how long a cartridge the robot failed to mount waits
+	// before the next try, doubling at each failed round (at most
+	// maxMountHold); after maxMountFailures rounds its recalls go to
+	// another copy or fail.
+	MountRetry time.Duration
 }
 
 // Core is what the engine needs of the namespace core (package core
@@ -140,6 +145,9 @@ func (h *Config) defaults() {
 	if h.PurgeEvery == 0 {
 		h.PurgeEvery = 30 * time.Second
 	}
+	if h.MountRetry <= 0 {
+		h.MountRetry = 10 * time.Second
+	}
 }
 
 // Engine is the engine that moves files between disk and tape: migration
@@ -172,6 +180,7 @@ type Engine struct {
 	drivesOut  map[string]string
 	volsOut    map[string]string
 	mountFails map[string]int       // cartridge → mount rounds failed in a row
+	mountRetry map[string]time.Time // cartridge → when its mount is tried again (library clock)
 	emptied    map[string]time.Time // drive out of service → when its cartridge was last asked out
 	recalls    map[int64]*recall    // queued or running, by bitfile
 	// failedRecalls keeps why recent recalls failed, for status queries.
@@ -216,7 +225,7 @@ func New(cfg Config, c Core, store catalog.Store, log *slog.Logger) *Engine {
 	sch.Tape = geometry(cfg.Library)
 	jobs := cfg.Jobs
 	return &Engine{c: c, store: store, log: log, cfg: cfg, lib: cfg.Library, jobs: jobs, clk: cfg.Clock, sched: sch,
-		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
+		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, mountRetry: map[string]time.Time{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
 		remakes: make(chan string, 1024)}
 }
 

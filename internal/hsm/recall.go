@@ -186,6 +186,9 @@ func (h *Engine) Statuses(sts []api.StageStatus, ids []int64) {
 		}
 		p := view[id]
 		st.State, st.Position = api.StageQueued, p.ahead
+		if _, ok := h.mountRetry[r.volume]; ok && stuck[r.volume] == "" {
+			stuck[r.volume] = fmt.Sprintf("the robot failed to mount cartridge %s (%d of %d rounds); the next round comes after a pause", r.volume, h.mountFails[r.volume], maxMountFailures)
+		}
 		if w := cmp.Or(waiting, stuck[r.volume]); w != "" {
 			st.Waiting = w // and no estimate: nothing moves until the drive is back
 			continue
@@ -358,6 +361,11 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 			n := h.mountFails[d.Volume]
 			if n >= maxMountFailures {
 				delete(h.mountFails, d.Volume)
+				delete(h.mountRetry, d.Volume)
+			} else {
+				at := h.clk.Now().Add(min(h.cfg.MountRetry<<(n-1), maxMountHold))
+				h.mountRetry[d.Volume] = at
+				h.sched.Hold(d.Volume, at)
 			}
 			h.mu.Unlock()
 			if n >= maxMountFailures {
@@ -372,6 +380,7 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 	}
 	h.mu.Lock()
 	delete(h.mountFails, d.Volume)
+	delete(h.mountRetry, d.Volume)
 	h.mu.Unlock()
 	for i, q := range d.Requests {
 		complete, err := h.recallOne(ctx, d.Drive, q)
@@ -400,8 +409,14 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 }
 
 // maxMountFailures is how many rounds of mount attempts (each a few tries
-// of the robot) a cartridge gets before its recalls give up on it.
-const maxMountFailures = 5
+// of the robot) a cartridge gets before its recalls give up on it; the
+// rounds are MountRetry, 2×, 4× … apart (at most maxMountHold), so a
+// robot that stops for a while (a door opened, an inventory) does not
+// fail recalls a copy elsewhere could not serve either.
+const (
+	maxMountFailures = 5
+	maxMountHold     = 5 * time.Minute
+)
 
 // fallback re-queues recalls on another copy, or fails them when none is
 // left.

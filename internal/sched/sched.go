@@ -130,6 +130,8 @@ type Scheduler struct {
 	// active are volumes being served (by drive), so a volume is never
 	// mounted twice.
 	active map[string]string
+	// held are volumes not to be mounted before a time (Hold).
+	held map[string]time.Time
 }
 
 type queue struct {
@@ -141,7 +143,25 @@ type queue struct {
 
 // New returns an empty scheduler.
 func New(r Rules) *Scheduler {
-	return &Scheduler{Rules: r, vols: map[string]*queue{}, keys: map[string]*Request{}, active: map[string]string{}}
+	return &Scheduler{Rules: r, vols: map[string]*queue{}, keys: map[string]*Request{}, active: map[string]string{}, held: map[string]time.Time{}}
+}
+
+// Hold keeps volume from being mounted before until (its requests stay
+// queued; a drive that already holds it still serves them): the robot
+// failed to mount it, and trying again at once would fail the same way.
+func (s *Scheduler) Hold(volume string, until time.Time) {
+	s.held[volume] = until
+}
+
+// heldAt reports whether volume may not be mounted at now, forgetting a
+// hold that has passed.
+func (s *Scheduler) heldAt(volume string, now time.Time) bool {
+	until, ok := s.held[volume]
+	if ok && !now.Before(until) {
+		delete(s.held, volume)
+		return false
+	}
+	return ok
 }
 
 // Add queues r. A request for a key already queued is coalesced: the queued
@@ -290,7 +310,7 @@ func (s *Scheduler) Next(now time.Time, drives []Drive, bufferFree int64) []Deci
 		if busy >= limit || bufferFree <= 0 {
 			break
 		}
-		if s.active[vol] != "" || mountedOn(drives, vol) {
+		if s.active[vol] != "" || mountedOn(drives, vol) || s.heldAt(vol, now) {
 			continue
 		}
 		d, ok := pickDrive(drives, used, func(d Drive) bool { return idle(d) && !s.lingering(d, now) }, s)

@@ -427,6 +427,33 @@ func TestLinger(t *testing.T) {
 	}
 }
 
+// A cartridge held (the robot failed to mount it) is not mounted before
+// its hold passes, while other cartridges are; a drive that already holds
+// it serves it.
+func TestHold(t *testing.T) {
+	s := sched.New(sched.Rules{MinFiles: 1})
+	s.Add(req(1, "A", 0, 1, time.Minute)) // the older: first, but held
+	s.Add(req(2, "B", 0, 1, 0))
+	s.Hold("A", t0.Add(10*time.Second))
+	empty := []sched.Drive{{ID: "d0"}, {ID: "d1"}}
+	got := s.Next(t0, empty, 1<<40)
+	if len(got) != 1 || got[0].Volume != "B" {
+		t.Fatalf("with A held: %+v, want B alone", got)
+	}
+	s.Done("B", nil)
+	if got := s.Next(t0.Add(9*time.Second), empty, 1<<40); len(got) != 0 {
+		t.Fatalf("A mounted while held: %+v", got)
+	}
+	if got := s.Next(t0.Add(9*time.Second), []sched.Drive{{ID: "d0", Volume: "A"}}, 1<<40); len(got) != 1 || got[0].Mount {
+		t.Fatalf("a drive holding A: %+v, want it served without a mount", got)
+	}
+	s.Add(req(3, "A", 0, 1, time.Minute))
+	s.Done("A", nil)
+	if got := s.Next(t0.Add(10*time.Second), empty, 1<<40); len(got) != 1 || got[0].Volume != "A" || !got[0].Mount {
+		t.Fatalf("once the hold has passed: %+v, want A mounted", got)
+	}
+}
+
 // Within a batch the scheduler reads on through a gap that streams in less
 // time than a locate (on LTO-5 a locate costs 3 s plus the distance at a
 // speed not much above reading's: up to about 2.5 GB) and locates over

@@ -265,7 +265,7 @@ func hsmConfig(cfg config.Config, fs fsio.FS, secret []byte, trust *tls.Config, 
 		to   *time.Duration
 	}{{hc.MigrateAfter, "migrate_after", &h.MigrateAfter}, {hc.MigrateEvery, "migrate_every", &h.MigrateEvery},
 		{hc.PurgeEvery, "purge_every", &h.PurgeEvery}, {hc.RecallMaxAge, "recall_max_age", &h.Rules.MaxAge},
-		{hc.RecallLinger, "recall_linger", &h.Rules.Linger}} {
+		{hc.RecallLinger, "recall_linger", &h.Rules.Linger}, {hc.MountRetry, "mount_retry", &h.MountRetry}} {
 		if d.s == "" {
 			continue
 		}
