@@ -337,6 +337,7 @@ type Store interface {
 	// becomes garbage unless RestoreDiskCopy takes it as a segment, when
 	// the recall is done (DoneRecall) or its core's epoch has passed
 	// (ExpirePending), so no crash or failed attempt leaves it unreclaimed.
+	// An object recorded already is ErrExist.
 	AddRecallObject(ctx context.Context, o RecallObject) error
 	// MarkLost records a bitfile as lost (a second mark keeps the first).
 	MarkLost(ctx context.Context, l Lost) error

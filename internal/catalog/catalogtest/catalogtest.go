@@ -1204,6 +1204,9 @@ func testRecallObjects(t *testing.T, s catalog.Store) {
 	add(bs[0], 2, "d1", "a-taken")
 	add(bs[1], 1, "d0", "b-crashed")
 	add(bs[2], 2, "d1", "c-writing")
+	if err := s.AddRecallObject(ctx, catalog.RecallObject{Bitfile: bs[2].ID, Epoch: 2, Device: "d1", Object: "c-writing"}); !errors.Is(err, api.ErrExist) {
+		t.Fatalf("an object recorded twice: %v, want ErrExist", err)
+	}
 	if err := s.RestoreDiskCopy(ctx, bs[0].ID, 1, 1<<20, []catalog.Segment{{Device: "d1", Object: "a-taken", Length: 100}}); err != nil {
 		t.Fatal(err)
 	}

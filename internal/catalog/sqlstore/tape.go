@@ -342,9 +342,12 @@ func (s *Store) DoneRecall(ctx context.Context, bitfile int64) error {
 // AddRecallObject implements catalog.Store.
 func (s *Store) AddRecallObject(ctx context.Context, o catalog.RecallObject) error {
 	return s.write(ctx, func(t *Tx) error {
-		_, err := t.Exec("INSERT INTO recall_objects (device, object, bitfile, epoch) VALUES (?, ?, ?, ?)", o.Device, o.Object, o.Bitfile, o.Epoch)
+		n, err := t.Exec("INSERT INTO recall_objects (device, object, bitfile, epoch) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", o.Device, o.Object, o.Bitfile, o.Epoch)
 		if err != nil {
 			return fmt.Errorf("catalog: recall object %s/%s: %w", o.Device, o.Object, err)
+		}
+		if n == 0 {
+			return api.Errorf(api.ErrExist, "catalog: recall object %s/%s", o.Device, o.Object)
 		}
 		return nil
 	})
