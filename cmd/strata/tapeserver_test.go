@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +144,45 @@ func TestClusterTapeServerLost(t *testing.T) {
 	c.OK("admin", "drives", "offline", "tape1-drive0")
 	c.OK("purge", "/big")
 	c.Check("/big", data)
+}
+
+// A tape server on this host with its own /metrics (--metrics): it
+// registers, its drive writes a migration, and its metrics say so.
+func TestTapeServerMetrics(t *testing.T) {
+	tapes := filepath.Join(t.TempDir(), "tapes")
+	library := fmt.Sprintf("[library]\npath = %q\ngeneration = \"LTO-9\"\ntime_scale = \"instant\"\ncartridges = 2\n", tapes)
+	s := newServer(t, library+"remote = true\n[hsm]\nrecall_min_files = 1\n")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "tape.toml")
+	addr, metricsAddr := freePort(t), freePort(t)
+	os.WriteFile(conf, []byte(fmt.Sprintf("data_dir = %q\nsecret_file = %q\n[tape_server]\nid = \"ts0\"\nlisten = %q\ncore = %q\ndrives = 1\n%s",
+		filepath.Join(dir, "data"), filepath.Join(s.dir, "data", "secret"), addr, "http://"+s.addr, library)), 0o644)
+	var tlog bytes.Buffer
+	ts := exec.Command(bin, "tape-server", "--config", conf, "--metrics", metricsAddr)
+	ts.Stdout, ts.Stderr = &tlog, &tlog
+	if err := ts.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { ts.Process.Signal(syscall.SIGTERM); ts.Wait() }()
+	for i := 0; !strings.Contains(s.ok("admin", "drives"), "ts0-drive0"); i++ {
+		if i == 200 {
+			t.Fatalf("the tape server never registered:\n%s", tlog.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	src := filepath.Join(s.dir, "src")
+	writeRandom(t, src, 3<<20)
+	s.ok("put", src, "/f")
+	s.ok("migrate", "/f")
+	got := scrape(t, "http://"+metricsAddr+"/metrics")
+	if v := sum(got, "strata_tapeserver_registered", nil); v != 1 {
+		t.Fatalf("strata_tapeserver_registered %v, want 1", v)
+	}
+	drive := map[string]string{"drive": "ts0-drive0"}
+	if w, m := sum(got, "strata_tapeserver_drive_written_bytes_total", drive), sum(got, "strata_tapeserver_drive_mounts_total", drive); w < 3<<20 || m < 1 {
+		t.Fatalf("the drive wrote %v bytes in %v mounts, want the 3 MiB file in one at least", w, m)
+	}
+	if v := sum(got, "strata_tapeserver_drive_loaded", drive); v != 1 {
+		t.Fatalf("strata_tapeserver_drive_loaded %v, want its cartridge", v)
+	}
 }

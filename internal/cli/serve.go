@@ -151,7 +151,7 @@ its devices, its transfers and whether the core hears it.`,
 }
 
 func (e *env) tapeServerCmd() *cobra.Command {
-	var cfgPath, core string
+	var cfgPath, core, metricsAddr string
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "tape-server",
@@ -169,6 +169,9 @@ the core's secret file (secret_file). See docs/DEPLOYMENT.md.`,
 				if core != "" {
 					c.TapeServer.Core = core
 				}
+				if metricsAddr != "" {
+					c.TapeServer.Metrics = metricsAddr
+				}
 			})
 			if err != nil {
 				return err
@@ -179,6 +182,7 @@ the core's secret file (secret_file). See docs/DEPLOYMENT.md.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "TOML configuration file")
 	cmd.Flags().StringVar(&core, "core", "", "URL of the core to register with (a comma-separated list: the core and its standbys)")
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
 }

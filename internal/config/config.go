@@ -112,6 +112,9 @@ type TapeServer struct {
 	// core and its standbys.
 	Core   string `toml:"core"`
 	Drives int    `toml:"drives"` // default 1; named <id>-drive<i>
+	// Metrics is where the tape server serves /metrics (host:port);
+	// default none.
+	Metrics string `toml:"metrics"`
 }
 
 // HSM configures migration, purge and recall.

@@ -75,8 +75,15 @@ func (s *moverState) Collect(ch chan<- prometheus.Metric) {
 // MoverHandler serves a standalone mover's metrics at /metrics, with the
 // Go runtime's and the process's.
 func MoverHandler(src MoverSources) (http.Handler, prometheus.Gatherer) {
+	return processHandler(&moverState{src: src})
+}
+
+// processHandler serves c's metrics at /metrics beside the Go runtime's
+// and the process's: the /metrics of a process apart from the core (a
+// mover, a tape server).
+func processHandler(c prometheus.Collector) (http.Handler, prometheus.Gatherer) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &moverState{src: src})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), c)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	return mux, reg

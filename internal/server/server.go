@@ -868,10 +868,6 @@ func keepRegistered(ctx context.Context, what, cores string, log *slog.Logger, s
 // serveMoverMetrics serves a standalone mover's /metrics on
 // cfg.Mover.Metrics until the returned stop is called.
 func serveMoverMetrics(cfg config.Config, devs []*disk.Device, m *mover.Mover, log *slog.Logger, reg func() (bool, int64, int64)) (stop func(), err error) {
-	ln, err := net.Listen("tcp", cfg.Mover.Metrics)
-	if err != nil {
-		return nil, fmt.Errorf("mover: metrics: %w", err)
-	}
 	pool := poolOf(cfg)
 	h, _ := metrics.MoverHandler(metrics.MoverSources{
 		Devices: func() []metrics.MoverDevice {
@@ -888,9 +884,19 @@ func serveMoverMetrics(cfg config.Config, devs []*disk.Device, m *mover.Mover, l
 		},
 		Registration: reg,
 	})
+	return serveMetrics(cfg.Mover.Metrics, "mover", h, log)
+}
+
+// serveMetrics serves h (a process's /metrics) on addr until the returned
+// stop is called.
+func serveMetrics(addr, what string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metrics: %w", what, err)
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	log.Info("mover metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	log.Info(what+" metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	return func() { srv.Close() }, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/clock"
 	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/metrics"
 	"github.com/strata-storage/strata/internal/moverconn"
 	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/tape"
@@ -75,7 +76,16 @@ func RunTapeServer(ctx context.Context, cfg config.Config, log *slog.Logger) err
 	log.Info("tape server", "id", ts.ID, "url", url, "drives", len(ids), "library", l.Path)
 	hc := registrationClient(tlsc.trust)
 	var registered atomic.Bool
-	var failures atomic.Int64
+	var lastEpoch, failures atomic.Int64
+	if ts.Metrics != "" {
+		h, _ := metrics.TapeServerHandler(metrics.TapeServerSources{Drives: lib.Drives,
+			Registration: func() (bool, int64, int64) { return registered.Load(), lastEpoch.Load(), failures.Load() }})
+		stop, err := serveMetrics(ts.Metrics, "tape server", h, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	keepRegistered(ctx, "tape server", ts.Core, log, func(ctx context.Context, coreURL string) (int64, error) {
 		reg := tapeserver.Registration{ID: ts.ID, URL: url, Generation: gen.Name, Drives: lib.Drives(), Cartridges: lib.Cartridges()}
 		reg.Proof = tapeserver.Proof(secret, reg)
@@ -84,6 +94,7 @@ func RunTapeServer(ctx context.Context, cfg config.Config, log *slog.Logger) err
 		if first {
 			log.Info("tape server registered", "core", coreURL, "url", url, "epoch", epoch)
 		}
+		lastEpoch.Store(epoch)
 	}, &registered, &failures)
 	return nil
 }
