@@ -49,9 +49,10 @@ type Generation struct {
 // 1,280 ÷ 16 … 8,960 ÷ 32); load and unload ~15–20 s in those drives'
 // manuals (not checked against a data sheet: 18 s); average locate from
 // BOT Fermilab's ~50 s for LTO-4 and ~50–75 s (62 s) for LTO-1 … LTO-3 in
-// the same manuals. LTO-5 … LTO-8's load and unload are IBM's
+// the same manuals. LTO-5 … LTO-9's load and unload are IBM's
 // performance specifications (IBM TS4500 documentation, "Performance
-// specifications for LTO tape drives").
+// specifications for LTO tape drives"); LTO-9's unload, 56 s, includes
+// the retension its drives do at every unload.
 var Generations = map[string]Generation{
 	"LTO-1": {Name: "LTO-1", Capacity: 100e9, Rate: 15e6, Length: 609, Wraps: 48, Load: 18 * time.Second, Unload: 18 * time.Second, AvgLocate: 62 * time.Second},
 	"LTO-2": {Name: "LTO-2", Capacity: 200e9, Rate: 35e6, Length: 609, Wraps: 64, Load: 18 * time.Second, Unload: 18 * time.Second, AvgLocate: 62 * time.Second},
@@ -61,7 +62,7 @@ var Generations = map[string]Generation{
 	"LTO-6": {Name: "LTO-6", Capacity: 2500e9, Rate: 160e6, Length: 846, Wraps: 136, Load: 12 * time.Second, Unload: 17 * time.Second, AvgLocate: 62 * time.Second},
 	"LTO-7": {Name: "LTO-7", Capacity: 6000e9, Rate: 300e6, Length: 960, Wraps: 112, Load: 15 * time.Second, Unload: 20 * time.Second, AvgLocate: 56 * time.Second},
 	"LTO-8": {Name: "LTO-8", Capacity: 12000e9, Rate: 360e6, Length: 960, Wraps: 208, Load: 15 * time.Second, Unload: 24 * time.Second, AvgLocate: 59 * time.Second},
-	"LTO-9": {Name: "LTO-9", Capacity: 18000e9, Rate: 400e6, Length: 1035, Wraps: 280, Load: 16 * time.Second, Unload: 20 * time.Second, AvgLocate: 65 * time.Second},
+	"LTO-9": {Name: "LTO-9", Capacity: 18000e9, Rate: 400e6, Length: 1035, Wraps: 280, Load: 16 * time.Second, Unload: 56 * time.Second, AvgLocate: 65 * time.Second},
 	// LTO-10 (LA media): 400 MB/s native, 12 s load-to-ready, 27 s unload,
 	// 65 s average space from load point (IBM, "Performance specifications
 	// for LTO tape drives", Diamondback Tape Library 2.12.3); 30 TB native
