@@ -309,9 +309,9 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Server returns the URL of the core the client talks to (of several, the
-// one that last answered).
-func (c *Client) Server() string { return c.core().base }
+// Server names the core the client talks to (of several, the one that
+// last answered) as it was given: its URL, or unix:PATH for its socket.
+func (c *Client) Server() string { return c.core().name }
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	_, err := c.doHeader(ctx, method, path, q, in, out)

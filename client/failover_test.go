@@ -73,6 +73,9 @@ func TestRestartedCoreReopens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if got := c.Server(); got != "unix:"+cfg.Socket {
+		t.Fatalf("Server() = %q, want unix:%s", got, cfg.Socket)
+	}
 	data := randBytes(7, 3<<20+5)
 	roundTrip(t, c, "/f", data, client.PutOptions{})
 	r, err := c.Open(ctx, "/f", client.GetOptions{})
