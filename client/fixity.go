@@ -210,8 +210,9 @@ func (t *treeHash) node(lo, hi int64) (guts.Node, bool) {
 // TreeHash builds a file's BLAKE3 fixity from pieces hashed apart, in
 // other requests or processes: S3 parts hashed as they arrive, joined by
 // Concat without being read again. Pieces tile BLAKE3's tree when each
-// starts at a multiple of the power of two at or above its length (parts
-// of one power-of-two size, MiB or more, and the last part).
+// starts at a multiple of the power of two at or above its length (the
+// aligned power-of-two blocks of parts of a whole number of MiB, and the
+// last part).
 type TreeHash struct{ t *treeHash }
 
 // NewTreeHash returns an empty TreeHash.

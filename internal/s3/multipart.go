@@ -39,9 +39,11 @@ const (
 	// xaPartSums are the parts' checksums (of the upload's algorithm),
 	// comma-separated, for GET ?partNumber=.
 	xaPartSums = "user.s3.part-checksums"
-	// xaPartNode is a part's BLAKE3 tree node, "OFFSET NODE", hashed as it
-	// arrived for its place in the object (client.TreeHash): Complete
-	// makes the joined object's fixity from the parts' nodes.
+	// xaPartNode is a part's BLAKE3 tree nodes, "OFFSET LENGTH NODE …" (one
+	// per aligned power-of-two block of the part; "OFFSET NODE" for a part
+	// that is one block), hashed as it arrived for its place in the object
+	// (client.TreeHash): Complete makes the joined object's fixity from the
+	// parts' nodes.
 	xaPartNode = "user.s3.part-node"
 	// doneKept is how long a completed upload's record stays.
 	doneKept    = 15 * time.Minute
@@ -254,20 +256,25 @@ func partOptions(cos string) client.PutOptions {
 	return client.PutOptions{Overwrite: true, Stripes: 1, COS: cos, NoFixity: true}
 }
 
-// partHash hashes a part, as it arrives, into BLAKE3's tree node for its
+// partHash hashes a part, as it arrives, into BLAKE3's tree nodes for its
 // place in the object: part n of size bytes starts at (n-1) × size if all
-// before it are as large, which Complete checks before it uses the node.
+// before it are as large, which Complete checks before it uses the nodes.
 type partHash struct {
 	h       *client.TreeHash
 	w       *client.TreeWriter
 	off, to int64
 }
 
+// treeUnit is the granule parts are hashed in (client.TreeWriter's block):
+// a part of a whole number of them starts on one, so its blocks are
+// subtrees of BLAKE3's tree.
+const treeUnit = 1 << 20
+
 // partTree returns the hasher of part n of size bytes, or nil when such
-// parts cannot tile BLAKE3's tree (a size that is not a power of two of
-// at least 1 MiB: the last part, or parts of other clients' sizes).
+// parts cannot tile BLAKE3's tree (a size that is not a whole number of
+// MiB: the last part, or parts of some clients' sizes).
 func partTree(n int, size int64) *partHash {
-	if size < 1<<20 || size&(size-1) != 0 {
+	if size < treeUnit || size%treeUnit != 0 {
 		return nil
 	}
 	h := client.NewTreeHash()
@@ -275,25 +282,70 @@ func partTree(n int, size int64) *partHash {
 	return &partHash{h: h, w: h.At(off), off: off, to: off + size}
 }
 
-// record adds the part's node to its attributes.
+// treeBlocks splits [off, to), both whole MiB, into the largest aligned
+// blocks of a power of two of MiB, left to right: the subtrees of
+// BLAKE3's tree the range is made of (one, for a power-of-two part: the
+// aws cli's and boto3's 8 MiB; two or three for rclone's 5 MiB).
+func treeBlocks(off, to int64) [][2]int64 {
+	var out [][2]int64
+	for off < to {
+		b := int64(treeUnit)
+		for off%(2*b) == 0 && off+2*b <= to {
+			b *= 2
+		}
+		out = append(out, [2]int64{off, off + b})
+		off += b
+	}
+	return out
+}
+
+// record adds the part's nodes to its attributes.
 func (t *partHash) record(attrs map[string][]byte) {
 	t.w.Close()
-	if enc, ok := t.h.Node(t.off, t.to); ok {
-		attrs[xaPartNode] = []byte(strconv.FormatInt(t.off, 10) + " " + enc)
+	var v []string
+	for _, b := range treeBlocks(t.off, t.to) {
+		enc, ok := t.h.Node(b[0], b[1])
+		if !ok {
+			return
+		}
+		v = append(v, strconv.FormatInt(b[0], 10), strconv.FormatInt(b[1]-b[0], 10), enc)
 	}
+	attrs[xaPartNode] = []byte(strings.Join(v, " "))
+}
+
+// addPartNodes adds to h the nodes a part hashed at [at, at+size) recorded
+// (record), and reports whether they cover exactly that range.
+func addPartNodes(h *client.TreeHash, v string, at, size int64) bool {
+	f := strings.Fields(v)
+	if len(f) == 2 { // one block, the whole part
+		f = []string{f[0], strconv.FormatInt(size, 10), f[1]}
+	}
+	if len(f) == 0 || len(f)%3 != 0 {
+		return false
+	}
+	next := at
+	for i := 0; i < len(f); i += 3 {
+		off, err1 := strconv.ParseInt(f[i], 10, 64)
+		n, err2 := strconv.ParseInt(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil || off != next || n <= 0 || h.AddNode(off, off+n, f[i+2]) != nil {
+			return false
+		}
+		next += n
+	}
+	return next == at+size
 }
 
 // joinedFixity is the BLAKE3 fixity of the object the parts make, from
 // the nodes they were hashed into as they arrived, and from the last part
 // read again at its place: "" if the parts do not tile BLAKE3's tree (see
-// partTree) or a node is missing.
+// partTree) or a node is missing. The nodes of every part make BLAKE3's
+// tree whatever their blocks: client.TreeHash assembles it from any set
+// of aligned subtrees that tiles the object.
 func (q *request) joinedFixity(use []part, total int64) string {
 	size := use[0].fi.Size
 	h := client.NewTreeHash()
 	for i, p := range use[:len(use)-1] {
-		off, enc, _ := strings.Cut(string(p.attrs[xaPartNode]), " ")
-		at := int64(i) * size
-		if off != strconv.FormatInt(at, 10) || h.AddNode(at, at+size, enc) != nil {
+		if !addPartNodes(h, string(p.attrs[xaPartNode]), int64(i)*size, size) {
 			return ""
 		}
 	}

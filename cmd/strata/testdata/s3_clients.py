@@ -268,9 +268,13 @@ def multipart_checksums():
             single = s3.put_object(Bucket="bkt-main", Key=key + "-single", Body=data, ChecksumAlgorithm=alg)
             assert single["Checksum" + alg] == r["Checksum" + alg], (single, r)
         # Joined, not copied, whatever the checksum: a FULL_OBJECT one is
-        # combined from the parts' CRCs.
+        # combined from the parts' CRCs. Its BLAKE3 fixity is made from the
+        # 5 MiB parts' tree nodes (blocks of 4 and 1 MiB), and a get
+        # recomputing it agrees.
         st = subprocess.run([os.environ["STRATA"], "stat", "/s3/bkt-main/" + key], check=True, capture_output=True).stdout.decode()
-        assert "3 stripe(s)" in st, st
+        assert "3 stripe(s)" in st and "Fixity: blake3:" in st, st
+        back = subprocess.run([os.environ["STRATA"], "get", "--verify", "/s3/bkt-main/" + key, "-"], check=True, capture_output=True).stdout
+        assert back == data, "the joined object read back with --verify differs"
         assert s3.get_object(Bucket="bkt-main", Key=key)["Body"].read() == data
 
 
