@@ -41,6 +41,20 @@ type bodyCheck struct {
 	sums     map[string]hash.Hash
 	declared map[string]string // alg → expected value; "" until a trailer says
 	trailer  func() map[string]string
+	// extra are checksums computed though the client sent none (also).
+	extra map[string]hash.Hash
+}
+
+// also computes the checksum of algorithm alg of the body too, if the
+// client did not declare it: a part of an upload whose FULL_OBJECT
+// checksum Complete combines from its parts' (crccombine.go).
+func (b *bodyCheck) also(alg string) {
+	if mk := checksumAlgs[alg]; mk != nil && b.sums[alg] == nil {
+		if b.extra == nil {
+			b.extra = map[string]hash.Hash{}
+		}
+		b.extra[alg] = mk()
+	}
 }
 
 // newBodyCheck reads what r's headers promise about its body. e is
@@ -93,6 +107,9 @@ func (b *bodyCheck) Read(p []byte) (int, error) {
 	for _, h := range b.sums {
 		h.Write(p[:n])
 	}
+	for _, h := range b.extra {
+		h.Write(p[:n])
+	}
 	return n, err
 }
 
@@ -130,8 +147,10 @@ func (b *bodyCheck) etag() string { return hex.EncodeToString(b.md5.Sum(nil)) }
 // checksums are the verified additional checksums, alg → base64 value.
 func (b *bodyCheck) checksums() map[string]string {
 	out := map[string]string{}
-	for alg, h := range b.sums {
-		out[alg] = base64.StdEncoding.EncodeToString(h.Sum(nil))
+	for _, hs := range []map[string]hash.Hash{b.sums, b.extra} {
+		for alg, h := range hs {
+			out[alg] = base64.StdEncoding.EncodeToString(h.Sum(nil))
+		}
 	}
 	return out
 }

@@ -215,7 +215,14 @@ func (q *request) uploadPart() *Error {
 	if q.size > maxPartSize {
 		return s3err("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed part size (5 GiB)")
 	}
-	return q.store(p, partOptions(string(attrs[xaUploadCOS])), map[string][]byte{}, partTree(n, q.size))
+	// A FULL_OBJECT upload's checksum is combined from its parts': a part
+	// sent without its own gets one computed, so the parts can still be
+	// joined.
+	full := ""
+	if alg, typ, _ := strings.Cut(string(attrs[xaUploadSum]), " "); typ == "FULL_OBJECT" {
+		full = alg
+	}
+	return q.store(p, partOptions(string(attrs[xaUploadCOS])), map[string][]byte{}, partTree(n, q.size), full)
 }
 
 // uploadPartCopy makes part p from a range of another object.

@@ -177,17 +177,20 @@ func (q *request) putObject() *Error {
 	if e := q.writeConditions(p, &o); e != nil {
 		return e
 	}
-	return q.store(p, o, attrs, nil)
+	return q.store(p, o, attrs, nil, "")
 }
 
 // store writes the request's body as the file p, and commits it with
 // attrs, its ETag and its checksums once the whole body has been read
-// and verified; on any failure nothing is committed.
-func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte, tree *partHash) *Error {
+// and verified; on any failure nothing is committed. A part is hashed
+// into its tree nodes (tree) and, for also, a checksum the client did not
+// send.
+func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte, tree *partHash, also string) *Error {
 	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
 	if e != nil {
 		return e
 	}
+	bc.also(also)
 	bc.trailer = q.trl
 	if q.size == 0 {
 		// An empty file is committed at create: read (and check) the

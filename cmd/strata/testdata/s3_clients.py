@@ -272,10 +272,24 @@ def multipart_checksums():
         # 5 MiB parts' tree nodes (blocks of 4 and 1 MiB), and a get
         # recomputing it agrees.
         st = subprocess.run([os.environ["STRATA"], "stat", "/s3/bkt-main/" + key], check=True, capture_output=True).stdout.decode()
-        assert "3 stripe(s)" in st and "Fixity: blake3:" in st, st
+        assert "3 stripe(s), stripe unit 5.0 MiB" in st and "Fixity: blake3:" in st, st
         back = subprocess.run([os.environ["STRATA"], "get", "--verify", "/s3/bkt-main/" + key, "-"], check=True, capture_output=True).stdout
         assert back == data, "the joined object read back with --verify differs"
-        assert s3.get_object(Bucket="bkt-main", Key=key)["Body"].read() == data
+    # A FULL_OBJECT upload whose parts come without checksums (a client
+    # that sends them only when required): the gateway computes each
+    # part's, so the parts are still joined and the object's checksum is
+    # the whole object's.
+    bare = client(request_checksum_calculation="when_required")
+    key = "mpck/bare"
+    up = bare.create_multipart_upload(Bucket="bkt-main", Key=key, ChecksumAlgorithm="CRC32C", ChecksumType="FULL_OBJECT")
+    parts = [{"PartNumber": i + 1, "ETag": bare.upload_part(Bucket="bkt-main", Key=key, UploadId=up["UploadId"], PartNumber=i + 1, Body=c)["ETag"]}
+             for i, c in enumerate(chunks)]
+    r = bare.complete_multipart_upload(Bucket="bkt-main", Key=key, UploadId=up["UploadId"], MultipartUpload={"Parts": parts})
+    single = s3.put_object(Bucket="bkt-main", Key=key + "-single", Body=data, ChecksumAlgorithm="CRC32C")
+    assert r["ChecksumCRC32C"] == single["ChecksumCRC32C"] and r["ChecksumType"] == "FULL_OBJECT", (r, single)
+    st = subprocess.run([os.environ["STRATA"], "stat", "/s3/bkt-main/" + key], check=True, capture_output=True).stdout.decode()
+    assert "3 stripe(s), stripe unit 5.0 MiB" in st, st  # the parts themselves (a copy has the class's 4 MiB unit)
+    assert s3.get_object(Bucket="bkt-main", Key=key)["Body"].read() == data
 
 
 @check
