@@ -187,8 +187,8 @@ func TestDamagedOnlyCopyIsLost(t *testing.T) {
 	}
 	isLost := func(c *client.Client) {
 		t.Helper()
-		if fi := residency(t, c, "/only"); fi.Residency != client.ResidencyLost {
-			t.Fatalf("residency %q, want lost", fi.Residency)
+		if fi := residency(t, c, "/only"); fi.Residency != client.ResidencyLost || !strings.Contains(fi.Lost, "damaged") {
+			t.Fatalf("residency %q (%q), want lost, saying why", fi.Residency, fi.Lost)
 		}
 		ls, err := c.LostFiles(ctx)
 		if err != nil || len(ls) != 1 || ls[0].Path != "/only" || !strings.Contains(ls[0].Why, "damaged") || ls[0].Since.IsZero() {
@@ -211,8 +211,8 @@ func TestDamagedOnlyCopyIsLost(t *testing.T) {
 	if _, err := c.Put(ctx, "/only", bytes.NewReader(data), int64(len(data)), client.PutOptions{Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
-	if fi := residency(t, c, "/only"); fi.Residency == client.ResidencyLost {
-		t.Fatal("written again, still lost")
+	if fi := residency(t, c, "/only"); fi.Residency == client.ResidencyLost || fi.Lost != "" {
+		t.Fatalf("written again, still lost: %q", fi.Lost)
 	}
 	if ls, err := c.LostFiles(ctx); err != nil || len(ls) != 0 {
 		t.Fatalf("lost files once written again: %+v, %v", ls, err)

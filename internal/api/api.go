@@ -190,6 +190,9 @@ type FileInfo struct {
 	Target string `json:"target,omitempty"`
 	// PinnedUntil is when the disk copy's pin ends (Stat), if pinned.
 	PinnedUntil *time.Time `json:"pinned_until,omitempty"`
+	// Lost says why a file with residency lost has no good copy left
+	// (Stat).
+	Lost string `json:"lost,omitempty"`
 }
 
 // LostFile is a file with no good copy left (GET /v1/lost).

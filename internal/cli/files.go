@@ -562,6 +562,9 @@ func printStat(w io.Writer, fi *client.FileInfo) {
 	if fi.Residency != "" {
 		fmt.Fprintf(w, "Where: %s\n", fi.Residency)
 	}
+	if fi.Lost != "" {
+		fmt.Fprintf(w, "Lost: %s\n", fi.Lost)
+	}
 	if len(fi.Layout.Segments) > 0 {
 		fmt.Fprintf(w, "Layout: %d stripe(s), stripe unit %s\n", fi.Layout.StripeWidth, human(fi.Layout.StripeUnit))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -97,6 +97,7 @@ func (c *Core) Stat(ctx context.Context, p string) (api.FileInfo, error) {
 		fi.Layout, fi.Fixity = layout(b), b.Fixity
 		fi.Residency = c.residency(b.ID, residencyOf(b))
 		fi.PinnedUntil = pinTime(b.PinnedUntil, c.now())
+		fi.Lost = c.lostFile(b.ID)
 	}
 	return fi, nil
 }
