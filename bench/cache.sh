@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/cache.sh — the core's memory under many creates, for
 # docs/PERFORMANCE.md: the server's resident set size (RSS) sampled while
-# 8 clients create FILES empty files (corebench md, create phase), with the
+# 64 clients create FILES empty files (corebench md, create phase), with the
 # inode cache at its default cap and, as the baseline in the same run, with
 # a cap above FILES (what an unbounded cache would hold).
 #
@@ -31,17 +31,17 @@ metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1==m{print
 
 echo "# bench/cache.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
 echo
-echo "Server RSS (MiB) while 8 clients create $FILES empty files, after each quarter:"
+echo "Server RSS (MiB) while 64 clients create $FILES empty files, after each quarter:"
 echo
 echo "| inode cache cap | 0 | 25 % | 50 % | 75 % | 100 % | cache entries at the end | hit rate | creates/s |"
 echo "|---|---|---|---|---|---|---|---|---|"
 J=()
 for cap in 0 $((FILES * 2)); do
   rm -rf "$SCRATCH/cache-data"; start "$(config "$cap")"
-  per=$((FILES / 8 / 4))
+  per=$((FILES / 64 / 4))
   marks=("$(rss "$SERVER_PID")"); rates=()
   for q in 1 2 3 4; do
-    j=$("$OUT/corebench" md --server "127.0.0.1:$PORT" --clients 8 --files "$per" --phases create,stat)
+    j=$("$OUT/corebench" md --server "127.0.0.1:$PORT" --clients 64 --files "$per" --phases create,stat)
     rates+=("$(echo "$j" | python3 -c 'import json,sys;print(json.load(sys.stdin)["create_per_s"])')")
     marks+=("$(rss "$SERVER_PID")")
   done

@@ -2,7 +2,9 @@
 # bench/core.sh — the core's speed figures for docs/PERFORMANCE.md.
 #
 #   bench/core.sh            # all three parts; prints a Markdown report
-#   PARTS="md" bench/core.sh # only some of: single stripe md
+#   PARTS="md" bench/core.sh # only some of: single stripe md remote
+#   PARTS=remote bench/core.sh # only a client on another host: put and get
+#                              # over TCP against the disk (part of single)
 #   PARTS=mdcal bench/core.sh  # the inputs strata sim's catalog model is
 #                              # calibrated on (docs/SIMULATION.md)
 #
@@ -137,6 +139,38 @@ if [[ " $PARTS " == *" single "* ]]; then
   echo; echo "runs: dd write ${dw[*]}; dd O_DIRECT write ${ddw[*]}; fio write ${fw[*]}; sha256 ${hs[*]}; blake3 ${hb[*]}; put ${sp[*]}; put --fixity sha256 ${sps[*]}; put --no-fixity ${spn[*]};"
   echo "put --no-handover ${sph[*]}; put --no-handover --no-fixity ${sphn[*]}; put --tcp-only ${spt[*]}; put --tcp-only --no-fixity ${sptn[*]};"
   echo "dd read ${dr[*]}; dd O_DIRECT read ${ddr[*]}; fio read ${fr[*]}; get ${sg[*]}; get --no-handover ${sgs[*]}; get --tcp-only ${sgt[*]}"
+fi
+
+# A client on another host (loopback TCP): put with the default BLAKE3
+# fixity and without, get, against dd with O_DIRECT on the same file system,
+# taking turns. The same rows as in part 1, alone, for a quick run.
+if [[ " $PARTS " == *" remote "* ]]; then
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 1 1 0)"
+  ddw=(); spt=(); sptn=(); ddr=(); sgt=()
+  for r in $(seq "$REPS"); do
+    for k in 0 1 2; do
+      case $(( (r + k) % 3 )) in
+      0) warm "$SRC"; t0=$(now); dd if="$SRC" of="$SCRATCH/dd.dat" bs=4M oflag=direct conv=fsync status=none; t1=$(now); ddw+=("$(rate $BYTES "$t0" "$t1")") ;;
+      1) warm "$SRC"; t0=$(now); "$S" --tcp-only put "$SRC" /t$r; t1=$(now); spt+=("$(rate $BYTES "$t0" "$t1")") ;;
+      2) warm "$SRC"; t0=$(now); "$S" --tcp-only put --no-fixity "$SRC" /tn$r; t1=$(now); sptn+=("$(rate $BYTES "$t0" "$t1")") ;;
+      esac
+    done
+    for k in 0 1; do
+      case $(( (r + k) % 2 )) in
+      0) drop; t0=$(now); dd if="$SCRATCH/dd.dat" of=/dev/null bs=4M iflag=direct status=none; t1=$(now); ddr+=("$(rate $BYTES "$t0" "$t1")") ;;
+      1) drop; t0=$(now); "$S" --tcp-only get /t$r - > /dev/null; t1=$(now); sgt+=("$(rate $BYTES "$t0" "$t1")") ;;
+      esac
+    done
+    "$S" rm /t$r /tn$r; rm -f "$SCRATCH/dd.dat"; settle
+  done
+  stop
+  echo; echo "## A client on another host: loopback TCP, one device, ${SIZE_MB} MiB ($REPS runs, median MB/s)"
+  echo; echo "| operation | dd O_DIRECT | strata | ratio |"; echo "|---|---|---|---|"
+  echo "| put --tcp-only (BLAKE3 fixity) | $(median "${ddw[@]}") | $(median "${spt[@]}") | $(ratio "$(median "${spt[@]}")" "$(median "${ddw[@]}")") |"
+  echo "| put --tcp-only --no-fixity | $(median "${ddw[@]}") | $(median "${sptn[@]}") | $(ratio "$(median "${sptn[@]}")" "$(median "${ddw[@]}")") |"
+  echo "| get --tcp-only (cold cache) | $(median "${ddr[@]}") | $(median "${sgt[@]}") | $(ratio "$(median "${sgt[@]}")" "$(median "${ddr[@]}")") |"
+  echo; echo "runs: dd write ${ddw[*]}; put ${spt[*]}; put --no-fixity ${sptn[*]}; dd read ${ddr[*]}; get ${sgt[*]}"
+  printf '%s\n' "{\"dd_write\": [$(IFS=,; echo "${ddw[*]}")], \"put_tcp\": [$(IFS=,; echo "${spt[*]}")], \"put_tcp_no_fixity\": [$(IFS=,; echo "${sptn[*]}")], \"dd_read\": [$(IFS=,; echo "${ddr[*]}")], \"get_tcp\": [$(IFS=,; echo "${sgt[*]}")]}" | save_results core-remote size_mb=$SIZE_MB
 fi
 
 if [[ " $PARTS " == *" stripe "* ]]; then

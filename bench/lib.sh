@@ -60,7 +60,7 @@ for kv in sys.argv[5:]:
     k, v = kv.split('=', 1)
     doc[k] = json.loads(v)
 doc['runs'] = [json.loads(l) for l in sys.stdin if l.strip()]
-print(json.dumps(doc, indent=1))" "bench/$name.sh" "$(date -u +%Y-%m-%dT%H:%MZ)" \
+print(json.dumps(doc, indent=1))" "bench/$(basename "$0")" "$(date -u +%Y-%m-%dT%H:%MZ)" \
     "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +)" \
     "$(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}'), $(uname -r)" "$@" > "$REPO/bench/results/$name.json"
 }

@@ -49,7 +49,7 @@ echo "|---|---|---|"
 have=1002; J=()
 for n in $SIZES; do
   if [ "$n" -gt "$have" ]; then
-    "$OUT/corebench" md --server "127.0.0.1:$PORT" --clients 8 --files $(( (n - have + 7) / 8 )) --phases create > /dev/null
+    "$OUT/corebench" md --server "127.0.0.1:$PORT" --clients 64 --files $(( (n - have + 63) / 64 )) --phases create > /dev/null
     have=$n
   fi
   p=(); q=()

@@ -13,18 +13,29 @@ import (
 // A put of many files sends each file's create and commit to the core; with
 // 64 files in flight those calls arrive together, and answering each in a
 // request of its own cost both sides an HTTP exchange per call (about a
-// fifth of a small file's CPU). A batcher gathers the calls made while one
-// request is on its way and sends them as the next request, each answered on
-// its own: the control plane's group commit, in front of the catalog's.
-// A lone call goes out at once, as before.
+// fifth of a small file's CPU). A batcher sends a call at once while fewer
+// than batchWindow of its requests are in flight, and otherwise gathers it
+// with the calls made meanwhile into the next request (at most
+// api.MaxBatch calls), each answered on its own: the control plane's group
+// commit, in front of the catalog's.
 type batcher[Q, R any] struct {
-	mu   sync.Mutex
-	next *batchCall[Q, R] // calls waiting for the request after the one in flight
-	busy bool             // a request is in flight
+	mu       sync.Mutex
+	queue    []*batchCall[Q, R] // batches waiting for a request to end
+	inflight int                // requests on their way
 	// send makes one request of qs and returns each call's result; an
 	// error of the whole request is each call's.
 	send func(qs []Q) ([]R, []error)
 }
+
+// batchWindow is how many requests of one batcher may be in flight. With
+// one, the catalog's writer idled while a batch's answer went back and the
+// next batch came: 8 goroutines creating empty files through one Client
+// made 4.4–4.7k/s against 9.7–10.1k/s sending every call alone. A batch is
+// answered when its last call is, so below the window calls go alone and
+// each caller goes on as soon as its own group commits; above it they
+// batch (64 goroutines: 21.5k/s with a window of 8, 18.0k/s with one,
+// 17.6–18.5k/s unbatched; 2, 4 and 16 measured too).
+const batchWindow = 8
 
 type batchCall[Q, R any] struct {
 	qs   []Q
@@ -39,34 +50,37 @@ type batchCall[Q, R any] struct {
 // abandoned (a commit made while its put reported failure).
 func (b *batcher[Q, R]) do(q Q) (R, error) {
 	b.mu.Lock()
-	if b.next == nil {
-		b.next = &batchCall[Q, R]{done: make(chan struct{})}
+	// While a request may still go out, no batch waits: a request ending
+	// takes the next waiting batch, and only a full window queues one.
+	if n := len(b.queue); n == 0 || len(b.queue[n-1].qs) >= api.MaxBatch {
+		b.queue = append(b.queue, &batchCall[Q, R]{done: make(chan struct{})})
 	}
-	g := b.next
+	g := b.queue[len(b.queue)-1]
 	i := len(g.qs)
 	g.qs = append(g.qs, q)
-	if b.busy {
+	if b.inflight >= batchWindow {
 		b.mu.Unlock()
 		<-g.done
 		return g.rs[i], g.errs[i]
 	}
-	b.busy = true
-	b.next = nil
+	b.inflight++
+	b.queue = b.queue[1:] // g, alone
 	b.mu.Unlock()
 	b.flush(g)
 	return g.rs[i], g.errs[i]
 }
 
-// flush sends g, then hands the calls queued meanwhile to a goroutine of
-// their own, so that this caller returns with its answer.
+// flush sends g, then hands the next waiting batch to a goroutine of its
+// own, so that this caller returns with its answer.
 func (b *batcher[Q, R]) flush(g *batchCall[Q, R]) {
 	g.rs, g.errs = b.send(g.qs)
 	close(g.done)
 	b.mu.Lock()
-	next := b.next
-	b.next = nil
-	if next == nil {
-		b.busy = false
+	var next *batchCall[Q, R]
+	if len(b.queue) > 0 {
+		next, b.queue = b.queue[0], b.queue[1:]
+	} else {
+		b.inflight--
 	}
 	b.mu.Unlock()
 	if next != nil {
