@@ -6,9 +6,9 @@
 # stats with 1, 8 and 64 clients (core.sh's md part), the policy pass as
 # the namespace grows (policy.sh) and the core's memory under creates
 # (cache.sh). Each script sets its own baselines in the same run; this one
-# runs them in turn, keeps each report in bench/out/goals/NAME.md and
-# prints how long each took. The settings are the scripts' defaults but
-# for fewer repetitions where three are enough.
+# runs them in turn with their defaults (three runs each), keeps each
+# report in bench/out/goals/NAME.md and prints how long each took (22
+# minutes in all here: docs/PERFORMANCE.md).
 #
 #   bench/goals.sh              # all; the run time of each is printed
 #   ONLY="small stream" bench/goals.sh
@@ -19,11 +19,11 @@ DIR=bench/out/goals
 mkdir -p "$DIR"
 
 declare -A RUN=(
-  [small]="env REPS=3 bench/small.sh"
+  [small]="bench/small.sh"
   [stream]="bench/stream.sh"
   [tape]="env PARTS=tape bench/hsm.sh"
-  [remote]="env PARTS=remote REPS=3 bench/core.sh"
-  [md]="env PARTS=md REPS=3 bench/core.sh"
+  [remote]="env PARTS=remote bench/core.sh"
+  [md]="env PARTS=md bench/core.sh"
   [policy]="bench/policy.sh"
   [cache]="bench/cache.sh"
 )
