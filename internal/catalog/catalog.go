@@ -50,6 +50,18 @@ type Inode struct {
 	// Xattrs, given to Commit when not nil, replace the entry's extended
 	// attributes in the same transaction. Reads leave it nil.
 	Xattrs map[string][]byte
+	// Replaced, set in what Commit and Concat return when the new file
+	// took the place of another, is the file it replaced: what quota
+	// usage no longer counts. Reads leave it nil.
+	Replaced *Replaced
+}
+
+// Replaced is a file a commit replaced: its owner, size and whether its
+// data was on disk (counted in the disk tier's usage).
+type Replaced struct {
+	UID, GID uint32
+	Size     int64
+	OnDisk   bool
 }
 
 // BitfileState is a bitfile's life-cycle state.
@@ -253,8 +265,8 @@ type Store interface {
 	// Commit makes a file visible at in.Parent/in.Name with the data of
 	// bitfile b (nil for an empty file), whose segments carry their final
 	// lengths and CRCs. An existing file there is replaced atomically when
-	// replace is set (its bitfile dies); otherwise ErrExist. A directory
-	// there is ErrIsDir.
+	// replace is set (its bitfile dies, and the returned Inode's Replaced
+	// describes it); otherwise ErrExist. A directory there is ErrIsDir.
 	Commit(ctx context.Context, in Inode, b *Bitfile, replace bool) (Inode, error)
 	// Concat makes a file visible at in.Parent/in.Name, as Commit does,
 	// whose data is the files sources (inode IDs) joined in order, and

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/catalog"
 )
 
 // maxConcat bounds the files one Concat joins: S3's 10,000 parts.
@@ -26,6 +27,7 @@ func (c *Core) Concat(ctx context.Context, r api.ConcatRequest) (api.FileInfo, e
 		return api.FileInfo{}, api.Errorf(api.ErrInvalid, "concat %s: %d sources (1 to %d)", r.Path, len(r.Sources), maxConcat)
 	}
 	ids := make([]int64, len(r.Sources))
+	srcs := make([]catalog.Inode, len(r.Sources))
 	pools := map[string]bool{} // of the sources' classes
 	var unit, size int64
 	for i, p := range r.Sources {
@@ -45,7 +47,7 @@ func (c *Core) Concat(ctx context.Context, r api.ConcatRequest) (api.FileInfo, e
 		if i == 0 {
 			unit = in.Size
 		}
-		ids[i], size = in.ID, size+in.Size
+		ids[i], srcs[i], size = in.ID, in, size+in.Size
 		if k, ok := c.class(in.COS); ok {
 			pools[k.Pool] = true
 		}
@@ -79,7 +81,11 @@ func (c *Core) Concat(ctx context.Context, r api.ConcatRequest) (api.FileInfo, e
 	if err != nil {
 		return api.FileInfo{}, fmt.Errorf("concat %s: %w", r.Path, err)
 	}
-	c.quota.markStale() // the sources went, and what the file replaced
+	for _, s := range srcs {
+		c.quota.gone(s, true) // a source is on disk, or Concat refuses it
+	}
+	c.quota.settle(0, in)
+	c.quota.replaced(in)
 	fi := info(path, in)
 	if b, err := c.store.Bitfile(ctx, in.Bitfile); err == nil {
 		fi.Layout, fi.Fixity = layout(b), b.Fixity

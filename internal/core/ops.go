@@ -531,9 +531,7 @@ func (c *Core) Create(ctx context.Context, r api.CreateRequest) (api.CreateRespo
 			return api.CreateResponse{}, fmt.Errorf("create %s: %w", path, err)
 		}
 		c.quota.settle(rid, in)
-		if r.Overwrite || old != nil {
-			c.quota.markStale() // what it replaced, if anything, is counted again
-		}
+		c.quota.replaced(in)
 		fi := info(path, in)
 		return api.CreateResponse{File: &fi}, nil
 	}
@@ -701,9 +699,7 @@ func (c *Core) Commit(ctx context.Context, r api.CommitRequest) (api.FileInfo, e
 	}
 	c.settle(b.ID)
 	c.quota.settle(w.quota, in)
-	if r.Overwrite || old != nil {
-		c.quota.markStale()
-	}
+	c.quota.replaced(in)
 	fi := info(path, in)
 	fi.Layout, fi.Fixity = layout(b), b.Fixity
 	return fi, nil

@@ -207,6 +207,13 @@ func (q *quotas) gone(in catalog.Inode, onDisk bool) {
 	q.addLocked(in.UID, in.GID, -1, -in.Size, -disk)
 }
 
+// replaced subtracts the file a commit replaced, if any (in.Replaced).
+func (q *quotas) replaced(in catalog.Inode) {
+	if r := in.Replaced; r != nil {
+		q.gone(catalog.Inode{Kind: catalog.KindFile, UID: r.UID, GID: r.GID, Size: r.Size}, r.OnDisk)
+	}
+}
+
 func (q *quotas) addLocked(uid, gid uint32, files, bytes, disk int64) {
 	for _, k := range keys(uid, gid) {
 		u := q.used[k]

@@ -147,3 +147,37 @@ func TestUsageCountedForQuotasOnly(t *testing.T) {
 		}
 	}
 }
+
+// A file replaced by a commit leaves quota usage as the catalog counts
+// it, without a pass over the catalog: the commit says what it replaced
+// (catalog.Inode.Replaced).
+func TestReplacedFileLeavesUsageExact(t *testing.T) {
+	root := auth.With(context.Background(), auth.Root)
+	var n atomic.Int64
+	c, db := newTestCore(t, func(s catalog.Store) catalog.Store { return countUsage{s, &n} }, api.DeviceInfo{ID: "d0", Pool: "disk", Capacity: 1 << 30, Free: 1 << 30})
+	if _, err := c.SetQuota(root, api.QuotaSet{Kind: "user", Name: "0", Files: 100}); err != nil {
+		t.Fatal(err)
+	}
+	passes := n.Load()
+	for _, q := range []api.CreateRequest{{Path: "/a"}, {Path: "/a", Overwrite: true}, {Path: "/b"}, {Path: "/b", Overwrite: true}, {Path: "/a", Overwrite: true}} {
+		if _, err := c.Create(root, q); err != nil {
+			t.Fatalf("create %+v: %v", q, err)
+		}
+	}
+	if c.quota.isStale() {
+		t.Fatal("usage marked stale by a replacing create")
+	}
+	c.quota.refresh(root, c.store)
+	if got := n.Load(); got != passes {
+		t.Fatalf("%d usage passes after the creates, want none", got-passes)
+	}
+	want, err := db.Usage(root)
+	if err != nil || len(want) != 2 || want[0].Files != 2 {
+		t.Fatalf("the catalog counts %+v, %v", want, err)
+	}
+	for _, u := range want {
+		if got := c.quota.used[qkey{u.Kind, u.ID}]; got.Files != u.Files || got.Bytes != u.Bytes || got.DiskBytes != u.DiskBytes {
+			t.Fatalf("%s %d: usage %+v, the catalog counts %+v", u.Kind, u.ID, got, u)
+		}
+	}
+}

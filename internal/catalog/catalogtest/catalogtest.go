@@ -398,6 +398,20 @@ func testReplace(t *testing.T, s catalog.Store) {
 	if f2.ID != f1.ID || f2.Size != 20 || f2.Bitfile != b2.ID {
 		t.Fatalf("replace: %+v", f2)
 	}
+	// What a commit replaced, for quota usage: the old file's owner, size
+	// and residency; nothing where nothing was replaced.
+	if f1.Replaced != nil || f2.Replaced == nil || *f2.Replaced != (catalog.Replaced{UID: 7, GID: 8, Size: 10, OnDisk: true}) {
+		t.Fatalf("replaced: first %+v, second %+v", f1.Replaced, f2.Replaced)
+	}
+	if e := must(s.Commit(ctx, file(catalog.RootID, "e"), nil, true)); e.Replaced != nil {
+		t.Fatalf("a new name replaced %+v", e.Replaced)
+	}
+	if e := must(s.Commit(ctx, file(catalog.RootID, "e"), nil, true)); e.Replaced == nil || *e.Replaced != (catalog.Replaced{UID: 7, GID: 8}) {
+		t.Fatalf("an empty file replaced: %+v", e.Replaced)
+	}
+	if got := must(s.Lookup(ctx, catalog.RootID, "f")); got.Replaced != nil {
+		t.Fatalf("a read carries Replaced: %+v", got.Replaced)
+	}
 	if must(s.Bitfile(ctx, b1.ID)).State != catalog.Dead {
 		t.Fatal("replaced bitfile not dead")
 	}
@@ -442,6 +456,9 @@ func testConcat(t *testing.T, s catalog.Store) {
 	f := must(s.Concat(ctx, in, ids, 100, "blake3:00", true))
 	if f.ID != old.ID || f.Size != 230 || f.UID != 7 {
 		t.Fatalf("concat: %+v", f)
+	}
+	if f.Replaced == nil || *f.Replaced != (catalog.Replaced{UID: 7, GID: 8, Size: 5, OnDisk: true}) {
+		t.Fatalf("concat replaced %+v", f.Replaced)
 	}
 	b := must(s.Bitfile(ctx, f.Bitfile))
 	if b.State != catalog.Committed || b.Size != 230 || b.StripeWidth != 3 || b.StripeUnit != 100 || !b.OnDisk || len(b.Segments) != 3 || b.Fixity != "blake3:00" {

@@ -260,6 +260,7 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 // commitInode makes in visible at its name: inserted, or with replace
 // over the file there (whose data dies).
 func (t *Tx) commitInode(in *catalog.Inode, replace bool) error {
+	in.Replaced = nil // a group run again starts afresh
 	if !replace {
 		// One statement inserts if the name is free; only a refusal
 		// pays for diagnosis, by reading. The parent is usually a
@@ -296,6 +297,15 @@ func (t *Tx) commitInode(in *catalog.Inode, replace bool) error {
 	if old.Kind == catalog.KindDir {
 		return api.Errorf(api.ErrIsDir, "create %q", in.Name)
 	}
+	var gone *catalog.Replaced
+	if old.Kind == catalog.KindFile {
+		gone = &catalog.Replaced{UID: old.UID, GID: old.GID, Size: old.Size}
+		if old.Bitfile != 0 {
+			if err := t.QueryRow("SELECT on_disk FROM bitfiles WHERE id = ?", old.Bitfile).Scan(&gone.OnDisk); err != nil {
+				return notFound(err, "bitfile %d", old.Bitfile)
+			}
+		}
+	}
 	if err := t.kill(old.Bitfile); err != nil {
 		return err
 	}
@@ -304,6 +314,7 @@ func (t *Tx) commitInode(in *catalog.Inode, replace bool) error {
 	_, err = t.Exec("UPDATE inodes SET kind = ?, mode = ?, uid = ?, gid = ?, size = ?, mtime = ?, ctime = ?, atime = ?, cos = ?, bitfile = ?, target = '' WHERE id = ?",
 		in.Kind, in.Mode, in.UID, in.GID, in.Size, in.Mtime, in.Ctime, in.Atime, in.COS, in.Bitfile, in.ID)
 	t.set(*in)
+	in.Replaced = gone // after the cache took its copy: not a row's
 	return err
 }
 
