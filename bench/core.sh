@@ -257,7 +257,7 @@ if [[ " $PARTS " == *" md "* ]]; then
   echo; echo "## 3. Metadata through the real API (ops/s, median of $REPS; corebench md)"
   echo; echo "| target | clients | create | stat | remove |"; echo "|---|---|---|---|---|"
   for c in 1 8 64; do
-    files=$((c == 1 ? 10000 : c == 8 ? 3000 : 500))
+    files=$((c == 1 ? 4000 : c == 8 ? 3000 : 500))
     for tgt in "--server 127.0.0.1:$PORT" "--server 127.0.0.1:$PORT --tcp" "--posix $SCRATCH" "--posix $SCRATCH --sync"; do
       cr=(); st=(); rm_=()
       for r in $(seq "$REPS"); do
@@ -283,7 +283,7 @@ if [[ " $PARTS " == *" md "* ]]; then
   echo; echo "CPU per operation, µs (8 clients, core's Unix socket; median of $REPS; machine = every process incl. kernel threads; idle includes waiting for the disk):"
   echo; echo "| phase | ops/s | clients | server | machine | idle |"; echo "|---|---|---|---|---|---|"
   js=()
-  for r in $(seq "$REPS"); do js+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 8 --files 6000 --server-pid "$SERVER_PID")"); done
+  for r in $(seq "$REPS"); do js+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 8 --files 3000 --server-pid "$SERVER_PID")"); done
   for ph in create stat remove; do
     printf '%s\n' "${js[@]}" | python3 -c '
 import json, statistics, sys

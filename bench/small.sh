@@ -5,7 +5,7 @@
 # one file at a time), alternating, in one run.
 #
 #   bench/small.sh                       # 2,000 × 64 KiB and 10,000 × 4 KiB
-#   SETS="2000x64" REPS=5 bench/small.sh
+#   SETS="2000x64" REPS=5 SERIAL=1 bench/small.sh
 #
 # Strata runs as a new user starts it: the built-in configuration (four
 # devices under its data directory, a SQLite catalog with full sync), on
@@ -16,10 +16,10 @@
 # CPU (the inode allocator skips inodes freed in the last minute or more),
 # which would fall on whichever side ran after a removal.
 #
-# Reported per set: files/s of the copy, of `strata put` (its default
-# --parallel) and of `strata put --parallel 1` (one file at a time), the
-# ratios, and the CPU per file of the server and the client. The runs are
-# kept in bench/results/small.json.
+# Reported per set: files/s of the copy and of `strata put` (its default
+# --parallel), the ratio, and the CPU per file of the server and the
+# client; with SERIAL=1 also `strata put --parallel 1` (one file at a
+# time). The runs are kept in bench/results/small.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -45,8 +45,14 @@ sync; sleep "${QUIET:-65}"   # see above: inodes freed before this script are re
 echo "# bench/small.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(free -g | awk '/Mem/{print $2}') GiB, $(uname -r)"
 echo "file system under test: $(df -T "$SCRATCH" | awk 'NR==2{print $2" on "$1}'), strata $("$S" --version | awk '{print $3}')"
 echo
-echo "| files | copy, write+fsync each (files/s) | strata put (files/s) | ratio | put --parallel 1 (files/s) | ratio | server CPU µs/file | client CPU µs/file |"
-echo "|---|---|---|---|---|---|---|---|"
+KINDS=(copy put); [ "${SERIAL:-0}" = 1 ] && KINDS+=(serial)
+if [ ${#KINDS[@]} = 3 ]; then
+  echo "| files | copy, write+fsync each (files/s) | strata put (files/s) | ratio | put --parallel 1 (files/s) | ratio | server CPU µs/file | client CPU µs/file |"
+  echo "|---|---|---|---|---|---|---|---|"
+else
+  echo "| files | copy, write+fsync each (files/s) | strata put (files/s) | ratio | server CPU µs/file | client CPU µs/file |"
+  echo "|---|---|---|---|---|---|"
+fi
 n=0; J=()
 for set in $SETS; do
   count=${set%x*}; kib=${set#*x}
@@ -61,12 +67,13 @@ for i in range($count):
   cat "$src"/* > /dev/null; sync
   cp=(); sp=(); s1=(); scpu=(); ccpu=()
   for r in $(seq "$REPS"); do
-    for k in 0 1 2; do
+    for k in "${!KINDS[@]}"; do
       n=$((n + 1)); run=$SCRATCH/small-run-$n; sync; sleep 1
-      case $(( (r + k) % 3 )) in
-      0) cp+=("$("$OUT/corebench" copy "$src" "$run")") ;;
-      1|2)
-        par=$DEFAULT_PARALLEL; [ $(( (r + k) % 3 )) = 2 ] && par=1
+      kind=${KINDS[(r + k) % ${#KINDS[@]}]}
+      case $kind in
+      copy) cp+=("$("$OUT/corebench" copy "$src" "$run")") ;;
+      *)
+        par=$DEFAULT_PARALLEL; [ "$kind" = serial ] && par=1
         start "$(config "$run")"; "$S" mkdir /in; sync; sleep 1
         c0=$(cpu "$SERVER_PID"); t0=$(now)
         /usr/bin/time -f "%U %S" -o "$OUT/small.time" "$S" put --parallel $par "$src"/* /in/
@@ -81,8 +88,9 @@ for i in range($count):
       esac
     done
   done
-  c=$(median "${cp[@]}"); p=$(median "${sp[@]}"); p1=$(median "${s1[@]}")
-  echo "| $count × $kib KiB | $c | $p | $(ratio "$p" "$c") | $p1 | $(ratio "$p1" "$c") | $(median "${scpu[@]}") | $(median "${ccpu[@]}") |"
+  c=$(median "${cp[@]}"); p=$(median "${sp[@]}"); serial=""
+  if [ ${#s1[@]} -gt 0 ]; then p1=$(median "${s1[@]}"); serial=" $p1 | $(ratio "$p1" "$c") |"; fi
+  echo "| $count × $kib KiB | $c | $p | $(ratio "$p" "$c") |$serial $(median "${scpu[@]}") | $(median "${ccpu[@]}") |"
   echo "runs ($count × $kib KiB): copy ${cp[*]}; put ${sp[*]}; put --parallel 1 ${s1[*]}" >&2
   J+=("$(python3 -c "import json,sys; print(json.dumps({'set': sys.argv[1], 'files': $count, 'kib': $kib, 'copy_files_per_s': [int(x) for x in sys.argv[2].split()],
     'put_files_per_s': [int(x) for x in sys.argv[3].split()], 'put_parallel_1_files_per_s': [int(x) for x in sys.argv[4].split()],

@@ -78,9 +78,14 @@ rm -rf "$DATA" "$TAPES"
 
 # A real-time LTO-9 (400 MB/s) with its cartridges on tmpfs: a migration of
 # 2 and of 4 GiB against the drive, and tmpfs's own pace for new pages one
-# GiB after another (on this VM it falls after the first two).
+# GiB after another (on this VM it falls after the first two or three: the
+# host backs guest memory on first touch, and takes back what the guest
+# frees). hsmbench --prefault writes and removes a file of the migration's
+# size among the cartridges just before each timed run, so the run's tmpfs
+# pages are ones the host has backed and the drive, not the stand-in for
+# its tape, is what the run meets.
 echo
-echo "### Real-time LTO-9, cartridges on tmpfs (go run ./bench/hsmbench --gen LTO-9 --parts large --gib N)"
+echo "### Real-time LTO-9, cartridges on tmpfs (go run ./bench/hsmbench --gen LTO-9 --parts large --prefault --gib 2,4)"
 echo
 shmg=()
 for g in 0 1 2 3; do
@@ -93,9 +98,9 @@ echo
 echo "| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without the final flush |"
 echo "|---|---|---|---|---|---|---|---|---|"
 rt=()
-for g in 2 4; do
-  row=$(go run ./bench/hsmbench --data "$SCRATCH" --tapes "$TAPES" --gen LTO-9 --parts large --gib $g | tail -n 1)
+# One server, one mount: a 2 GiB migration, then a 4 GiB one.
+while read -r row; do
   echo "$row"
-  rt+=("{\"realtime_gib\": $g, \"ratio\": $(echo "$row" | awk -F'|' '{print $9}'), \"ratio_without_flush\": $(echo "$row" | awk -F'|' '{print $10}')}")
-done
+  rt+=("{\"realtime_gib\": $(echo "$row" | awk -F'|' '{print int($5 / 2^30)}'), \"ratio\": $(echo "$row" | awk -F'|' '{print $9}'), \"ratio_without_flush\": $(echo "$row" | awk -F'|' '{print $10}')}")
+done < <(go run ./bench/hsmbench --data "$SCRATCH" --tapes "$TAPES" --gen LTO-9 --parts large --prefault --gib 2,4 | tail -n 2)
 printf '%s\n' "${J[@]}" "${rt[@]}" | save_results stream size_mb=$SIZE_MB "tmpfs_gib_mb_s=[$(IFS=,; echo "${shmg[*]}")]"

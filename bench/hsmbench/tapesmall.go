@@ -14,7 +14,6 @@ import (
 // what the small files' extra wall time comes to per file.
 func tapeSmall(g tape.Generation) {
 	const reps = 3
-	large := func() migration { return migrateOnce(g, 1, 2, 512<<20) }
 	sizes := []struct {
 		name  string
 		files int
@@ -26,8 +25,12 @@ func tapeSmall(g tape.Generation) {
 	for _, sz := range sizes {
 		var ratios, lr, sr, perFile []float64
 		for r := 0; r < reps; r++ {
-			l := large()
-			sm := migrateOnce(g, 1, sz.files, sz.size)
+			// A pair shares a rig: one mount, the small files' tape
+			// files appended after the large ones'.
+			rg := newRig(g, 1)
+			l := rg.migrate(2, 512<<20)
+			sm := rg.migrate(sz.files, sz.size)
+			rg.stop()
 			// Both move the same bytes at the same drive rate; the small
 			// files' extra wall time is their per-file work.
 			extra := sm.wall - l.wall*float64(sm.bytes)/float64(l.bytes)

@@ -50,8 +50,8 @@ type Inode struct {
 	// Xattrs, given to Commit when not nil, replace the entry's extended
 	// attributes in the same transaction. Reads leave it nil.
 	Xattrs map[string][]byte
-	// Replaced, set in what Commit and Concat return when the new file
-	// took the place of another, is the file it replaced: what quota
+	// Replaced, set in what Commit, Concat and Rename return when the
+	// entry took the place of a file, is the file it replaced: what quota
 	// usage no longer counts. Reads leave it nil.
 	Replaced *Replaced
 }
@@ -279,7 +279,8 @@ type Store interface {
 	Concat(ctx context.Context, in Inode, sources []int64, unit int64, fixity string, replace bool) (Inode, error)
 	// Rename moves an entry. It refuses to move a directory below itself
 	// (ErrInvalid) and to replace a directory with a file or vice versa.
-	// It returns the moved entry.
+	// It returns the moved entry, whose Replaced describes a file it
+	// replaced.
 	Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) (Inode, error)
 	// Remove deletes an entry; a non-empty directory only when recursive.
 	// The data of removed files dies and awaits reclaim.

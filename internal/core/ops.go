@@ -869,8 +869,8 @@ func (c *Core) Rename(ctx context.Context, r api.RenameRequest) error {
 	if moved.Kind == catalog.KindDir {
 		c.dc.invalidate()
 	}
-	if r.Overwrite && err == nil {
-		c.quota.markStale() // a file it replaced is gone
+	if err == nil {
+		c.quota.replaced(moved)
 	}
 	if err != nil {
 		return fmt.Errorf("rename %s to %s: %w", r.Src, r.Dst, err)

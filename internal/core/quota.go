@@ -20,10 +20,12 @@ import (
 // quota lock before any data moves, so creates racing for the last bytes
 // of a quota never pass it together; the commit turns the reservation
 // into usage (the size committed, which may be less), an abort or an
-// expired lease releases it. What the core cannot count exactly as it
-// goes (a tree an admin removed in one transaction, a purge or recall
-// changing what is on disk, a rename over a file) marks the usage stale,
-// and the next reclaim pass reads it again from the catalog.
+// expired lease releases it. A commit, concat or rename that replaces a
+// file says what it replaced (catalog.Inode.Replaced), which is
+// subtracted. What the core cannot count exactly as it goes (a tree an
+// admin removed in one transaction, a purge or recall changing what is on
+// disk) marks the usage stale, and the next reclaim pass reads it again
+// from the catalog.
 
 type qkey struct {
 	kind string

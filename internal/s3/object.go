@@ -433,7 +433,7 @@ func (q *request) getObject(body bool) *Error {
 	var fi *client.FileInfo
 	var err error
 	if body {
-		if rd, err = q.g.c.Open(q.ctx, p, client.GetOptions{NoRecall: true}); err == nil {
+		if rd, err = q.open(p); err == nil {
 			fi = rd.Info()
 		}
 	} else {
@@ -778,10 +778,30 @@ func (q *request) copySource() (bucket, key string, e *Error) {
 	return bucket, key, nil
 }
 
+// open opens an object's file for a GET or a copy. An object of an
+// archive class (GLACIER, DEEP_ARCHIVE) whose disk copy is gone fails with
+// ErrOffline, S3's InvalidObjectState, and queues nothing: only
+// RestoreObject recalls it. A STANDARD object has no such state in S3: its
+// disk copy went because the HSM purged it (the disk's watermarks) or
+// dropped it as damaged, so its GET waits for a recall, as an open on the
+// mount does. A client that gives up first finds the recall under way
+// when it asks again.
+func (q *request) open(p string) (*client.Reader, error) {
+	rd, err := q.g.c.Open(q.ctx, p, client.GetOptions{NoRecall: true})
+	if !errors.Is(err, api.ErrOffline) {
+		return rd, err
+	}
+	fi, serr := q.g.c.Stat(q.ctx, p)
+	if serr != nil || q.g.classOf(fi.COS) != "STANDARD" {
+		return nil, err
+	}
+	return q.g.c.Open(q.ctx, p, client.GetOptions{})
+}
+
 // openSource opens a copy's source after its conditions.
 func (q *request) openSource(bucket, key string) (*client.Reader, map[string][]byte, string, *Error) {
 	p := q.g.path(bucket, key)
-	rd, err := q.g.c.Open(q.ctx, p, client.GetOptions{NoRecall: true})
+	rd, err := q.open(p)
 	switch {
 	case errors.Is(err, api.ErrOffline):
 		return nil, nil, "", errInvalidObjectState(key)

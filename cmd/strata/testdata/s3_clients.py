@@ -449,6 +449,18 @@ def glacier():
         assert time.time() < deadline, "restore did not finish"
         time.sleep(0.2)
     assert s3.get_object(Bucket="bkt-main", Key="cold-mp")["Body"].read() == mp
+    # A STANDARD object the HSM purged (its disk copy gone, as the disk's
+    # watermarks do) is read as S3 reads STANDARD: the GET waits for the
+    # recall, and the copy is back on disk.
+    s3.put_object(Bucket="bkt-main", Key="warm", Body=body)
+    for cmd in ("migrate", "purge"):
+        subprocess.run(strata + [cmd, "/s3/bkt-main/warm"], check=True, capture_output=True)
+    st = subprocess.run(strata + ["stat", "/s3/bkt-main/warm"], check=True, capture_output=True).stdout.decode()
+    assert "tape" in st and "disk+tape" not in st, st
+    assert "StorageClass" not in s3.head_object(Bucket="bkt-main", Key="warm")
+    assert s3.get_object(Bucket="bkt-main", Key="warm")["Body"].read() == body
+    st = subprocess.run(strata + ["stat", "/s3/bkt-main/warm"], check=True, capture_output=True).stdout.decode()
+    assert "disk+tape" in st, st
 
 
 def main():

@@ -533,14 +533,14 @@ func testRename(t *testing.T, s catalog.Store) {
 	if got.ID != f.ID || got.Ctime != 5 {
 		t.Fatalf("renamed: %+v", got)
 	}
-	if _, err := s.Rename(ctx, b.ID, "f2", catalog.RootID, "g", true, 6); err != nil {
-		t.Fatal(err)
+	if moved := must(s.Rename(ctx, b.ID, "f2", catalog.RootID, "g", true, 6)); moved.Replaced == nil || *moved.Replaced != (catalog.Replaced{UID: 7, GID: 8}) {
+		t.Fatalf("a rename over an empty file replaced %+v", moved.Replaced)
 	}
-	if got := must(s.Lookup(ctx, catalog.RootID, "g")); got.ID != f.ID {
+	if got := must(s.Lookup(ctx, catalog.RootID, "g")); got.ID != f.ID || got.Replaced != nil {
 		t.Fatalf("replace by rename: %+v", got)
 	}
-	if _, err := s.Rename(ctx, catalog.RootID, "a", catalog.RootID, "a3", false, 7); err != nil {
-		t.Fatal(err)
+	if moved := must(s.Rename(ctx, catalog.RootID, "a", catalog.RootID, "a3", false, 7)); moved.Replaced != nil {
+		t.Fatalf("a rename to a new name replaced %+v", moved.Replaced)
 	}
 	if got := must(s.Lookup(ctx, catalog.RootID, "a3")); got.ID != a.ID {
 		t.Fatal("dir rename lost identity")
@@ -758,7 +758,9 @@ func testReclaim(t *testing.T, s catalog.Store) {
 	commit("p")
 	commit("src")
 	must(s.Remove(ctx, catalog.RootID, "r", false))
-	must(s.Rename(ctx, catalog.RootID, "src", catalog.RootID, "o", true, 9))
+	if moved := must(s.Rename(ctx, catalog.RootID, "src", catalog.RootID, "o", true, 9)); moved.Replaced == nil || *moved.Replaced != (catalog.Replaced{UID: 7, GID: 8, Size: 10, OnDisk: true}) {
+		t.Fatalf("a rename over a file replaced %+v", moved.Replaced)
+	}
 	if l := must(s.DeadBitfiles(ctx, start, 10)); len(l) != 0 {
 		t.Fatalf("bitfiles dead before they died: %+v", l)
 	}

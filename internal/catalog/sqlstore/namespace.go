@@ -297,14 +297,9 @@ func (t *Tx) commitInode(in *catalog.Inode, replace bool) error {
 	if old.Kind == catalog.KindDir {
 		return api.Errorf(api.ErrIsDir, "create %q", in.Name)
 	}
-	var gone *catalog.Replaced
-	if old.Kind == catalog.KindFile {
-		gone = &catalog.Replaced{UID: old.UID, GID: old.GID, Size: old.Size}
-		if old.Bitfile != 0 {
-			if err := t.QueryRow("SELECT on_disk FROM bitfiles WHERE id = ?", old.Bitfile).Scan(&gone.OnDisk); err != nil {
-				return notFound(err, "bitfile %d", old.Bitfile)
-			}
-		}
+	gone, err := t.replaced(old)
+	if err != nil {
+		return err
 	}
 	if err := t.kill(old.Bitfile); err != nil {
 		return err
@@ -369,6 +364,21 @@ func (t *Tx) commitBitfile(b *catalog.Bitfile) error {
 
 // kill marks a committed bitfile dead now: readers that opened it before
 // may still be reading (see catalog.Bitfile.Lease).
+// replaced describes old, about to be replaced by a commit or a rename,
+// for quota usage: nil unless it is a file.
+func (t *Tx) replaced(old catalog.Inode) (*catalog.Replaced, error) {
+	if old.Kind != catalog.KindFile {
+		return nil, nil
+	}
+	gone := &catalog.Replaced{UID: old.UID, GID: old.GID, Size: old.Size}
+	if old.Bitfile != 0 {
+		if err := t.QueryRow("SELECT on_disk FROM bitfiles WHERE id = ?", old.Bitfile).Scan(&gone.OnDisk); err != nil {
+			return nil, notFound(err, "bitfile %d", old.Bitfile)
+		}
+	}
+	return gone, nil
+}
+
 func (t *Tx) kill(bitfile int64) error {
 	if bitfile == 0 {
 		return nil
@@ -380,9 +390,11 @@ func (t *Tx) kill(bitfile int64) error {
 // Rename implements catalog.Store.
 func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dstParent int64, dstName string, replace bool, ctime int64) (catalog.Inode, error) {
 	var src catalog.Inode
+	var gone *catalog.Replaced
 	err := s.write(ctx, func(t *Tx) error {
 		var ok bool
 		var err error
+		gone = nil // a group run again starts afresh
 		src, ok, err = t.lookup(srcParent, srcName)
 		if err != nil {
 			return err
@@ -430,6 +442,9 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 					return api.Errorf(api.ErrNotEmpty, "rename to %q", dstName)
 				}
 			}
+			if gone, err = t.replaced(dst); err != nil {
+				return err
+			}
 			if err := t.kill(dst.Bitfile); err != nil {
 				return err
 			}
@@ -453,6 +468,7 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 		}
 		return t.touchDir(dstParent, ctime)
 	})
+	src.Replaced = gone // the cache holds src without it
 	return src, err
 }
 
