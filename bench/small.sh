@@ -91,7 +91,7 @@ for i in range($count):
   c=$(median "${cp[@]}"); p=$(median "${sp[@]}"); serial=""
   if [ ${#s1[@]} -gt 0 ]; then p1=$(median "${s1[@]}"); serial=" $p1 | $(ratio "$p1" "$c") |"; fi
   echo "| $count × $kib KiB | $c | $p | $(ratio "$p" "$c") |$serial $(median "${scpu[@]}") | $(median "${ccpu[@]}") |"
-  echo "runs ($count × $kib KiB): copy ${cp[*]}; put ${sp[*]}; put --parallel 1 ${s1[*]}" >&2
+  echo "runs ($count × $kib KiB): copy ${cp[*]}; put ${sp[*]}${serial:+; put --parallel 1 ${s1[*]}}" >&2
   J+=("$(python3 -c "import json,sys; print(json.dumps({'set': sys.argv[1], 'files': $count, 'kib': $kib, 'copy_files_per_s': [int(x) for x in sys.argv[2].split()],
     'put_files_per_s': [int(x) for x in sys.argv[3].split()], 'put_parallel_1_files_per_s': [int(x) for x in sys.argv[4].split()],
     'server_cpu_us_per_file': [int(x) for x in sys.argv[5].split()], 'client_cpu_us_per_file': [int(x) for x in sys.argv[6].split()]}))" \
