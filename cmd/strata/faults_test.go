@@ -106,3 +106,62 @@ func TestTapeFaultsThroughTheCLI(t *testing.T) {
 	s.ok("get", "-f", "/f", out)
 	same("recall once the robot works")
 }
+
+// What an admin takes out of service stays out when the server restarts
+// (a cartridge sent off site, a drive waiting for its engineer), until the
+// admin brings it back: the catalog keeps it.
+func TestOutOfServiceSurvivesRestart(t *testing.T) {
+	s := newServer(t, "")
+	var drives []struct{ ID string }
+	json.Unmarshal([]byte(s.ok("admin", "drives", "--json")), &drives)
+	var tapes []struct{ Volume string }
+	json.Unmarshal([]byte(s.ok("admin", "tapes", "--json")), &tapes)
+	if len(drives) < 2 || len(tapes) < 2 {
+		t.Fatalf("drives %+v, tapes %+v", drives, tapes)
+	}
+	drive, vol := drives[0].ID, tapes[0].Volume
+	s.ok("admin", "drives", "offline", drive)
+	s.ok("admin", "tapes", "offline", vol)
+
+	out := func(list string) []string {
+		var rows []struct {
+			ID, Volume   string
+			OutOfService string `json:"out_of_service"`
+		}
+		json.Unmarshal([]byte(s.ok("admin", list, "--json")), &rows)
+		var out []string
+		for _, r := range rows {
+			if r.OutOfService != "" {
+				out = append(out, r.ID+r.Volume+": "+r.OutOfService)
+			}
+		}
+		return out
+	}
+	s.stop()
+	s.start()
+	if got := out("drives"); len(got) != 1 || got[0] != drive+": offline (admin)" {
+		t.Fatalf("drives out of service after a restart: %q", got)
+	}
+	if got := out("tapes"); len(got) != 1 || got[0] != vol+": offline (admin)" {
+		t.Fatalf("cartridges out of service after a restart: %q", got)
+	}
+	src := filepath.Join(s.dir, "src")
+	writeRandom(t, src, 1<<20)
+	s.ok("put", src, "/f")
+	s.ok("migrate", "/f")
+	var st struct {
+		Layout struct{ Tapes []struct{ Volume string } }
+	}
+	json.Unmarshal([]byte(s.ok("stat", "--json", "/f")), &st)
+	if len(st.Layout.Tapes) == 0 || st.Layout.Tapes[0].Volume == vol {
+		t.Fatalf("migrated to %+v; %s is out of service", st.Layout.Tapes, vol)
+	}
+
+	s.ok("admin", "drives", "online", drive)
+	s.ok("admin", "tapes", "online", vol)
+	s.stop()
+	s.start()
+	if got := append(out("drives"), out("tapes")...); len(got) != 0 {
+		t.Fatalf("out of service after being brought back and a restart: %q", got)
+	}
+}

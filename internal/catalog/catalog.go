@@ -171,6 +171,15 @@ type Lost struct {
 	Since   int64 // Unix ns
 }
 
+// OutOfService is a tape drive or cartridge an admin took out of service,
+// and why: it stays out across restarts and fail-overs until brought back.
+type OutOfService struct {
+	Kind  string // "drive" or "cartridge"
+	ID    string
+	Why   string
+	Since int64 // Unix ns
+}
+
 // Segment is one stripe of one copy on one device. For a pending bitfile,
 // Length is the space reserved; after commit, the bytes stored.
 type Segment struct {
@@ -357,6 +366,12 @@ type Store interface {
 	// LostFiles lists the lost bitfiles of live files, in bitfile order,
 	// each with its file's inode.
 	LostFiles(ctx context.Context) ([]Lost, error)
+	// SetOutOfService records a tape drive or cartridge taken out of
+	// service (o.Why not ""), or, with o.Why "", brought back.
+	SetOutOfService(ctx context.Context, o OutOfService) error
+	// OutOfService lists the drives and cartridges out of service, by
+	// kind and id.
+	OutOfService(ctx context.Context) ([]OutOfService, error)
 	// CopiesOn returns up to limit committed files with a tape copy on
 	// volume, in bitfile order, from the first bitfile after after.
 	CopiesOn(ctx context.Context, volume string, after int64, limit int) ([]Candidate, error)

@@ -224,9 +224,11 @@ func New(cfg Config, c Core, store catalog.Store, log *slog.Logger) *Engine {
 	sch := sched.New(cfg.Rules)
 	sch.Tape = geometry(cfg.Library)
 	jobs := cfg.Jobs
-	return &Engine{c: c, store: store, log: log, cfg: cfg, lib: cfg.Library, jobs: jobs, clk: cfg.Clock, sched: sch,
+	h := &Engine{c: c, store: store, log: log, cfg: cfg, lib: cfg.Library, jobs: jobs, clk: cfg.Clock, sched: sch,
 		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, mountRetry: map[string]time.Time{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
 		remakes: make(chan string, 1024)}
+	h.loadService()
+	return h
 }
 
 // Staging reports whether bitfile's recall is queued or running.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/strata-storage/strata/internal/api"
+	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/tape"
 )
 
@@ -17,8 +19,51 @@ import (
 // unreadable or an admin took it out. The same rule holds for recall,
 // migration, repack and scrub, and an admin puts either back.
 
-// outByAdmin is why a drive or cartridge an admin took out is out.
+// outByAdmin is why a drive or cartridge an admin took out is out. An
+// admin's word is kept in the catalog (catalog.OutOfService), so it holds
+// across restarts and fail-overs until an admin brings the device back;
+// the library's own reports are asked afresh.
 const outByAdmin = "offline (admin)"
+
+// Kinds of catalog.OutOfService.
+const (
+	outDrive     = "drive"
+	outCartridge = "cartridge"
+)
+
+// loadService takes out of service again the drives and cartridges an
+// admin took out before this engine started (a restart, a standby taking
+// over), before any work is handed out.
+func (h *Engine) loadService() {
+	if h.store == nil { // a test of the engine's choices alone
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	outs, err := h.store.OutOfService(ctx)
+	if err != nil {
+		h.log.Error("hsm: cannot read which drives and cartridges are out of service; all are in", "err", err)
+		return
+	}
+	for _, o := range outs {
+		switch o.Kind {
+		case outDrive:
+			h.drivesOut[o.ID] = o.Why
+		case outCartridge:
+			h.volsOut[o.ID] = o.Why
+		}
+		h.log.Info("hsm: out of service", o.Kind, o.ID, "why", o.Why, "since", time.Unix(0, o.Since).UTC().Format(time.RFC3339))
+	}
+}
+
+// keepService records an admin's change of service in the catalog.
+func (h *Engine) keepService(ctx context.Context, kind, id string, online bool) error {
+	o := catalog.OutOfService{Kind: kind, ID: id}
+	if !online {
+		o.Why, o.Since = outByAdmin, h.clk.Now().UnixNano()
+	}
+	return h.store.SetOutOfService(ctx, o)
+}
 
 // driveOutLocked says why drive d is out of service, or "" if it is in.
 func (h *Engine) driveOutLocked(d tape.DriveInfo) string {
@@ -94,12 +139,14 @@ func (h *Engine) setDrive(ctx context.Context, id string, online bool) error {
 	if d == nil {
 		return api.Errorf(api.ErrNotFound, "library: no drive %q", id)
 	}
+	if online && d.Failed {
+		return api.Errorf(api.ErrInvalid, "library: drive %s: the library still reports it failed; repair it, then bring it online", id)
+	}
+	if err := h.keepService(ctx, outDrive, id, online); err != nil {
+		return err
+	}
 	h.mu.Lock()
 	if online {
-		if d.Failed {
-			h.mu.Unlock()
-			return api.Errorf(api.ErrInvalid, "library: drive %s: the library still reports it failed; repair it, then bring it online", id)
-		}
 		was := h.drivesOut[id]
 		delete(h.drivesOut, id)
 		h.mu.Unlock()
@@ -125,6 +172,9 @@ func (h *Engine) setDrive(ctx context.Context, id string, online bool) error {
 func (h *Engine) setVolume(ctx context.Context, volume string, online bool) error {
 	if !h.hasVolume(volume) {
 		return api.Errorf(api.ErrNotFound, "library: no cartridge %q", volume)
+	}
+	if err := h.keepService(ctx, outCartridge, volume, online); err != nil {
+		return err
 	}
 	h.mu.Lock()
 	if online {

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Recalls", testRecalls},
 		{"RecallObjects", testRecallObjects},
 		{"Lost", testLost},
+		{"OutOfService", testOutOfService},
 		{"ClassesOfService", testCOS},
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
@@ -1186,6 +1187,28 @@ func testLost(t *testing.T, s catalog.Store) {
 	}
 	if got := must(s.LostFiles(ctx)); len(got) != 1 || got[0].Bitfile != b.Bitfile {
 		t.Fatalf("lost after purging a: %+v", got)
+	}
+}
+
+// Drives and cartridges out of service: a second mark replaces the first,
+// and bringing one back (no why) forgets it; bringing back what is in
+// service is no error.
+func testOutOfService(t *testing.T, s catalog.Store) {
+	for _, o := range []catalog.OutOfService{
+		{Kind: "cartridge", ID: "V2", Why: "offline (admin)", Since: 1},
+		{Kind: "drive", ID: "d0", Why: "offline (admin)", Since: 2},
+		{Kind: "cartridge", ID: "V1", Why: "offline (admin)", Since: 3},
+		{Kind: "cartridge", ID: "V2", Why: "sent off site", Since: 4},
+		{Kind: "drive", ID: "d0"},
+		{Kind: "drive", ID: "never"},
+	} {
+		if err := s.SetOutOfService(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []catalog.OutOfService{{Kind: "cartridge", ID: "V1", Why: "offline (admin)", Since: 3}, {Kind: "cartridge", ID: "V2", Why: "sent off site", Since: 4}}
+	if got := must(s.OutOfService(ctx)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("out of service %+v, want %+v", got, want)
 	}
 }
 

@@ -382,6 +382,40 @@ func (s *Store) LostFiles(ctx context.Context) ([]catalog.Lost, error) {
 	return out, rows.Err()
 }
 
+// SetOutOfService implements catalog.Store.
+func (s *Store) SetOutOfService(ctx context.Context, o catalog.OutOfService) error {
+	return s.write(ctx, func(t *Tx) error {
+		var err error
+		if o.Why == "" {
+			_, err = t.Exec("DELETE FROM out_of_service WHERE kind = ? AND id = ?", o.Kind, o.ID)
+		} else {
+			_, err = t.Exec("INSERT INTO out_of_service (kind, id, why, since) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET why = excluded.why, since = excluded.since", o.Kind, o.ID, o.Why, o.Since)
+		}
+		if err != nil {
+			return fmt.Errorf("catalog: %s %s out of service: %w", o.Kind, o.ID, err)
+		}
+		return nil
+	})
+}
+
+// OutOfService implements catalog.Store.
+func (s *Store) OutOfService(ctx context.Context) ([]catalog.OutOfService, error) {
+	rows, err := s.readRows(ctx, "SELECT kind, id, why, since FROM out_of_service ORDER BY kind, id")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: out of service: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.OutOfService
+	for rows.Next() {
+		var o catalog.OutOfService
+		if err := rows.Scan(&o.Kind, &o.ID, &o.Why, &o.Since); err != nil {
+			return nil, fmt.Errorf("catalog: out of service: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
 // recallObjectsToGarbage turns the recall objects that match where (with
 // its argument) into garbage. They were never counted in their devices'
 // use, so their garbage has length 0.

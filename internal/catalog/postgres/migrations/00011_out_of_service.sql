@@ -1,0 +1,13 @@
+-- +goose Up
+-- Tape drives and cartridges an admin took out of service: they stay out
+-- across restarts and fail-overs until an admin brings them back.
+CREATE TABLE out_of_service (
+  kind TEXT NOT NULL,
+  id TEXT NOT NULL,
+  why TEXT NOT NULL,
+  since BIGINT NOT NULL,
+  PRIMARY KEY (kind, id)
+);
+
+-- +goose Down
+DROP TABLE out_of_service;
