@@ -175,7 +175,8 @@ func (c *Client) SetDriveService(ctx context.Context, drive string, online bool)
 
 // SetCartridgeService takes a cartridge out of service or puts it back:
 // out of service, it is neither read nor written, and recalls queued on it
-// go to another copy or fail. Admin only.
+// go to another copy or fail. Putting it back also ends the read-only
+// state of a cartridge a damaged tape file was read from. Admin only.
 func (c *Client) SetCartridgeService(ctx context.Context, volume string, online bool) error {
 	return c.do(ctx, "POST", "/v1/library/service", nil, api.ServiceChange{Volume: volume, Online: online}, nil)
 }

@@ -231,7 +231,8 @@ func TestDamagedTapeCopy(t *testing.T) {
 	if len(fi.Layout.Tapes) != 2 {
 		t.Fatalf("dual class: tape copies %+v", fi.Layout.Tapes)
 	}
-	damageOnTape(t, s, fi.Layout.Tapes[0].Volume, two)
+	bad := fi.Layout.Tapes[0].Volume
+	damageOnTape(t, s, bad, two)
 	got, err := getBytes(c, "/two")
 	if err != nil || !bytes.Equal(got, two) {
 		t.Fatalf("recall past a damaged tape copy: %v", err)
@@ -241,6 +242,36 @@ func TestDamagedTapeCopy(t *testing.T) {
 		return len(fi.Layout.Tapes) == 2 && fi.Layout.Tapes[0].Copy != 1 && fi.Layout.Tapes[1].Copy != 1
 	}, "the damaged tape copy dropped and made again")
 	integrity(t, s, api.Integrity{DamagedTape: 1, Repaired: 1})
+	// The cartridge the damaged file was read from takes no more writes
+	// (the copy made again went elsewhere), says why, and holds so until
+	// an admin puts it back in service.
+	for _, tc := range residency(t, c, "/two").Layout.Tapes {
+		if tc.Volume == bad {
+			t.Fatalf("a copy made again on %s, the damaged cartridge", bad)
+		}
+	}
+	outOf := func() string {
+		lib, err := c.Library(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ct := range lib.Cartridges {
+			if ct.Volume == bad {
+				return ct.OutOfService
+			}
+		}
+		t.Fatalf("no cartridge %s", bad)
+		return ""
+	}
+	if why := outOf(); !strings.HasPrefix(why, "read-only: 1 damaged tape file(s), the last: "+bad+" tape file") {
+		t.Fatalf("the damaged cartridge: %q", why)
+	}
+	if err := c.SetCartridgeService(ctx, bad, true); err != nil {
+		t.Fatal(err)
+	}
+	if why := outOf(); why != "" {
+		t.Fatalf("the damaged cartridge put back in service: %q", why)
+	}
 
 	one := randBytes(9, 150000)
 	onTape(t, c, "/one", one, "")

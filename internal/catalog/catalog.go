@@ -172,9 +172,11 @@ type Lost struct {
 }
 
 // OutOfService is a tape drive or cartridge an admin took out of service,
-// and why: it stays out across restarts and fail-overs until brought back.
+// or a cartridge made read-only after a damaged tape file was read from
+// it, and why: it stays so across restarts and fail-overs until an admin
+// brings it back.
 type OutOfService struct {
-	Kind  string // "drive" or "cartridge"
+	Kind  string // "drive", "cartridge", or "cartridge-writes" (read-only)
 	ID    string
 	Why   string
 	Since int64 // Unix ns

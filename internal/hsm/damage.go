@@ -48,7 +48,7 @@ func (h *Engine) recallFor(ctx context.Context, bitfile int64, path, pool string
 
 // recallDamaged acts on a tape copy a recall found damaged (tapeDamaged),
 // the path being the recall's.
-func (h *Engine) recallDamaged(ctx context.Context, bitfile int64, copy int, cause error) {
+func (h *Engine) recallDamaged(ctx context.Context, bitfile int64, copy int, volume string, cause error) {
 	b, err := h.store.Bitfile(ctx, bitfile)
 	if err != nil {
 		return // removed meanwhile
@@ -59,17 +59,19 @@ func (h *Engine) recallDamaged(ctx context.Context, bitfile int64, copy int, cau
 		path = r.path
 	}
 	h.mu.Unlock()
-	h.tapeDamaged(ctx, b, path, "", copy, cause)
+	h.tapeDamaged(ctx, b, path, "", copy, volume, cause)
 }
 
 // tapeDamaged acts on a damaged tape copy of b and says what it did. The
 // copy is dropped if the file has another one, and made again by
 // migration once the file is on disk: at once if it is, after the recall
 // under way or queued here (from another copy) if not. With no other
-// copy, the file is lost.
-func (h *Engine) tapeDamaged(ctx context.Context, b catalog.Bitfile, path, cos string, copy int, cause error) string {
+// copy, the file is lost. The cartridge it was read from (volume) takes
+// no more writes (cartridgeDamaged), before anything is made again.
+func (h *Engine) tapeDamaged(ctx context.Context, b catalog.Bitfile, path, cos string, copy int, volume string, cause error) string {
 	c := h.c
 	c.TapeDamaged()
+	h.cartridgeDamaged(ctx, volume, cause)
 	copies := map[int]bool{}
 	for _, tc := range b.Tapes {
 		copies[tc.Copy] = true

@@ -15,6 +15,7 @@
 package hsm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,8 +178,11 @@ type Engine struct {
 	// service, each with why: taken out by an admin, or (drives) failed
 	// under a transfer. One rule (driveUsableLocked, volumeUsableLocked)
 	// decides for recall, migration, repack and scrub alike.
-	drivesOut  map[string]string
-	volsOut    map[string]string
+	drivesOut map[string]string
+	volsOut   map[string]string
+	// readOnly are cartridges a damaged tape file was read from: read,
+	// not written, until an admin puts them back in service.
+	readOnly   map[string]readOnly
 	mountFails map[string]int       // cartridge → mount rounds failed in a row
 	mountRetry map[string]time.Time // cartridge → when its mount is tried again (library clock)
 	emptied    map[string]time.Time // drive out of service → when its cartridge was last asked out
@@ -225,7 +229,7 @@ func New(cfg Config, c Core, store catalog.Store, log *slog.Logger) *Engine {
 	sch.Tape = geometry(cfg.Library)
 	jobs := cfg.Jobs
 	h := &Engine{c: c, store: store, log: log, cfg: cfg, lib: cfg.Library, jobs: jobs, clk: cfg.Clock, sched: sch,
-		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, mountFails: map[string]int{}, mountRetry: map[string]time.Time{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
+		busy: map[string]string{}, idle: map[string]time.Time{}, reserved: map[string]string{}, draining: map[string]bool{}, drivesOut: map[string]string{}, volsOut: map[string]string{}, readOnly: map[string]readOnly{}, mountFails: map[string]int{}, mountRetry: map[string]time.Time{}, emptied: map[string]time.Time{}, recalls: map[int64]*recall{}, failedRecalls: map[int64]error{}, wake: make(chan struct{}, 1),
 		remakes: make(chan string, 1024)}
 	h.loadService()
 	return h
@@ -304,7 +308,7 @@ func (h *Engine) Library() api.Library {
 	defer h.mu.Unlock()
 	for _, ci := range carts {
 		out.Cartridges = append(out.Cartridges, api.Cartridge{Volume: ci.Volume, Capacity: ci.Capacity, Used: ci.Used, TapeFiles: ci.Files, Drive: ci.Drive, Unreadable: ci.Unreadable,
-			OutOfService: h.volsOut[ci.Volume]})
+			OutOfService: cmp.Or(h.volsOut[ci.Volume], h.readOnly[ci.Volume].why)})
 	}
 	for _, di := range h.lib.Drives() {
 		state := "idle"

@@ -468,7 +468,7 @@ func (h *Engine) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, ne
 	}
 	for _, ci := range carts {
 		if ci.Volume == volume {
-			return h.volumeOutLocked(ci) == "" && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need
+			return h.volumeOutLocked(ci) == "" && h.readOnly[volume].why == "" && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need
 		}
 	}
 	return false

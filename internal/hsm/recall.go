@@ -398,7 +398,7 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 		case errors.Is(err, tape.ErrUnreadable), errors.Is(err, api.ErrCorrupt):
 			var td *tapeDamage
 			if errors.As(err, &td) {
-				h.recallDamaged(ctx, keyID(q.Key), td.copy, td.err)
+				h.recallDamaged(ctx, keyID(q.Key), td.copy, td.volume, td.err)
 			}
 			h.fallback(ctx, d.Requests[i:], err)
 			return
@@ -529,7 +529,7 @@ func (h *Engine) recallOne(ctx context.Context, drive string, q sched.Request) (
 	}
 	if st.Length != tc.Length || st.CRC32C != tc.CRC32C {
 		h.c.DeleteObject(ctx, dev, obj)
-		return false, &tapeDamage{copy: cp, err: api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)}
+		return false, &tapeDamage{copy: cp, volume: tc.Volume, err: api.Errorf(api.ErrCorrupt, "%s tape file %d: %d bytes crc32c %08x read, catalog has %d bytes %08x", tc.Volume, tc.Seq, st.Length, st.CRC32C, tc.Length, tc.CRC32C)}
 	}
 	h.mu.Lock()
 	if r.copy != cp { // given up on meanwhile
@@ -561,8 +561,9 @@ func (h *Engine) recallOne(ctx context.Context, drive string, q sched.Request) (
 // tapeDamage is a tape copy whose data, read whole, is not what the
 // catalog recorded.
 type tapeDamage struct {
-	copy int
-	err  error
+	copy   int
+	volume string // the cartridge of the tape file read
+	err    error
 }
 
 func (e *tapeDamage) Error() string { return e.err.Error() }

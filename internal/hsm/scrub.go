@@ -91,7 +91,7 @@ func (h *Engine) scrubCopy(ctx context.Context, drive string, rd tapeRead, res *
 		return nil // removed meanwhile
 	}
 	path := h.pathOf(ctx, rd.cd.Inode)
-	res.Damaged = append(res.Damaged, h.tapeDamaged(ctx, b, path, rd.cd.Inode.COS, tc.Copy, cause))
+	res.Damaged = append(res.Damaged, h.tapeDamaged(ctx, b, path, rd.cd.Inode.COS, tc.Copy, tc.Volume, cause))
 	return nil
 }
 

@@ -29,7 +29,38 @@ const outByAdmin = "offline (admin)"
 const (
 	outDrive     = "drive"
 	outCartridge = "cartridge"
+	// outWrites is a cartridge read-only since a damaged tape file was
+	// read from it (cartridgeDamaged).
+	outWrites = "cartridge-writes"
 )
+
+// readOnly is why a cartridge takes no writes: the damaged tape files read
+// from it.
+type readOnly struct {
+	files int
+	why   string
+}
+
+// cartridgeDamaged makes volume read-only once a damaged tape file has been
+// read from it (as Enstore marks such a volume): what is on it is still
+// read, for files with no other copy, but nothing new is written to a
+// cartridge that has lost data, and an admin sees it in strata admin
+// tapes until they put it back in service (strata admin tapes online),
+// having looked at it.
+func (h *Engine) cartridgeDamaged(ctx context.Context, volume string, cause error) {
+	if volume == "" {
+		return
+	}
+	h.mu.Lock()
+	n := h.readOnly[volume].files + 1
+	ro := readOnly{files: n, why: fmt.Sprintf("read-only: %d damaged tape file(s), the last: %v", n, cause)}
+	h.readOnly[volume] = ro
+	h.mu.Unlock()
+	h.log.Warn("hsm: cartridge read-only: a tape file read from it was damaged", "volume", volume, "damaged", n)
+	if err := h.store.SetOutOfService(ctx, catalog.OutOfService{Kind: outWrites, ID: volume, Why: ro.why, Since: h.clk.Now().UnixNano()}); err != nil {
+		h.log.Warn("hsm: the cartridge's read-only mark is not kept (it holds until a restart)", "volume", volume, "err", err)
+	}
+}
 
 // loadService takes out of service again the drives and cartridges an
 // admin took out before this engine started (a restart, a standby taking
@@ -51,6 +82,10 @@ func (h *Engine) loadService() {
 			h.drivesOut[o.ID] = o.Why
 		case outCartridge:
 			h.volsOut[o.ID] = o.Why
+		case outWrites:
+			var n int
+			fmt.Sscanf(o.Why, "read-only: %d", &n)
+			h.readOnly[o.ID] = readOnly{files: n, why: o.Why}
 		}
 		h.log.Info("hsm: out of service", o.Kind, o.ID, "why", o.Why, "since", time.Unix(0, o.Since).UTC().Format(time.RFC3339))
 	}
@@ -176,9 +211,15 @@ func (h *Engine) setVolume(ctx context.Context, volume string, online bool) erro
 	if err := h.keepService(ctx, outCartridge, volume, online); err != nil {
 		return err
 	}
+	if online {
+		if err := h.store.SetOutOfService(ctx, catalog.OutOfService{Kind: outWrites, ID: volume}); err != nil {
+			return err
+		}
+	}
 	h.mu.Lock()
 	if online {
 		delete(h.volsOut, volume)
+		delete(h.readOnly, volume)
 		h.mu.Unlock()
 		h.log.Info("hsm: cartridge back in service", "volume", volume)
 		h.poke()

@@ -1,5 +1,6 @@
 -- +goose Up
--- Tape drives and cartridges an admin took out of service: they stay out
+-- Tape drives and cartridges an admin took out of service, and cartridges
+-- read-only since a damaged tape file was read from them: they stay so
 -- across restarts and fail-overs until an admin brings them back.
 CREATE TABLE out_of_service (
   kind TEXT NOT NULL,
