@@ -336,7 +336,9 @@ the library no longer reports it failed. "admin tapes offline VOLUME" takes
 a cartridge out of service: it is neither read nor written, and recalls
 queued on it go to another copy or fail; "online" puts it back. A drive
 that fails under a transfer is taken out of service by the server and put
-back the same way.
+back the same way. A cartridge a damaged tape file was read from is
+read-only (read, not written) until "online" puts it back. What an admin
+takes out, and read-only cartridges, stay so across restarts.
 
 "admin library" injects faults into the emulated library, to rehearse:
 fail-drive DRIVE, repair-drive DRIVE, unreadable VOLUME, readable VOLUME,
