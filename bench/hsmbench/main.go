@@ -93,15 +93,7 @@ func main() {
 		gaps(g, *gapFiles, 1<<20)
 	}
 	if want("recall") {
-		var ds []int
-		for _, f := range splitComma(*rDrives) {
-			var d int
-			if _, err := fmt.Sscan(f, &d); err != nil || d < 1 {
-				fail(fmt.Errorf("--recall-drives %q: want drive counts like 1,2,4", *rDrives))
-			}
-			ds = append(ds, d)
-		}
-		recall(g, ds, *rCarts, *rPicks, *rReps, *rOut)
+		recall(g, counts("--recall-drives", *rDrives), *rCarts, *rPicks, *rReps, *rOut)
 	}
 	if want("scaling") {
 		for _, n := range []int{1, 2, 4} {
@@ -116,12 +108,15 @@ func run(name string, g tape.Generation, drives, files int, size int64) {
 }
 
 // gibs is --gib's list.
-func gibs() []int {
+func gibs() []int { return counts("--gib", *gib) }
+
+// counts parses a flag's comma-separated list of positive counts.
+func counts(name, list string) []int {
 	var ns []int
-	for _, f := range splitComma(*gib) {
+	for _, f := range splitComma(list) {
 		var n int
 		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
-			fail(fmt.Errorf("--gib %q: want GiB counts like 2,4", *gib))
+			fail(fmt.Errorf("%s %q: want positive counts like 1,2,4", name, list))
 		}
 		ns = append(ns, n)
 	}
