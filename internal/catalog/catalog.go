@@ -180,6 +180,7 @@ type OutOfService struct {
 	ID    string
 	Why   string
 	Since int64 // Unix ns
+	Count int   // cartridge-writes: the damaged tape files read from it
 }
 
 // Segment is one stripe of one copy on one device. For a pending bitfile,

@@ -57,7 +57,7 @@ func (h *Engine) cartridgeDamaged(ctx context.Context, volume string, cause erro
 	h.readOnly[volume] = ro
 	h.mu.Unlock()
 	h.log.Warn("hsm: cartridge read-only: a tape file read from it was damaged", "volume", volume, "damaged", n)
-	if err := h.store.SetOutOfService(ctx, catalog.OutOfService{Kind: outWrites, ID: volume, Why: ro.why, Since: h.clk.Now().UnixNano()}); err != nil {
+	if err := h.store.SetOutOfService(ctx, catalog.OutOfService{Kind: outWrites, ID: volume, Why: ro.why, Since: h.clk.Now().UnixNano(), Count: n}); err != nil {
 		h.log.Warn("hsm: the cartridge's read-only mark is not kept (it holds until a restart)", "volume", volume, "err", err)
 	}
 }
@@ -83,9 +83,7 @@ func (h *Engine) loadService() {
 		case outCartridge:
 			h.volsOut[o.ID] = o.Why
 		case outWrites:
-			var n int
-			fmt.Sscanf(o.Why, "read-only: %d", &n)
-			h.readOnly[o.ID] = readOnly{files: n, why: o.Why}
+			h.readOnly[o.ID] = readOnly{files: o.Count, why: o.Why}
 		}
 		h.log.Info("hsm: out of service", o.Kind, o.ID, "why", o.Why, "since", time.Unix(0, o.Since).UTC().Format(time.RFC3339))
 	}

@@ -1199,6 +1199,7 @@ func testOutOfService(t *testing.T, s catalog.Store) {
 		{Kind: "drive", ID: "d0", Why: "offline (admin)", Since: 2},
 		{Kind: "cartridge", ID: "V1", Why: "offline (admin)", Since: 3},
 		{Kind: "cartridge", ID: "V2", Why: "sent off site", Since: 4},
+		{Kind: "cartridge-writes", ID: "V3", Why: "read-only", Since: 5, Count: 2},
 		{Kind: "drive", ID: "d0"},
 		{Kind: "drive", ID: "never"},
 	} {
@@ -1206,7 +1207,7 @@ func testOutOfService(t *testing.T, s catalog.Store) {
 			t.Fatal(err)
 		}
 	}
-	want := []catalog.OutOfService{{Kind: "cartridge", ID: "V1", Why: "offline (admin)", Since: 3}, {Kind: "cartridge", ID: "V2", Why: "sent off site", Since: 4}}
+	want := []catalog.OutOfService{{Kind: "cartridge", ID: "V1", Why: "offline (admin)", Since: 3}, {Kind: "cartridge", ID: "V2", Why: "sent off site", Since: 4}, {Kind: "cartridge-writes", ID: "V3", Why: "read-only", Since: 5, Count: 2}}
 	if got := must(s.OutOfService(ctx)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("out of service %+v, want %+v", got, want)
 	}

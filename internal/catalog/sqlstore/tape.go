@@ -389,7 +389,7 @@ func (s *Store) SetOutOfService(ctx context.Context, o catalog.OutOfService) err
 		if o.Why == "" {
 			_, err = t.Exec("DELETE FROM out_of_service WHERE kind = ? AND id = ?", o.Kind, o.ID)
 		} else {
-			_, err = t.Exec("INSERT INTO out_of_service (kind, id, why, since) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET why = excluded.why, since = excluded.since", o.Kind, o.ID, o.Why, o.Since)
+			_, err = t.Exec("INSERT INTO out_of_service (kind, id, why, since, count) VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET why = excluded.why, since = excluded.since, count = excluded.count", o.Kind, o.ID, o.Why, o.Since, o.Count)
 		}
 		if err != nil {
 			return fmt.Errorf("catalog: %s %s out of service: %w", o.Kind, o.ID, err)
@@ -400,7 +400,7 @@ func (s *Store) SetOutOfService(ctx context.Context, o catalog.OutOfService) err
 
 // OutOfService implements catalog.Store.
 func (s *Store) OutOfService(ctx context.Context) ([]catalog.OutOfService, error) {
-	rows, err := s.readRows(ctx, "SELECT kind, id, why, since FROM out_of_service ORDER BY kind, id")
+	rows, err := s.readRows(ctx, "SELECT kind, id, why, since, count FROM out_of_service ORDER BY kind, id")
 	if err != nil {
 		return nil, fmt.Errorf("catalog: out of service: %w", err)
 	}
@@ -408,7 +408,7 @@ func (s *Store) OutOfService(ctx context.Context) ([]catalog.OutOfService, error
 	var out []catalog.OutOfService
 	for rows.Next() {
 		var o catalog.OutOfService
-		if err := rows.Scan(&o.Kind, &o.ID, &o.Why, &o.Since); err != nil {
+		if err := rows.Scan(&o.Kind, &o.ID, &o.Why, &o.Since, &o.Count); err != nil {
 			return nil, fmt.Errorf("catalog: out of service: %w", err)
 		}
 		out = append(out, o)

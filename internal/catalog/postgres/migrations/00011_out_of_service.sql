@@ -7,6 +7,7 @@ CREATE TABLE out_of_service (
   id TEXT NOT NULL,
   why TEXT NOT NULL,
   since BIGINT NOT NULL,
+  count BIGINT NOT NULL DEFAULT 0, -- damaged tape files read (cartridge-writes)
   PRIMARY KEY (kind, id)
 );
 
