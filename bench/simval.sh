@@ -106,7 +106,7 @@ if [[ " $PARTS " == *" migrate "* ]]; then
 #    docs/sim/validation/migrate-lto9.toml's prediction.
 echo "## A migration of 2 × 1 GiB to one real-time LTO-9 drive ($(date -u +%FT%TZ))"
 for rep in 1 2 3; do
-  go run ./bench/hsmbench --data "$OUT/migrate" --tapes /dev/shm/strata-simval-migrate --gen LTO-9 --parts large --gib 2 | grep '^| 1 GiB'
+  go run ./bench/hsmbench --data "$OUT/migrate" --tapes /dev/shm/strata-simval-migrate --gen LTO-9 --parts large --gib 2 --prefault | grep '^| 1 GiB'
 done
 echo "predicted: $("$S" sim run docs/sim/validation/migrate-lto9.toml | grep '^migrated')"
 fi

@@ -82,6 +82,9 @@ func tapeCell1(t *testing.T, out *os.File, g tape.Generation, mode string, mb in
 			os.Remove(src)
 		}
 		c.OK("migrate", "/warm") // mounts a cartridge
+		// An idle drive has backed up from the warm-up's synchronising
+		// flush by the time a migration comes.
+		time.Sleep(g.Backhitch)
 		before := c.Cores[0].Host.Received()
 		start := time.Now()
 		c.OK("migrate", "/big")
@@ -89,7 +92,7 @@ func tapeCell1(t *testing.T, out *os.File, g tape.Generation, mode string, mb in
 		k := tapeCell{Mode: mode, Gen: gen, MB: mb, Drive: g.Rate / 1e6, Migrate: float64(mb<<20) / 1e6 / took,
 			CoreBytes: c.Cores[0].Host.Received() - before}
 		bytes := float64(mb << 20)
-		k.Bound = bytes / 1e6 / (bytes/g.Rate + g.Flush.Seconds())
+		k.Bound = bytes / 1e6 / (bytes / g.Rate)
 		k.Ratio, k.OfBound = k.Migrate/k.Drive, k.Migrate/k.Bound
 		fmt.Printf("| %s | %s | %d | %.0f | %.1f | %.1f | %.3f | %.3f | %d MB |\n", gen, mode, mb, k.Drive, k.Bound, k.Migrate, k.Ratio, k.OfBound, k.CoreBytes/1e6)
 		line, _ := json.Marshal(k)

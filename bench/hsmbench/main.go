@@ -9,7 +9,8 @@
 // The disk tier lives under --data (the file system under test); cartridges
 // live under --tapes (tmpfs, so the host's disk is not the drives' limit).
 // Drives run in real time: a migration of G bytes on N drives cannot take
-// less than G / (N × rate) plus one flush per drive.
+// less than G / (N × rate) plus the positioning it waits for (a backhitch
+// when a write follows a synchronising flush within two seconds).
 package main
 
 import (
@@ -59,7 +60,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("# hsmbench %s, %s drives, time scale %s, native rate %.0f MB/s per drive, flush %v\n\n", time.Now().UTC().Format(time.RFC3339), g.Name, *scale, g.Rate/1e6, g.Flush)
+	fmt.Printf("# hsmbench %s, %s drives, time scale %s, native rate %.0f MB/s per drive, backhitch %v\n\n", time.Now().UTC().Format(time.RFC3339), g.Name, *scale, g.Rate/1e6, g.Backhitch)
 	want := func(p string) bool {
 		for _, q := range splitComma(*parts) {
 			if q == p {
@@ -69,7 +70,7 @@ func main() {
 		return false
 	}
 	if want("large") || want("small") || want("scaling") {
-		fmt.Println("| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without the final flush |")
+		fmt.Println("| run | drives | files | bytes | wall s | MB/s | model bound MB/s | ratio | ratio without positioning |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	}
 	if want("large") {
@@ -126,14 +127,15 @@ func counts(name, list string) []int {
 // row prints one migration's table row.
 func row(name string, drives, files int, m migration) {
 	fmt.Printf("| %s | %d | %d | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, drives, files, m.bytes, m.wall, m.rate()/1e6, m.bound/1e6, m.rate()/m.bound,
-		float64(m.bytes)/(m.wall-m.flush)/m.bound)
+		float64(m.bytes)/(m.wall-m.positioning)/m.bound)
 }
 
 // migration is one timed migration: its bytes, wall seconds, the wall
-// seconds of its flushes per drive, and the library model's bound (B/s).
+// seconds of the modelled positioning per drive, and the library model's
+// bound (B/s).
 type migration struct {
-	bytes              int64
-	wall, flush, bound float64
+	bytes                    int64
+	wall, positioning, bound float64
 }
 
 func (m migration) rate() float64 { return float64(m.bytes) / m.wall }
@@ -211,7 +213,7 @@ func (r *rig) migrate(files int, size int64) migration {
 		k = f
 	}
 	return migration{bytes: res.Bytes, wall: wall, bound: float64(r.drives) * r.g.Rate * k,
-		flush: (r.g.Flush.Seconds() / k) * float64(st.Flushes-before.Flushes) / float64(r.drives)}
+		positioning: (st.Positioning - before.Positioning).Seconds() / k / float64(r.drives)}
 }
 
 // migrateOnce times one migration on a rig of its own.

@@ -337,8 +337,10 @@ func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 		if d.off != c.end {
 			move = des.Duration(m.g.LocateTime(m.g.PositionIn(d.off, m.cap), m.g.PositionIn(c.end, m.cap)))
 			d.stats.Locates++
-			d.stats.Positioning += time.Duration(move)
+		} else {
+			move = max(0, d.backhitched-m.sim.Now()) // writing on from a flush
 		}
+		d.stats.Positioning += time.Duration(move)
 		m.sim.After(move, evMigLocate, d.idx, func() {
 			d.off = c.end
 			f := &des.Flow{Path: []*des.Resource{d.head}, Size: bytes, Kind: evMigXfer, Obj: d.idx}
@@ -413,7 +415,7 @@ func (m *migModel) change(d *tdrive, from, to *cart, then func()) {
 		m.robotMove(d, func() {
 			d.stats.Mounting += m.g.Load
 			m.sim.After(des.Duration(m.g.Load), evMigMount, d.idx, func() {
-				d.vol, d.off = to.name, 0
+				d.vol, d.off, d.backhitched = to.name, 0, 0
 				d.stats.Mounts++
 				then()
 			})
@@ -457,8 +459,8 @@ func (m *migModel) flush(w *writerState, then func()) {
 		return
 	}
 	d := w.d
-	d.stats.Positioning += m.g.Flush
-	m.sim.After(des.Duration(m.g.Flush), evMigFlush, d.idx, func() {
+	d.backhitched = m.sim.Now() + des.Duration(m.g.Backhitch)
+	m.sim.After(0, evMigFlush, d.idx, func() {
 		m.flushes++
 		for _, i := range w.pending {
 			m.files[i].done = m.sim.Now()

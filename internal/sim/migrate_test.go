@@ -23,7 +23,8 @@ func migrateRun(t *testing.T, src string) *MigrateResult {
 
 // Files waiting when the policy first runs go out in one pass on one
 // drive: a mount, streaming at the native rate, a flush every 16 GiB and
-// one at the end — exactly package tape's figures.
+// one at the end, and a backhitch before each write that follows a flush
+// — exactly package tape's figures.
 func TestMigrateOnePassCostsTheModel(t *testing.T) {
 	g := tape.Generations["LTO-9"]
 	r := migrateRun(t, `[tape]
@@ -36,7 +37,7 @@ op = "migrate"
 files = 40
 file_size = "1GB"
 `)
-	want := 30*time.Second + g.MountTime() + g.TransferTime(40e9) + 3*g.Flush
+	want := 30*time.Second + g.MountTime() + g.TransferTime(40e9) + 2*g.Backhitch
 	if got := time.Duration(r.Seconds * 1e9); (got - want).Abs() > time.Millisecond {
 		t.Errorf("one pass took %v, the model says %v", got, want)
 	}
@@ -116,8 +117,8 @@ unload = %q
 avg_locate = %q
 locate_start = %q
 wrap_change = %q
-flush = %q
-exchange = %q`, int64(g.Rate), g.Capacity, g.Length, g.Wraps, g.Load, g.Unload, g.AvgLocate, g.LocateStart, g.WrapChange, g.Flush, g.Exchange)))
+backhitch = %q
+exchange = %q`, int64(g.Rate), g.Capacity, g.Length, g.Wraps, g.Load, g.Unload, g.AvgLocate, g.LocateStart, g.WrapChange, g.Backhitch, g.Exchange)))
 	if preset.Seconds != over.Seconds {
 		t.Errorf("LTO-1 preset %v s, LTO-9 with LTO-1's figures %v s", preset.Seconds, over.Seconds)
 	}

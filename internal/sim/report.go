@@ -77,7 +77,7 @@ func WriteResult(w io.Writer, r *Result) error {
 		fmt.Fprintf(tw, "migrated\t%.2f MB/s\t%d files, %s in %d tape files on %d cartridges, %d passes; %s from the first file to the last on tape\n",
 			x.MBps, x.Files, chart.SizeStr(x.Bytes), x.TapeFiles, x.Cartridges, x.Passes, hms(x.Seconds))
 		fmt.Fprintf(tw, "time to tape\tmean %s\tp95 %s, max %s (creation to the flush after it)\n", hms(x.Mean), hms(x.P95), hms(x.Max))
-		fmt.Fprintf(tw, "drives\t%d mounts, %d flushes\ttime mounting %.1f%%, positioning and flushing %.1f%%, streaming %.1f%%, idle %.1f%% (while passes run)\n",
+		fmt.Fprintf(tw, "drives\t%d mounts, %d flushes\ttime mounting %.1f%%, positioning %.1f%%, streaming %.1f%%, idle %.1f%% (while passes run)\n",
 			x.Mounts, x.Flushes, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Idle)
 		fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
 		fmt.Fprintf(tw, "events\t%d\tfingerprint %s, seed %d\n", r.Events, r.Fingerprint, r.Seed)

@@ -359,6 +359,9 @@ type tdrive struct {
 	over  des.Time
 	// failing drives fail at their next operation; out ones have
 	failing, out bool
+	// backhitched is when a drive stopped by a synchronising flush can
+	// write on from where it stopped (tape.Generation.Backhitch)
+	backhitched des.Time
 	// site studies: held by a migration writer, since when held
 	migrating bool
 	since     des.Time
@@ -734,8 +737,8 @@ type DriveParams struct {
 	AvgLocate   string  `toml:"avg_locate"`
 	LocateStart string  `toml:"locate_start"` // the fixed part of every locate
 	WrapChange  string  `toml:"wrap_change"`
-	Flush       string  `toml:"flush"`    // a synchronising file mark
-	Exchange    string  `toml:"exchange"` // the robot, each way
+	Backhitch   string  `toml:"backhitch"` // stop and reposition after a synchronising file mark
+	Exchange    string  `toml:"exchange"`  // the robot, each way
 }
 
 // apply overrides g's figures with those set, and checks the result.
@@ -757,7 +760,7 @@ func (d DriveParams) apply(g *tape.Generation) error {
 		dst    *time.Duration
 	}{{"load", d.Load, &g.Load}, {"unload", d.Unload, &g.Unload}, {"avg_locate", d.AvgLocate, &g.AvgLocate},
 		{"locate_start", d.LocateStart, &g.LocateStart}, {"wrap_change", d.WrapChange, &g.WrapChange},
-		{"flush", d.Flush, &g.Flush}, {"exchange", d.Exchange, &g.Exchange}} {
+		{"backhitch", d.Backhitch, &g.Backhitch}, {"exchange", d.Exchange, &g.Exchange}} {
 		if x.v == "" {
 			continue
 		}

@@ -292,7 +292,8 @@ func (m *recallModel) recopyPause() {
 	f.written = min(f.readBytes, f.written+done)
 	d.stats.Transfer += time.Duration(m.sim.Now() - f.writeFrom)
 	f.writer, f.writeFrom, f.writeStarted = nil, 0, false
-	m.after(d, des.Duration(m.g.Flush), &d.stats.Transfer, evTapeXfer, func() { m.release(d) })
+	// The sync costs the streaming already charged; the reads locate.
+	m.after(d, 0, &d.stats.Transfer, evTapeXfer, func() { m.release(d) })
 }
 
 // recopyFinish ends the write once it has streamed the copy's bytes and
@@ -306,7 +307,7 @@ func (m *recallModel) recopyFinish() {
 	d := f.writer
 	tail := max(0, f.readsDone+des.FromSeconds(float64(f.lastFile)/m.g.Rate)-m.sim.Now())
 	d.stats.Transfer += time.Duration(m.sim.Now() - f.writeFrom)
-	m.after(d, tail+des.Duration(m.g.Flush), &d.stats.Transfer, evTapeXfer, func() {
+	m.after(d, tail, &d.stats.Transfer, evTapeXfer, func() {
 		d.off = f.recopyBytes
 		f.recopyDone = m.sim.Now()
 		m.release(d)

@@ -88,6 +88,9 @@ type drive struct {
 	busy    bool
 	stats   Stats
 	pending []string // tape files closed since the last flush
+	// backhitched is when the drive, stopped by a synchronising flush, is
+	// positioned to write on from where it stopped (Generation.Backhitch).
+	backhitched time.Time
 }
 
 // volumeLabel is the file naming a cartridge directory's volume.
@@ -418,7 +421,7 @@ func (e *Emulator) posOf(off int64) Position { return e.gen.PositionIn(off, e.ca
 
 func (e *Emulator) setOff(d *drive, off int64) {
 	e.mu.Lock()
-	d.off = off
+	d.off, d.backhitched = off, time.Time{}
 	e.mu.Unlock()
 }
 
@@ -431,6 +434,7 @@ func (e *Emulator) locate(ctx context.Context, d *drive, off int64) error {
 	e.mu.Lock()
 	d.stats.Locates++
 	d.off = off
+	d.backhitched = time.Time{} // the locate positions the tape
 	e.mu.Unlock()
 	return e.spend(ctx, d, &d.stats.Positioning, t)
 }
@@ -475,7 +479,7 @@ func (e *Emulator) Mount(ctx context.Context, driveID, volume string) error {
 		return err
 	}
 	e.mu.Lock()
-	d.cart, d.off = c, 0
+	d.cart, d.off, d.backhitched = c, 0, time.Time{}
 	d.stats.Mounts++
 	e.mu.Unlock()
 	return nil
@@ -618,8 +622,9 @@ func (e *Emulator) flush(ctx context.Context, d *drive) error {
 	d.pending = d.pending[:0]
 	e.mu.Lock()
 	d.stats.Flushes++
+	d.backhitched = e.clk.Now().Add(e.gen.Backhitch)
 	e.mu.Unlock()
-	return e.spend(ctx, d, &d.stats.Positioning, e.gen.Flush)
+	return nil
 }
 
 // Append starts a tape file at the end of data of drive's cartridge.
@@ -641,6 +646,16 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 	if c.end+int64(len(hdr))+h.DataLen()+512 > e.capacity {
 		e.release(d)
 		return nil, fmt.Errorf("%w: %s has %d of %d bytes free", ErrFull, c.volume, e.capacity-c.end, e.capacity)
+	}
+	if d.off == c.end {
+		// Writing on from a synchronising flush: the drive may still be
+		// backing up to where it stopped.
+		if wait := d.backhitched.Sub(e.clk.Now()); wait > 0 {
+			if err := e.spend(ctx, d, &d.stats.Positioning, wait); err != nil {
+				e.release(d)
+				return nil, err
+			}
+		}
 	}
 	if err := e.locate(ctx, d, c.end); err != nil {
 		e.release(d)

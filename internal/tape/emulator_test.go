@@ -55,6 +55,45 @@ func TestEmulatorTimesFollowTheModel(t *testing.T) {
 	}
 }
 
+// A synchronising flush costs the host nothing beyond the streaming the
+// model charged as the data was written; the drive then backs up to where
+// it stopped, and a write that follows sooner waits for the rest of that
+// backhitch. A drive left idle for longer, or a locate, positions the tape
+// without it.
+func TestBackhitchAfterAFlush(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		idle time.Duration // between the flush and the next write
+		want func(g tape.Generation) time.Duration
+	}{
+		{"write straight on", 0, func(g tape.Generation) time.Duration { return g.Backhitch }},
+		{"half of it idle", 1 * time.Second, func(g tape.Generation) time.Duration { return g.Backhitch - time.Second }},
+		{"idle longer", 5 * time.Second, func(tape.Generation) time.Duration { return 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clock.NewInstant(time.Time{})
+			l := openLib(t, t.TempDir(), tape.Options{Drives: 1, Cartridges: 1, Clock: clk})
+			if err := l.Mount(ctx, "drive0", "T00000"); err != nil {
+				t.Fatal(err)
+			}
+			appendFile(t, l, "drive0", []byte("first"))
+			before := l.Stats().Positioning
+			if err := l.Flush(ctx, "drive0"); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Stats().Positioning - before; got != 0 {
+				t.Fatalf("the flush itself charged %v of positioning", got)
+			}
+			clk.Advance(c.idle)
+			appendFile(t, l, "drive0", []byte("second"))
+			// the instant clock runs on with the wall clock too
+			if got, want := l.Stats().Positioning-before, c.want(l.Generation()); got > want || got < want-100*time.Millisecond {
+				t.Fatalf("positioning %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // Tape is append-only: a tape file cut short by a crash (no trailer, or a
 // damaged one) is beyond the end of data after a restart, and so is
 // everything after it; the next tape file takes its number.

@@ -29,10 +29,17 @@ type Generation struct {
 	// WrapChange is added when a locate changes wrap (head step and
 	// direction change).
 	WrapChange time.Duration
-	// Flush is the cost of forcing buffered data to tape (a synchronising
-	// file mark: the drive stops, writes, repositions). Buffered file
-	// marks between tape files cost nothing, as on LTO drives.
-	Flush time.Duration
+	// Backhitch is the stop and reposition a synchronising file mark
+	// forces on a streaming drive: it writes out its buffer, stops past
+	// the mark, and must back up to resume streaming from it. The sync
+	// itself returns when the data is on the medium, which the model has
+	// already charged at the native rate as the data was written (the
+	// drive's buffer never runs ahead of the tape), so the host waits for
+	// the backhitch only when its next write at that point comes sooner
+	// than Backhitch after the sync; a locate, rewind or unload instead
+	// positions the tape itself. Buffered file marks between tape files
+	// cost nothing, as on LTO drives.
+	Backhitch time.Duration
 	// Exchange is the robot's time to move a cartridge between a slot and
 	// a drive (each way).
 	Exchange time.Duration
@@ -85,7 +92,7 @@ func init() {
 	for k, g := range Generations {
 		g.LocateStart = 3 * time.Second
 		g.WrapChange = time.Second
-		g.Flush = 2 * time.Second
+		g.Backhitch = 2 * time.Second
 		g.Exchange = 10 * time.Second // robot move to drive, Versity figure
 		Generations[k] = g
 	}
