@@ -6,8 +6,9 @@
 #
 # Memory: the server's resident set size (RSS) with the inode cache at its
 # default cap, and, as the baseline in the same run, with a cap above FILES
-# (what an unbounded cache would hold); the cache's entries and the stat
-# hit rate from /metrics. Each step's creates are followed by stats of the
+# (what an unbounded cache would hold) up to BASE_FILES (FILES/2: past the
+# default cap, where the two part); the cache's entries and the stat hit
+# rate from /metrics. The last step's creates are followed by stats of the
 # same files in the default run (hits or misses of the capped cache).
 #
 # The policy: 1,000 files of a tape class are put and migrated first (in
@@ -27,6 +28,8 @@ cd "$(dirname "$0")/.."
 bench_setup corebench
 FILES=${FILES:-2000000}
 MARKS=${MARKS:-"100000 500000 1000000 1500000 $FILES"}
+BASE_FILES=${BASE_FILES:-$((FILES / 2))}
+last=${MARKS##* }
 command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3 >/dev/null; }
 PORT=7475
 . bench/server.sh
@@ -55,12 +58,13 @@ echo "# bench/namespace.sh report — $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs
 J=(); declare -A ROW POL
 for cap in 0 $((FILES * 2)); do
   rm -rf "$DATA"; start "$(config "$cap")"
-  phases=create; [ "$cap" = 0 ] && phases=create,stat
   # Both runs start alike: the tape class's 1,000 files on tape.
   "$S" mkdir /tape; "$S" put "$SCRATCH/namespace-src"/* /tape/ > /dev/null; "$S" migrate > /dev/null
   have=1002 # with /tape and the root
   marks=("$(rss "$SERVER_PID")"); rates=(); pol=()
   for n in $MARKS; do
+    if [ "$cap" != 0 ] && [ "$n" -gt "$BASE_FILES" ]; then marks+=("—"); continue; fi
+    phases=create; [ "$cap" = 0 ] && [ "$n" = "$last" ] && phases=create,stat
     if [ "$n" -gt "$have" ]; then
       j=$("$OUT/corebench" md --server "127.0.0.1:$PORT" --clients 64 --files $(( (n - have + 63) / 64 )) --phases $phases)
       rates+=("$(echo "$j" | python3 -c 'import json,sys;print(json.load(sys.stdin)["create_per_s"])')")
@@ -82,15 +86,15 @@ for cap in 0 $((FILES * 2)); do
   hr="—"; [ "$cap" = 0 ] && hr=$(python3 -c "print(f'{$hits/max($hits+$misses,1):.2f}')")
   name="$cap (above the file count)"; [ "$cap" = 0 ] && name="default (262,144)"
   ROW[$cap]="| $name | $(printf '%s | ' "${marks[@]}")$(printf '%.0f' "$n") | $hr | $(median "${rates[@]}") |"
-  J+=("$(python3 -c "import json,sys; print(json.dumps({'cache_entries': $cap, 'marks': [int(x) for x in sys.argv[6].split()], 'rss_mib': [int(x) for x in sys.argv[1].split()], 'entries': int(float(sys.argv[2])), 'hits': int(float(sys.argv[3])), 'misses': int(float(sys.argv[4])), 'creates_per_s': [int(x) for x in sys.argv[5].split()], 'policy': [json.loads(p) for p in sys.argv[7:]]}))" "${marks[*]}" "$n" "$hits" "$misses" "${rates[*]}" "$MARKS" "${pol[@]}")")
+  J+=("$(python3 -c "import json,sys; print(json.dumps({'cache_entries': $cap, 'marks': [int(x) for x in sys.argv[6].split()], 'rss_mib': [int(x) if x != '—' else None for x in sys.argv[1].split()], 'entries': int(float(sys.argv[2])), 'hits': int(float(sys.argv[3])), 'misses': int(float(sys.argv[4])), 'creates_per_s': [int(x) for x in sys.argv[5].split()], 'policy': [json.loads(p) for p in sys.argv[7:]]}))" "${marks[*]}" "$n" "$hits" "$misses" "${rates[*]}" "$MARKS" "${pol[@]}")")
   stop
 done
 hdr="| namespace entries | start |"; sep="|---|---|"
 for n in $MARKS; do hdr+=" $n |"; sep+="---|"; done
 echo
-echo "Server RSS (MiB) while 64 clients create $FILES empty files:"
+echo "Server RSS (MiB) while 64 clients create $FILES empty files (the baseline $BASE_FILES):"
 echo
-echo "| inode cache cap${hdr#| namespace entries} cache entries at the end | stat hit rate | creates/s |"
+echo "| inode cache cap${hdr#| namespace entries} cache entries at the end | stat hit rate (the last step's files) | creates/s |"
 echo "${sep}---|---|---|"
 echo "${ROW[0]}"; echo "${ROW[$((FILES * 2))]}"
 echo
