@@ -259,6 +259,8 @@ if [[ " $PARTS " == *" md "* ]]; then
   for c in 1 8 64; do
     files=$((c == 1 ? 4000 : c == 8 ? 3000 : 500))
     for tgt in "--server 127.0.0.1:$PORT" "--server 127.0.0.1:$PORT --tcp" "--posix $SCRATCH" "--posix $SCRATCH --sync"; do
+      # over TCP at 8 clients only: it follows the socket's rows
+      [[ $tgt == *--tcp && $c != 8 ]] && continue
       cr=(); st=(); rm_=()
       for r in $(seq "$REPS"); do
         j=$("$OUT/corebench" md $tgt --clients $c --files $files)

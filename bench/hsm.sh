@@ -28,8 +28,8 @@ go test -count=1 -run TestThousandRecallsOnTenCartridges -v ./internal/sched/ | 
 save_results hsm < "$RUNS"
 fi
 [[ " $PARTS " == *" migration "* ]] || exit 0
-go run ./bench/hsmbench --data "$SCRATCH" --parts large,small --gib 8
-go run ./bench/hsmbench --data "$SCRATCH" --parts scaling --gib 2 | tail -n 3
+go run ./bench/hsmbench --data "$SCRATCH" --parts large,small --gib 8 --prefault
+go run ./bench/hsmbench --data "$SCRATCH" --parts scaling --gib 2 --prefault | tail -n 3
 go run ./bench/hsmbench --data "$SCRATCH" --parts queue --queue 100000 | tail -n 7
 echo
 echo '## Recall scheduling, 100,000 requests on 200 cartridges, 8 drives (go test -bench Queue100k ./internal/sched)'
