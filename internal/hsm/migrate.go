@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -396,49 +395,58 @@ func (w *writer) flush(ctx context.Context) (api.HSMResult, error) {
 	return res, nil
 }
 
-// recordParallel is how many of a tape file's copies are recorded at once:
-// enough that the catalog's writer commits them in a few groups (one
-// transaction and one sync each) instead of one sync per file, which for
-// small files cost more than the drive's time to write them.
-const recordParallel = 256
+// dropParallel is how many disk copies of a tape-only class's files are
+// dropped at once once their tape copies are recorded: enough that the
+// catalog's writer commits them in a few groups.
+const dropParallel = 256
 
 // record adds the copies of one flushed tape file's files to the catalog
-// and returns how many it recorded; a copy whose CRC differs from the
-// disk copy's is left out (and logged).
+// (in one call: a tape file holds up to sched.MaxAggregateFiles) and
+// returns how many it recorded; a copy whose CRC differs from the disk
+// copy's is left out (and logged), and a file removed or replaced
+// meanwhile is left to repack.
 func (w *writer) record(ctx context.Context, p written) (int, error) {
 	h := w.h
-	var (
-		n     atomic.Int64
-		g     errgroup.Group
-		stale sync.Once
-	)
-	g.SetLimit(recordParallel)
+	copies := make([]catalog.NewTapeCopy, 0, len(p.b.files))
+	of := make([]int, 0, len(p.b.files)) // the files' indexes in p.b
 	for i, cd := range p.b.files {
 		e := p.hdr.Entries[i]
 		if p.tapes[i] != p.crcs[i] {
 			h.log.Error("hsm: tape copy differs from the disk copy", "path", e.Path, "volume", w.volume, "seq", p.seq, "disk_crc", p.crcs[i], "tape_crc", p.tapes[i])
 			continue
 		}
-		tc := catalog.TapeCopy{Volume: w.volume, Seq: p.seq, Position: p.start, Offset: e.Offset, Length: e.Size, CRC32C: p.crcs[i]}
-		g.Go(func() error {
-			if err := h.store.AddTapeCopy(ctx, cd.Bitfile.ID, tc); err != nil {
-				if errors.Is(err, api.ErrNotFound) {
-					return nil // removed or replaced meanwhile; repack reclaims the space
-				}
-				return err
-			}
-			n.Add(1)
-			if k, ok := h.class(cd.Inode.COS); ok && k.TapeOnly {
-				stale.Do(h.c.DiskChanged) // what is on disk changes
-				if err := h.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
-					h.log.Warn("hsm: tape-only file keeps its disk copy", "path", e.Path, "err", err)
-				}
-			}
-			return nil
-		})
+		copies = append(copies, catalog.NewTapeCopy{Bitfile: cd.Bitfile.ID, Stripes: []catalog.TapeCopy{
+			{Volume: w.volume, Seq: p.seq, Position: p.start, Offset: e.Offset, Length: e.Size, CRC32C: p.crcs[i]}}})
+		of = append(of, i)
 	}
-	err := g.Wait()
-	return int(n.Load()), err
+	added, err := h.store.AddTapeCopies(ctx, copies)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		n     int
+		g     errgroup.Group
+		stale sync.Once
+	)
+	g.SetLimit(dropParallel)
+	for k, i := range of {
+		if !added[k] {
+			continue
+		}
+		n++
+		cd := p.b.files[i]
+		if cls, ok := h.class(cd.Inode.COS); ok && cls.TapeOnly {
+			stale.Do(h.c.DiskChanged) // what is on disk changes
+			g.Go(func() error {
+				if err := h.store.DropDiskCopy(ctx, cd.Bitfile.ID); err != nil && !errors.Is(err, api.ErrNotFound) {
+					h.log.Warn("hsm: tape-only file keeps its disk copy", "path", p.hdr.Entries[i].Path, "err", err)
+				}
+				return nil
+			})
+		}
+	}
+	g.Wait()
+	return n, nil
 }
 
 // close flushes what is pending and lets the drive go (with its cartridge

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"Concurrent", testConcurrent},
 		{"Resolve", testResolve},
 		{"TapeCopies", testTapeCopies},
+		{"AddTapeCopies", testAddTapeCopies},
 		{"Recalls", testRecalls},
 		{"RecallObjects", testRecallObjects},
 		{"Lost", testLost},
@@ -953,6 +955,79 @@ func testResolve(t *testing.T, s catalog.Store) {
 
 // The tape tier: a file gains tape copies, loses its disk copy (never the
 // last), gets one back; purged objects are garbage until deleted.
+// testAddTapeCopies records the copies of a tape file of many files at
+// once: more than one chunk of the store's, a file removed meanwhile, a
+// bitfile not committed, one named twice (across chunks), a striped copy.
+func testAddTapeCopies(t *testing.T, s catalog.Store) {
+	addDevices(t, s, "d0")
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))
+	const n = 1100
+	var ids []int64
+	for i := 0; i < n; i++ {
+		b := pending(t, s, 100, "d0")
+		must(s.Commit(ctx, file(d.ID, fmt.Sprintf("f%04d", i)), finish(b, 100), false))
+		ids = append(ids, b.ID)
+	}
+	must(s.Remove(ctx, d.ID, "f0007", false))
+	open := pending(t, s, 100, "d0")
+
+	tc := func(stripe int, off int64) catalog.TapeCopy {
+		return catalog.TapeCopy{Stripe: stripe, Volume: "T00001", Seq: 1, Position: 4096, Offset: off, Length: 100, CRC32C: uint32(off)}
+	}
+	var copies []catalog.NewTapeCopy
+	for i, id := range ids {
+		copies = append(copies, catalog.NewTapeCopy{Bitfile: id, Stripes: []catalog.TapeCopy{tc(0, int64(i)*100)}})
+	}
+	copies[5].Stripes = append(copies[5].Stripes, tc(1, 1<<20))
+	copies = append(copies, catalog.NewTapeCopy{Bitfile: open.ID, Stripes: []catalog.TapeCopy{tc(0, 0)}},
+		catalog.NewTapeCopy{Bitfile: ids[0], Stripes: []catalog.TapeCopy{tc(0, 1<<30)}})
+
+	_, err := s.AddTapeCopies(ctx, append(slices.Clone(copies), catalog.NewTapeCopy{Bitfile: ids[1]}))
+	wantErr(t, err, api.ErrInvalid)
+	if b := must(s.Bitfile(ctx, ids[1])); len(b.Tapes) != 0 {
+		t.Fatalf("a refused call recorded %+v", b.Tapes)
+	}
+
+	added := must(s.AddTapeCopies(ctx, copies))
+	if len(added) != len(copies) {
+		t.Fatalf("%d results for %d copies", len(added), len(copies))
+	}
+	for i, ok := range added {
+		if want := i != 7 && i != n; ok != want {
+			t.Errorf("copy %d (bitfile %d): added %v, want %v", i, copies[i].Bitfile, ok, want)
+		}
+	}
+	res := must(s.Residency(ctx, ids))
+	for i, id := range ids {
+		want := 1
+		switch i {
+		case 0:
+			want = 2
+		case 7:
+			want = 0
+		}
+		if i != 7 && res[id].Tapes != want {
+			t.Errorf("bitfile %d: %d tape copies counted, want %d", id, res[id].Tapes, want)
+		}
+	}
+	b := must(s.Bitfile(ctx, ids[0]))
+	if len(b.Tapes) != 2 || b.Tapes[0].Copy != 1 || b.Tapes[1].Copy != 2 || b.Tapes[1].Offset != 1<<30 {
+		t.Fatalf("a bitfile named twice: %+v", b.Tapes)
+	}
+	if b := must(s.Bitfile(ctx, ids[5])); len(b.Tapes) != 2 || b.Tapes[0].Copy != 1 || b.Tapes[1].Copy != 1 || b.Tapes[1].Stripe != 1 {
+		t.Fatalf("a striped copy: %+v", b.Tapes)
+	}
+	if b := must(s.Bitfile(ctx, ids[n-1])); len(b.Tapes) != 1 || b.Tapes[0] != (catalog.TapeCopy{Copy: 1, Volume: "T00001", Seq: 1, Position: 4096, Offset: (n - 1) * 100, Length: 100, CRC32C: (n - 1) * 100}) {
+		t.Fatalf("the last copy: %+v", b.Tapes)
+	}
+	if b := must(s.Bitfile(ctx, open.ID)); len(b.Tapes) != 0 {
+		t.Fatalf("a pending bitfile got %+v", b.Tapes)
+	}
+	if added := must(s.AddTapeCopies(ctx, nil)); len(added) != 0 {
+		t.Fatalf("no copies: %v", added)
+	}
+}
+
 func testTapeCopies(t *testing.T, s catalog.Store) {
 	addDevices(t, s, "d0", "d1")
 	d := must(s.Mkdir(ctx, dir(catalog.RootID, "d")))

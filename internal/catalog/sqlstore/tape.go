@@ -37,28 +37,142 @@ func (s *Store) tapeCopies(ctx context.Context, b *catalog.Bitfile) error {
 
 // AddTapeCopy implements catalog.Store.
 func (s *Store) AddTapeCopy(ctx context.Context, bitfile int64, stripes ...catalog.TapeCopy) error {
-	if len(stripes) == 0 {
-		return api.Errorf(api.ErrInvalid, "bitfile %d: a tape copy without stripes", bitfile)
+	added, err := s.AddTapeCopies(ctx, []catalog.NewTapeCopy{{Bitfile: bitfile, Stripes: stripes}})
+	if err != nil {
+		return err
 	}
-	return s.write(ctx, func(t *Tx) error {
-		var n int
-		if err := t.QueryRow("SELECT tapes FROM bitfiles WHERE id = ? AND state = ?", bitfile, catalog.Committed).Scan(&n); err != nil {
-			return notFound(err, "committed bitfile %d", bitfile)
+	if !added[0] {
+		return api.Errorf(api.ErrNotFound, "committed bitfile %d", bitfile)
+	}
+	return nil
+}
+
+// tapeCopiesChunk is how many copies AddTapeCopies records in one
+// operation of the writer: well under the bound parameters a statement
+// may have. The chunks of one call are queued together, in order, so the
+// writer's group commit syncs them at once.
+const tapeCopiesChunk = 1024
+
+// AddTapeCopies implements catalog.Store.
+func (s *Store) AddTapeCopies(ctx context.Context, copies []catalog.NewTapeCopy) ([]bool, error) {
+	for _, c := range copies {
+		if len(c.Stripes) == 0 {
+			return nil, api.Errorf(api.ErrInvalid, "bitfile %d: a tape copy without stripes", c.Bitfile)
 		}
-		// Copy numbers are never reused (repack drops copies).
+	}
+	added := make([]bool, len(copies))
+	var fns []func(*Tx) error
+	for from := 0; from < len(copies); from += tapeCopiesChunk {
+		to := min(from+tapeCopiesChunk, len(copies))
+		fns = append(fns, func(t *Tx) error { return t.addTapeCopies(copies[from:to], added[from:to]) })
+	}
+	if err := s.writeAll(ctx, fns...); err != nil {
+		return nil, err
+	}
+	return added, nil
+}
+
+// addTapeCopies records part's copies, setting added[i] for each one
+// recorded, in a few statements: the IN lists are padded to a power of
+// two, so a handful of prepared statements serve every chunk size.
+func (t *Tx) addTapeCopies(part []catalog.NewTapeCopy, added []bool) error {
+	ids := make([]any, 0, len(part))
+	for _, c := range part {
+		ids = append(ids, c.Bitfile)
+	}
+	in := padIn(&ids)
+	// The committed bitfiles among them and the next copy number of each
+	// (copy numbers are never reused: repack drops copies).
+	rows, err := t.Query("SELECT b.id, COALESCE(MAX(c.copy), 0) + 1 FROM bitfiles b LEFT JOIN tape_copies c ON c.bitfile = b.id WHERE b.id IN "+in+" AND b.state = ? GROUP BY b.id",
+		append(ids, catalog.Committed)...)
+	if err != nil {
+		return fmt.Errorf("catalog: tape copies: %w", err)
+	}
+	next := make(map[int64]int, len(part))
+	for rows.Next() {
+		var id int64
 		var copy int
-		if err := t.QueryRow("SELECT COALESCE(MAX(copy), 0) + 1 FROM tape_copies WHERE bitfile = ?", bitfile).Scan(&copy); err != nil {
+		if err := rows.Scan(&id, &copy); err != nil {
+			rows.Close()
+			return fmt.Errorf("catalog: tape copies: %w", err)
+		}
+		next[id] = copy
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catalog: tape copies: %w", err)
+	}
+	counted := make([]any, 0, len(part))
+	first := make(map[int64]int, len(part)) // the copy number each bitfile started at
+	var rows9 []any                         // the new rows, nine values each
+	for i, c := range part {
+		copy, ok := next[c.Bitfile]
+		added[i] = ok // set afresh: the writer may run a failed group's operations again
+		if !ok {
+			continue
+		}
+		for _, tc := range c.Stripes {
+			rows9 = append(rows9, c.Bitfile, copy, tc.Stripe, tc.Volume, tc.Seq, tc.Position, tc.Offset, tc.Length, int64(tc.CRC32C))
+		}
+		if _, seen := first[c.Bitfile]; !seen {
+			first[c.Bitfile] = copy
+			counted = append(counted, c.Bitfile)
+		}
+		next[c.Bitfile] = copy + 1
+	}
+	if len(counted) == 0 {
+		return nil
+	}
+	// The rows go in statements of a power of two rows each, the largest
+	// that fit, so a few prepared statements serve any count.
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	for len(rows9) > 0 {
+		n := 1
+		for n*2 <= min(len(rows9)/9, 512) {
+			n *= 2
+		}
+		if _, err := t.Exec("INSERT INTO tape_copies (bitfile, "+tapeCols+") VALUES "+row+strings.Repeat(", "+row, n-1), rows9[:9*n]...); err != nil {
+			return fmt.Errorf("catalog: tape copies: %w", err)
+		}
+		rows9 = rows9[9*n:]
+	}
+	if len(counted) == countAdded(added) {
+		// Each bitfile once: one statement counts them all.
+		in := padIn(&counted)
+		_, err := t.Exec("UPDATE bitfiles SET tapes = tapes + 1 WHERE id IN "+in, counted...)
+		return err
+	}
+	for _, id := range counted {
+		id := id.(int64)
+		if _, err := t.Exec("UPDATE bitfiles SET tapes = tapes + ? WHERE id = ?", next[id]-first[id], id); err != nil {
 			return err
 		}
-		for _, tc := range stripes {
-			if _, err := t.Exec("INSERT INTO tape_copies (bitfile, "+tapeCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-				bitfile, copy, tc.Stripe, tc.Volume, tc.Seq, tc.Position, tc.Offset, tc.Length, int64(tc.CRC32C)); err != nil {
-				return fmt.Errorf("catalog: tape copy of %d: %w", bitfile, err)
-			}
+	}
+	return nil
+}
+
+func countAdded(added []bool) int {
+	n := 0
+	for _, a := range added {
+		if a {
+			n++
 		}
-		_, err := t.Exec("UPDATE bitfiles SET tapes = tapes + 1 WHERE id = ?", bitfile)
-		return err
-	})
+	}
+	return n
+}
+
+// padIn pads *args to a power of two by repeating its first value and
+// returns the IN list "(?, ?, …)" for it: a value named twice matches
+// its row once.
+func padIn(args *[]any) string {
+	n := 1
+	for n < len(*args) {
+		n *= 2
+	}
+	for len(*args) < n {
+		*args = append(*args, (*args)[0])
+	}
+	return "(?" + strings.Repeat(", ?", n-1) + ")"
 }
 
 func (s *Store) candidates(ctx context.Context, q string, args ...any) ([]catalog.Candidate, error) {

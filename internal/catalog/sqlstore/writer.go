@@ -58,7 +58,36 @@ func (s *Store) writeOne(ctx context.Context, fn func(*Tx) error) error {
 	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: true})
 }
 
+// writeAll is write for several functions, queued in order before the
+// first is waited for: the writer runs them in that order, in as few
+// groups (and syncs) as it can. It returns their errors joined.
+func (s *Store) writeAll(ctx context.Context, fns ...func(*Tx) error) error {
+	ops := make([]*op, 0, len(fns))
+	var errs []error
+	for _, fn := range fns {
+		o := &op{fn: fn, err: make(chan error, 1)}
+		if err := s.enqueue(ctx, o); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		ops = append(ops, o)
+	}
+	for _, o := range ops {
+		errs = append(errs, <-o.err) // queued: it will run; wait for its outcome
+	}
+	return errors.Join(errs...)
+}
+
 func (s *Store) queue(ctx context.Context, o *op) error {
+	if err := s.enqueue(ctx, o); err != nil {
+		return err
+	}
+	// Once queued the operation will run; wait for its outcome so a caller
+	// never mistakes a committed change for a failed one.
+	return <-o.err
+}
+
+func (s *Store) enqueue(ctx context.Context, o *op) error {
 	select {
 	case s.ops <- o:
 	case <-s.closing:
@@ -66,9 +95,7 @@ func (s *Store) queue(ctx context.Context, o *op) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Once queued the operation will run; wait for its outcome so a caller
-	// never mistakes a committed change for a failed one.
-	return <-o.err
+	return nil
 }
 
 func (s *Store) writer() {
