@@ -567,6 +567,9 @@ func (c *Calibration) writeRepeats(w io.Writer) error {
 		if r.Sink != "" {
 			into = fmt.Sprintf("into local files, fsynced (client disk %s, page cache %s before writeback)",
 				mbps(float64(c.Sink.SinkRate)), chart.SizeStr(int64(c.Sink.SinkDirty)))
+			if c.Sink.SinkCopy > 0 {
+				into = strings.TrimSuffix(into, ")") + fmt.Sprintf(", copied into it at %s)", mbps(float64(c.Sink.SinkCopy)))
+			}
 		}
 		if r.Source == "" {
 			fmt.Fprintf(w, "\npredicted for a repeat of the run, reads %s:\n", into)

@@ -72,6 +72,11 @@ type ClientConfig struct {
 	// limit, every byte is written by the fsync.
 	SinkRate  Rate `toml:"sink_rate"`
 	SinkDirty Size `toml:"sink_dirty"`
+	// SinkCopy is the rate a reader's bytes are copied into the page
+	// cache of its local file after each request (the write(2) of a
+	// get), shared by the host's readers; bench/sinkcal measures it.
+	// 0: free.
+	SinkCopy Rate `toml:"sink_copy"`
 	// Duplex caps a client's NIC in and out together (a host bus, a
 	// crossbar port whose total is less than twice one direction, as
 	// CeMSS's); 0: each direction has the whole NIC.

@@ -104,7 +104,8 @@ func build(c *Config, seed uint64) (*model, error) {
 		}
 		if disk := newRes(fmt.Sprintf("client%d.sink", i), float64(c.Clients.SinkRate)); disk != nil {
 			// the host's dirty threshold, shared by its readers
-			cls[i].sink = &Sink{Disk: disk, Dirty: int64(c.Clients.SinkDirty) / int64(max(1, w.Streams))}
+			cls[i].sink = &Sink{Disk: disk, Dirty: int64(c.Clients.SinkDirty) / int64(max(1, w.Streams)),
+				Copy: newRes(fmt.Sprintf("client%d.sink.copy", i), float64(c.Clients.SinkCopy))}
 		}
 		if c.Clients.CPUPerMB > 0 {
 			cls[i].cpu = newRes(fmt.Sprintf("client%d.cpu", i), float64(c.Clients.CPUs)*1e6/(c.Clients.CPUPerMB/1e3))

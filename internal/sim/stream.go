@@ -192,14 +192,23 @@ func (st *Stream) request() {
 			st.dirty += n
 		}
 	}
-	done := func() {
-		if left--; left > 0 {
-			return
-		}
+	finish := func() {
 		st.inflight--
 		st.Bytes += n
 		st.Ops++
 		st.fill()
+	}
+	done := func() {
+		if left--; left > 0 {
+			return
+		}
+		// a reader into a local file copies the request into the page
+		// cache after it arrives (strata get: read, then write(2))
+		if sk := st.Sink; sk != nil && sk.Copy != nil && !st.Write {
+			st.sim.Fluid.Start(&des.Flow{Path: []*des.Resource{sk.Copy}, Size: n, Kind: evStream, Obj: st.ID, Done: finish})
+			return
+		}
+		finish()
 	}
 	for _, p := range ps {
 		i, piece, lba := p.target, p.size, st.Targets[p.target].Base+p.off
@@ -313,6 +322,9 @@ func (st *Stream) transfer(i int, n int64, extra *des.Resource, next func()) {
 type Sink struct {
 	Disk  *des.Resource
 	Dirty int64
+	// Copy is the host's copy into the page cache, shared by its
+	// readers (nil: free).
+	Copy *des.Resource
 }
 
 func (st *Stream) finish() {
