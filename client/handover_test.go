@@ -77,3 +77,64 @@ func TestPutFromFile(t *testing.T) {
 		})
 	}
 }
+
+// An upload (bytes from memory) to movers on its host shares each stripe
+// stream's buffer with the mover for every stripe of 1 MiB or more and
+// streams the rest; either way the bytes, CRCs and fixity are those
+// written. With handover off, all streams.
+func TestUploadThroughRing(t *testing.T) {
+	t.Parallel()
+	for _, handover := range []bool{true, false} {
+		t.Run(fmt.Sprintf("handover=%v", handover), func(t *testing.T) {
+			s := testutil.Start(t, nil)
+			c, err := client.New(s.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.Handover(handover)
+			var want int64
+			for i, tc := range []struct {
+				size, stripes, piece int
+				unit                 int64
+				ringed               int64 // stripes written from a ring
+			}{
+				{33<<20 + 12345, 4, 1 << 20, 1 << 20, 4},
+				{20<<20 + 7, 2, 128<<10 + 3, 8 << 20, 2},
+				{3<<20 + 7, 1, 4 << 20, 0, 1},
+				{1<<20 - 1, 1, 4096, 0, 0},
+				{2<<20 + 5, 4, 1 << 20, 64 << 10, 0}, // stripes of ~512 KiB stream
+			} {
+				data := randBytes(uint64(60+i), tc.size)
+				path := fmt.Sprintf("/ur%d", i)
+				var progress atomic.Int64
+				u, err := c.Create(ctx, path, int64(tc.size), client.PutOptions{Stripes: tc.stripes, StripeUnit: tc.unit, Progress: func(n int64) { progress.Add(n) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for off := 0; off < len(data); off += tc.piece {
+					if _, err := u.Write(data[off:min(off+tc.piece, len(data))]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fi, err := u.Commit(ctx)
+				if err != nil {
+					t.Fatalf("upload %d bytes: %v", tc.size, err)
+				}
+				if fi.Size != int64(tc.size) || progress.Load() != int64(tc.size) || fi.Fixity == "" {
+					t.Fatalf("upload %d bytes: size %d, progress %d, fixity %q", tc.size, fi.Size, progress.Load(), fi.Fixity)
+				}
+				var out bytes.Buffer
+				if _, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true}); err != nil || !bytes.Equal(out.Bytes(), data) {
+					t.Fatalf("get %d bytes back: %d bytes, %v", tc.size, out.Len(), err)
+				}
+				if handover {
+					want += tc.ringed
+				}
+				if got := s.Mover.Stats().RingWrites; got != want {
+					t.Fatalf("after an upload of %d bytes in %d stripes: %d ring writes, want %d", tc.size, tc.stripes, got, want)
+				}
+			}
+		})
+	}
+}

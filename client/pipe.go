@@ -25,8 +25,11 @@ type pipe struct {
 	rerr    error  // set when the reader closed
 }
 
-func newPipe(size int) *pipe {
-	p := &pipe{buf: make([]byte, size)}
+func newPipe(size int) *pipe { return newPipeOn(make([]byte, size)) }
+
+// newPipeOn returns a pipe whose ring is buf (a moverconn.Ring's memory).
+func newPipeOn(buf []byte) *pipe {
+	p := &pipe{buf: buf}
 	p.changed.L = &p.mu
 	return p
 }

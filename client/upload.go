@@ -296,23 +296,40 @@ type stripeResult struct {
 
 func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64, progress func(int64), tl *treeLender) *stripeStream {
 	// A stripe unit of buffer: a writer in file order hands each stripe
-	// a whole unit and moves on.
-	pr := newPipe(int(min(max(unit, moverconn.FrameSize), maxPipe)))
-	var src io.Reader = pr
+	// a whole unit and moves on. For a mover on this host the buffer is a
+	// ring the mover reads itself (moverconn.Ring); a ring that cannot be
+	// made leaves the socket.
+	var ring *moverconn.Ring
+	if t.Length >= handOverMin && c.pool.HandsOver(endpoint(t)) {
+		ring, _ = c.pool.Ring(ringSize(t.Length, unit))
+	}
+	var pr *pipe
+	if ring != nil {
+		pr = newPipeOn(ring.Bytes())
+	} else {
+		pr = newPipe(int(min(max(unit, moverconn.FrameSize), maxPipe)))
+	}
+	var src lendReader = pr
 	if tl != nil {
 		tl.p = pr
 		src = tl
 	}
 	s := &stripeStream{p: pr, result: make(chan stripeResult, 1)}
 	go func() {
-		bp := bufPool.Get().(*[]byte)
-		defer bufPool.Put(bp)
 		var report func(int)
 		if progress != nil {
 			report = func(n int) { progress(int64(n)) }
 		}
-		st, err := c.streamStripe(ctx, t, src, *bp, report)
+		st, err := c.streamStripe(ctx, t, src, ring, report)
 		pr.CloseRead(errStripeDone(err))
+		// Closed for reading, the pipe no longer touches the ring. Only a
+		// ring whose mover has answered may serve another stream.
+		switch {
+		case ring != nil && err == nil:
+			c.pool.PutRing(ring)
+		case ring != nil:
+			ring.Close()
+		}
 		s.result <- stripeResult{st, err}
 	}()
 	return s
@@ -320,6 +337,14 @@ func (c *Client) startStripe(ctx context.Context, t api.StripeTarget, unit int64
 
 // maxPipe bounds a stripe stream's buffer.
 const maxPipe = 8 << 20
+
+// ringSize is the ring of a stripe of n bytes in units of unit: two units,
+// so the writer fills one while the mover takes the other, but no more
+// than the stripe needs (whole frames) or maxPipe.
+func ringSize(n, unit int64) int {
+	f := int64(moverconn.FrameSize)
+	return int(min(max(2*unit, 2*f), maxPipe, max(f, (n+f-1)/f*f)))
+}
 
 // errStripeDone is what a writer sees when its stripe's stream has ended.
 func errStripeDone(err error) error {
@@ -329,12 +354,30 @@ func errStripeDone(err error) error {
 	return err
 }
 
-func (c *Client) streamStripe(ctx context.Context, t api.StripeTarget, src io.Reader, buf []byte, report func(int)) (wire.Status, error) {
+// lendReader is a stripe stream's source: a pipe, or a treeLender over
+// one. A connection lends from it (moverconn.Lender).
+type lendReader interface {
+	io.Reader
+	moverconn.Lender
+}
+
+// streamStripe sends what src lends as stripe target t: as spans of ring
+// where it is set and the connection reaches the mover's Unix socket, else
+// through the connection.
+func (c *Client) streamStripe(ctx context.Context, t api.StripeTarget, src lendReader, ring *moverconn.Ring, report func(int)) (wire.Status, error) {
 	conn, err := c.pool.Get(ctx, endpoint(t))
 	if err != nil {
 		return wire.Status{}, err
 	}
-	st, err := conn.Write(ctx, wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}, src, buf, report)
+	req := wire.Request{Op: token.OpWrite, Token: t.Token, Device: t.Device, Object: t.Object}
+	var st wire.Status
+	if ring != nil && conn.HandsOver() {
+		st, err = conn.WriteRing(ctx, req, ring, src, report)
+	} else {
+		bp := bufPool.Get().(*[]byte)
+		st, err = conn.Write(ctx, req, src, *bp, report)
+		bufPool.Put(bp)
+	}
 	c.pool.Put(conn)
 	return st, err
 }

@@ -49,7 +49,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.PersistentFlags().StringVar(&e.cert, "cert", "", "client certificate for mutual TLS (default $STRATA_CERT)")
 	root.PersistentFlags().StringVar(&e.key, "key", "", "its key (default $STRATA_KEY)")
 	root.PersistentFlags().BoolVar(&e.tcpOnly, "tcp-only", false, "reach the core and movers over TCP even on their own host (default: their Unix sockets there)")
-	root.PersistentFlags().BoolVar(&e.noHandover, "no-handover", false, "stream reads and puts through the sockets of movers on this host (default: pass files between client and mover)")
+	root.PersistentFlags().BoolVar(&e.noHandover, "no-handover", false, "stream reads and puts through the sockets of movers on this host (default: pass files and shared write buffers between client and mover)")
 	root.AddCommand(e.serveCmd(), e.moverCmd(), e.tapeServerCmd(), e.mkdirCmd(), e.putCmd(), e.getCmd(), e.catCmd(), e.lsCmd(), e.statCmd(),
 		e.mvCmd(), e.concatCmd(), e.rmCmd(), e.dfCmd(), e.chmodCmd(), e.stageCmd(), e.migrateCmd(), e.purgeCmd(), e.adminCmd(), e.rebuildCmd(), e.repackCmd(), e.scrubCmd(), e.chcosCmd(), e.benchCmd(), e.simCmd(),
 		e.tokenCmd(), e.loginCmd(), e.whoamiCmd(), e.chownCmd(), e.certCmd(), e.auditCmd(), e.quotaCmd(), e.mountCmd(), e.nfsCmd(), e.s3Cmd())

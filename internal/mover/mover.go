@@ -53,6 +53,7 @@ type Mover struct {
 	epoch   atomic.Int64
 	handed  atomic.Int64 // files handed over to readers on this host
 	sourced atomic.Int64 // writes that read a client's file on this host
+	ringed  atomic.Int64 // writes that took their bytes from a client's ring
 	log     *slog.Logger
 	now     func() time.Time
 
@@ -83,11 +84,12 @@ func New(id string, devs []*disk.Device, signer *token.Signer, log *slog.Logger)
 type Stats struct {
 	FilesHanded int64 // reads answered with the object's file
 	FilesRead   int64 // writes that read the client's own file
+	RingWrites  int64 // writes that took their bytes from the client's ring
 }
 
 // Stats returns the mover's counts so far.
 func (m *Mover) Stats() Stats {
-	return Stats{FilesHanded: m.handed.Load(), FilesRead: m.sourced.Load()}
+	return Stats{FilesHanded: m.handed.Load(), FilesRead: m.sourced.Load(), RingWrites: m.ringed.Load()}
 }
 
 // ID returns the mover's name.
@@ -203,9 +205,12 @@ func (m *Mover) serveConn(c net.Conn) {
 		var err error
 		switch req.Op {
 		case token.OpWrite:
-			if req.Source != nil {
+			switch {
+			case req.Source != nil:
 				err = m.writeFrom(req, c, br, fw)
-			} else {
+			case req.Ring:
+				err = m.writeRing(req, c, br, fr, fw)
+			default:
 				err = m.write(req, fr, fw)
 			}
 		case token.OpRead:

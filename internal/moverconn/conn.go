@@ -48,7 +48,8 @@ type Pool struct {
 	MaxIdle int // per address; default 64
 	Dialer  net.Dialer
 	tcpOnly bool
-	stream  bool // no handles: read through the socket even on the mover's host
+	stream  bool    // no handles: read through the socket even on the mover's host
+	rings   []*Ring // idle, for reuse (Ring, PutRing)
 	// TLS is used for movers whose endpoint says they speak it: the CA
 	// to verify them by (and a client certificate, with mutual TLS).
 	TLS *tls.Config
@@ -270,6 +271,10 @@ func (p *Pool) Close() {
 	defer p.mu.Unlock()
 	p.closed = true
 	p.dropIdleLocked()
+	for _, r := range p.rings {
+		r.Close()
+	}
+	p.rings = nil
 }
 
 // watch breaks the connection when ctx ends, unblocking any I/O. If ctx

@@ -9,7 +9,9 @@
 //
 // all big-endian. For TypeData the CRC covers the payload; for TypeEnd the
 // payload is empty and the CRC is that of the whole stream it closes, so a
-// receiver checks both each piece and the total.
+// receiver checks both each piece and the total. For TypeRing (a write
+// whose bytes wait in memory shared with the mover, see Request.Ring) the
+// payload is a RingSpan's 8 bytes and the CRC covers them.
 package wire
 
 import (
@@ -38,6 +40,7 @@ const (
 	TypeEnd   byte = 2 // end of a data stream; CRC of the whole stream
 	TypeError byte = 3 // payload is a JSON Status with the error
 	TypeMsg   byte = 4 // payload is a JSON control message
+	TypeRing  byte = 5 // payload is a RingSpan: data in the shared ring
 )
 
 // HeaderSize is the fixed size of a frame header.
@@ -90,6 +93,10 @@ func ParseHeader(b []byte) (Header, error) {
 		if h.Length != 0 {
 			return h, fmt.Errorf("%w: end frame with payload", ErrFrame)
 		}
+	case TypeRing:
+		if h.Length != RingSpanSize {
+			return h, fmt.Errorf("%w: ring frame of %d bytes, want %d", ErrFrame, h.Length, RingSpanSize)
+		}
 	case TypeError, TypeMsg:
 		if h.Length > MaxMsg {
 			return h, fmt.Errorf("%w: message of %d bytes exceeds %d", ErrFrame, h.Length, MaxMsg)
@@ -111,8 +118,9 @@ type Status struct {
 	CRC32C  uint32 `json:"crc32c,omitempty"`
 	Receipt string `json:"receipt,omitempty"`
 	// More marks a progress report during a write from a client's file
-	// (Request.Source): Length bytes are stored so far, and another
-	// Status follows.
+	// (Request.Source: Length bytes are stored so far) or from its ring
+	// (Request.Ring: Length bytes are taken so far), and another Status
+	// follows.
 	More bool `json:"more,omitempty"`
 }
 
@@ -263,6 +271,37 @@ func sendfile(dst syscall.Conn, f *os.File, off, n int64) error {
 	return serr
 }
 
+// RingSpanSize is the size of a TypeRing frame's payload.
+const RingSpanSize = 8
+
+// RingSpan is the payload of a TypeRing frame: the next Length bytes of a
+// write lie at Offset in the shared ring (Request.Ring).
+type RingSpan struct {
+	Offset, Length uint32
+}
+
+// Ring writes one TypeRing frame naming sp.
+func (fw *Writer) Ring(sp RingSpan) error {
+	var b [RingSpanSize]byte
+	binary.BigEndian.PutUint32(b[0:4], sp.Offset)
+	binary.BigEndian.PutUint32(b[4:8], sp.Length)
+	return fw.frame(TypeRing, b[:], crc32.Checksum(b[:], Castagnoli))
+}
+
+// ParseRingSpan decodes a TypeRing frame's payload (read with Payload,
+// which checked its CRC) and refuses a span longer than a data frame may
+// be.
+func ParseRingSpan(p []byte) (RingSpan, error) {
+	if len(p) != RingSpanSize {
+		return RingSpan{}, fmt.Errorf("%w: ring span of %d bytes", ErrFrame, len(p))
+	}
+	sp := RingSpan{Offset: binary.BigEndian.Uint32(p[0:4]), Length: binary.BigEndian.Uint32(p[4:8])}
+	if sp.Length == 0 || sp.Length > MaxData {
+		return sp, fmt.Errorf("%w: ring span of %d bytes (1 to %d)", ErrFrame, sp.Length, MaxData)
+	}
+	return sp, nil
+}
+
 // End closes a data stream whose total CRC32C is crc.
 func (fw *Writer) End(crc uint32) error { return fw.frame(TypeEnd, nil, crc) }
 
@@ -401,6 +440,18 @@ type Request struct {
 	// reads, checksums and stores the part Source names, reporting
 	// progress (Status.More) until its final Status.
 	Source *Source `json:"source,omitempty"`
+	// Ring asks a write to take its bytes from memory the client shares
+	// (a memfd) instead of data frames. Only a client on a Unix socket
+	// asks; the mover, once it has accepted the write, answers with a
+	// Status (OK), the client passes the ring's file (one byte, RingFile,
+	// with SCM_RIGHTS), and then sends TypeRing frames, each naming where
+	// in the ring its next bytes are, and End. The mover copies each
+	// span out, checksums and stores it, and acknowledges it with a
+	// Status (More, Length: bytes taken so far) so the client may reuse
+	// the space; its final Status follows End. The End frame's CRC is not
+	// checked: nothing crossed a wire, and the mover checksums what it
+	// copied.
+	Ring bool `json:"ring,omitempty"`
 }
 
 // Source names the part of a client's file a write stores: stripe Stripe
@@ -436,6 +487,10 @@ func (s Source) Len() int64 {
 // SourceFile is the byte a client sends with its file for a write with
 // Request.Source.
 const SourceFile byte = 'F'
+
+// RingFile is the byte a client sends with its ring for a write with
+// Request.Ring.
+const RingFile byte = 'R'
 
 // Markers a mover sends before its reply to a read with Request.Handle.
 const (

@@ -102,6 +102,44 @@ func TestParseHeaderRejects(t *testing.T) {
 	}
 }
 
+func TestRingFrames(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	spans := []RingSpan{{0, 1}, {7 << 20, 1 << 20}, {1<<32 - 1, MaxData}}
+	for _, sp := range spans {
+		if err := w.Ring(sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Ring(RingSpan{0, 0})
+	w.Ring(RingSpan{0, MaxData + 1})
+	r := NewReader(&buf)
+	p := make([]byte, RingSpanSize)
+	for i := range len(spans) + 2 {
+		h, err := r.Next()
+		if err != nil || h.Type != TypeRing {
+			t.Fatalf("frame %d: %+v, %v", i, h, err)
+		}
+		b, err := r.Payload(h, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := ParseRingSpan(b)
+		switch {
+		case i < len(spans) && (err != nil || sp != spans[i]):
+			t.Errorf("span %d: %+v, %v; want %+v", i, sp, err, spans[i])
+		case i >= len(spans) && !errors.Is(err, ErrFrame):
+			t.Errorf("span %+v: %v, want ErrFrame", sp, err)
+		}
+	}
+	// A ring frame of another size is malformed at its header.
+	var hb [HeaderSize]byte
+	PutHeader(hb[:], Header{Type: TypeRing, Length: 9})
+	if _, err := ParseHeader(hb[:]); !errors.Is(err, ErrFrame) {
+		t.Errorf("9-byte ring frame: %v, want ErrFrame", err)
+	}
+}
+
 // FuzzReader feeds arbitrary bytes to the frame reader: it must never panic
 // or allocate beyond its limits, whatever a peer sends.
 func FuzzReader(f *testing.F) {
@@ -110,6 +148,7 @@ func FuzzReader(f *testing.F) {
 	w.Data([]byte("seed"))
 	w.End(1)
 	w.Msg(Status{OK: true})
+	w.Ring(RingSpan{Offset: 1 << 20, Length: 1 << 20})
 	f.Add(buf.Bytes())
 	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, '{', '}'})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -127,6 +166,14 @@ func FuzzReader(f *testing.F) {
 				}
 				if _, err := r.Payload(h, scratch); err != nil {
 					return
+				}
+			case TypeRing:
+				p, err := r.Payload(h, scratch)
+				if err != nil {
+					return
+				}
+				if sp, err := ParseRingSpan(p); err == nil && (sp.Length == 0 || sp.Length > MaxData) {
+					t.Fatalf("span %+v accepted", sp)
 				}
 			case TypeMsg, TypeError:
 				var st Status
