@@ -45,7 +45,7 @@ type Sources struct {
 	Cache func() (entries, hits, misses int64)
 	// Mover reports the embedded mover's files handed to clients on its
 	// host and files it read from them.
-	Mover func() (handed, read int64)
+	Mover func() (handed, read, ringed int64)
 	// Integrity reports the copies found damaged, the repairs and the
 	// files lost.
 	Integrity func() api.Integrity
@@ -201,6 +201,7 @@ var (
 	cacheLookups     = prometheus.NewDesc("strata_catalog_cache_lookups_total", "Lookups of the catalog's inode cache, by result (hit: answered from memory; miss: read from the database).", []string{"result"}, nil)
 	moverHanded      = prometheus.NewDesc("strata_mover_files_handed_total", "Reads the mover answered by handing the object's file to a client on its host.", nil, nil)
 	moverRead        = prometheus.NewDesc("strata_mover_files_read_total", "Writes for which the mover read the client's own file.", nil, nil)
+	moverRinged      = prometheus.NewDesc("strata_mover_ring_writes_total", "Writes whose bytes the mover took from a ring of memory a client on its host shared.", nil, nil)
 	driveLabels      = []string{"drive"}
 	driveState       = prometheus.NewDesc("strata_tape_drive_state", "1 for a drive's current state (idle, recall, migrate, repack, failed …).", []string{"drive", "state"}, nil)
 	driveMounts      = prometheus.NewDesc("strata_tape_drive_mounts_total", "Cartridges mounted in a drive.", driveLabels, nil)
@@ -221,7 +222,7 @@ var (
 )
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deviceCapacity, deviceUsed, deviceOnline, catalogGroups, catalogOps, cacheEntries, cacheLookups, moverHanded, moverRead,
+	for _, d := range []*prometheus.Desc{deviceCapacity, deviceUsed, deviceOnline, catalogGroups, catalogOps, cacheEntries, cacheLookups, moverHanded, moverRead, moverRinged,
 		driveState, driveMounts, driveLocates, driveReadThrough, drivePositioning, driveRead, driveWritten, cartCapacity, cartUsed, queueFiles, queueBytes, queueOldest,
 		damagedCopies, repairedCopies, lostFiles} {
 		ch <- d
@@ -252,9 +253,10 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 		counter(cacheLookups, float64(misses), "miss")
 	}
 	if s.src.Mover != nil {
-		h, r := s.src.Mover()
+		h, r, rg := s.src.Mover()
 		counter(moverHanded, float64(h))
 		counter(moverRead, float64(r))
+		counter(moverRinged, float64(rg))
 	}
 	if s.src.Integrity != nil {
 		in := s.src.Integrity()

@@ -140,7 +140,7 @@ func TestState(t *testing.T) {
 			}, nil
 		},
 		Groups:    func() (int64, int64) { return 10, 42 },
-		Mover:     func() (int64, int64) { return 5, 6 },
+		Mover:     func() (int64, int64, int64) { return 5, 6, 7 },
 		Integrity: func() api.Integrity { return api.Integrity{DamagedDisk: 3, DamagedTape: 1, Repaired: 2, Lost: 1} },
 	}
 	m := New(src)
@@ -176,6 +176,9 @@ strata_mover_files_handed_total 5
 # HELP strata_mover_files_read_total Writes for which the mover read the client's own file.
 # TYPE strata_mover_files_read_total counter
 strata_mover_files_read_total 6
+# HELP strata_mover_ring_writes_total Writes whose bytes the mover took from a ring of memory a client on its host shared.
+# TYPE strata_mover_ring_writes_total counter
+strata_mover_ring_writes_total 7
 # HELP strata_recall_queue_bytes Bytes waiting to be recalled from a cartridge.
 # TYPE strata_recall_queue_bytes gauge
 strata_recall_queue_bytes{volume="T00000"} 1.048576e+06
@@ -234,7 +237,7 @@ strata_tape_drive_written_bytes_total{drive="drive0"} 8192
 func stateNames() []string {
 	return []string{"strata_catalog_group_commits_total", "strata_catalog_operations_total", "strata_device_capacity_bytes", "strata_device_online",
 		"strata_damaged_copies_total", "strata_lost_files_total", "strata_repaired_copies_total",
-		"strata_device_used_bytes", "strata_mover_files_handed_total", "strata_mover_files_read_total", "strata_recall_queue_bytes",
+		"strata_device_used_bytes", "strata_mover_files_handed_total", "strata_mover_files_read_total", "strata_mover_ring_writes_total", "strata_recall_queue_bytes",
 		"strata_recall_queue_files", "strata_recall_queue_oldest_timestamp_seconds", "strata_tape_cartridge_capacity_bytes",
 		"strata_tape_cartridge_used_bytes", "strata_tape_drive_locates_total", "strata_tape_drive_mounts_total",
 		"strata_tape_drive_positioning_seconds_total", "strata_tape_drive_read_bytes_total", "strata_tape_drive_state",

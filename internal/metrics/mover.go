@@ -17,7 +17,7 @@ type MoverSources struct {
 	Devices func() []MoverDevice
 	// Stats reports files handed to clients on the mover's host and
 	// files read from them.
-	Stats func() (handed, read int64)
+	Stats func() (handed, read, ringed int64)
 	// Registration reports whether the last registration with the core
 	// succeeded, the core's epoch it learnt, and how many have failed.
 	Registration func() (ok bool, epoch, failures int64)
@@ -42,7 +42,7 @@ var (
 type moverState struct{ src MoverSources }
 
 func (s *moverState) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mdevCapacity, mdevUsed, mdevFree, moverHanded, moverRead, moverUp, moverEpoch, moverRegFailed} {
+	for _, d := range []*prometheus.Desc{mdevCapacity, mdevUsed, mdevFree, moverHanded, moverRead, moverRinged, moverUp, moverEpoch, moverRegFailed} {
 		ch <- d
 	}
 }
@@ -59,9 +59,10 @@ func (s *moverState) Collect(ch chan<- prometheus.Metric) {
 		gauge(mdevUsed, float64(d.Used), d.ID, d.Pool)
 		gauge(mdevFree, float64(d.Free), d.ID, d.Pool)
 	}
-	handed, read := s.src.Stats()
+	handed, read, ringed := s.src.Stats()
 	counter(moverHanded, float64(handed))
 	counter(moverRead, float64(read))
+	counter(moverRinged, float64(ringed))
 	ok, epoch, failures := s.src.Registration()
 	up := 0.0
 	if ok {

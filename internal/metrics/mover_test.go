@@ -16,7 +16,7 @@ func TestMoverState(t *testing.T) {
 		Devices: func() []MoverDevice {
 			return []MoverDevice{{ID: "far0", Pool: "disk", Capacity: 1000, Used: 300, Free: 700}}
 		},
-		Stats:        func() (int64, int64) { return 2, 3 },
+		Stats:        func() (int64, int64, int64) { return 2, 3, 4 },
 		Registration: func() (bool, int64, int64) { return registered, 7, 1 },
 	})
 	const want = `
@@ -44,9 +44,12 @@ strata_mover_registered 1
 # HELP strata_mover_registration_failures_total Registrations with the core that failed.
 # TYPE strata_mover_registration_failures_total counter
 strata_mover_registration_failures_total 1
+# HELP strata_mover_ring_writes_total Writes whose bytes the mover took from a ring of memory a client on its host shared.
+# TYPE strata_mover_ring_writes_total counter
+strata_mover_ring_writes_total 4
 `
 	names := []string{"strata_mover_core_epoch", "strata_mover_device_capacity_bytes", "strata_mover_device_free_bytes", "strata_mover_device_used_bytes",
-		"strata_mover_files_handed_total", "strata_mover_files_read_total", "strata_mover_registered", "strata_mover_registration_failures_total"}
+		"strata_mover_files_handed_total", "strata_mover_files_read_total", "strata_mover_registered", "strata_mover_registration_failures_total", "strata_mover_ring_writes_total"}
 	if err := testutil.GatherAndCompare(g, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}

@@ -648,9 +648,9 @@ func internal(ctx context.Context) context.Context { return auth.With(ctx, auth.
 // request counted and timed.
 func (s *Server) controlHandler() http.Handler {
 	src := metrics.Sources{DF: func(ctx context.Context) (api.DFResponse, error) { return s.Core.DF(internal(ctx)) },
-		Library: func(ctx context.Context) (api.Library, error) { return s.Core.Library(internal(ctx)) }, Mover: func() (int64, int64) {
+		Library: func(ctx context.Context) (api.Library, error) { return s.Core.Library(internal(ctx)) }, Mover: func() (int64, int64, int64) {
 			st := s.Mover.Stats()
-			return st.FilesHanded, st.FilesRead
+			return st.FilesHanded, st.FilesRead, st.RingWrites
 		}, Integrity: s.Core.Integrity}
 	if g, ok := s.Store.(catalog.GroupCounter); ok {
 		src.Groups = g.Groups
@@ -878,9 +878,9 @@ func serveMoverMetrics(cfg config.Config, devs []*disk.Device, m *mover.Mover, l
 			}
 			return out
 		},
-		Stats: func() (int64, int64) {
+		Stats: func() (int64, int64, int64) {
 			st := m.Stats()
-			return st.FilesHanded, st.FilesRead
+			return st.FilesHanded, st.FilesRead, st.RingWrites
 		},
 		Registration: reg,
 	})
