@@ -8,3 +8,6 @@ func SetReprobeAfter(d time.Duration) (restore func()) {
 	reprobeAfter = d
 	return func() { reprobeAfter = old }
 }
+
+// RingSize is ringSize, for tests.
+var RingSize = ringSize

@@ -138,3 +138,25 @@ func TestUploadThroughRing(t *testing.T) {
 		})
 	}
 }
+
+// A stripe's ring holds two units, in whole frames, but no more than the
+// stripe or 8 MiB.
+func TestRingSize(t *testing.T) {
+	const mi = 1 << 20
+	for _, tc := range []struct {
+		n, unit int64
+		want    int
+	}{
+		{64 * mi, 4 * mi, 8 * mi},   // the default class: two 4 MiB units
+		{64 * mi, 1 * mi, 2 * mi},   // two units
+		{64 * mi, 64 << 10, 2 * mi}, // small units: two frames
+		{64 * mi, 16 * mi, 8 * mi},  // capped
+		{3*mi + 5, 4 * mi, 4 * mi},  // the stripe, in whole frames
+		{mi, 4 * mi, mi},
+		{100, 4 * mi, mi}, // at least a frame
+	} {
+		if got := client.RingSize(tc.n, tc.unit); got != tc.want {
+			t.Errorf("ringSize(%d, %d) = %d, want %d", tc.n, tc.unit, got, tc.want)
+		}
+	}
+}

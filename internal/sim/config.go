@@ -165,6 +165,10 @@ type WorkloadConfig struct {
 	SizeSigma      float64 `toml:"size_sigma"`
 	RecallPerMonth float64 `toml:"recall_per_month"`
 	ReadRate       Rate    `toml:"read_rate"`
+	// Arrivals replays a site's ingest instead (CSV, see ReadArrivals):
+	// each file at its time with its size; Trace, in a site study,
+	// replays its recalls instead of RecallPerMonth.
+	Arrivals string `toml:"arrivals"`
 
 	duration, ingestOn, ingestOff des.Time
 }
@@ -372,11 +376,20 @@ func (w *WorkloadConfig) fillSite() error {
 	if w.Op != "site" {
 		return nil
 	}
+	if w.Arrivals != "" {
+		if w.ArrivalRate != 0 || w.Duration != "" || w.IngestOn != "" || w.IngestOff != "" {
+			return fmt.Errorf("workload.arrivals replays the files that arrive: arrival_rate, duration, ingest_on and ingest_off do not apply")
+		}
+		if w.Streams <= 0 {
+			w.Streams = 1
+		}
+		return w.checkRecalls()
+	}
 	if w.ArrivalRate <= 0 {
 		return fmt.Errorf("workload.arrival_rate = %g: a site study needs files arriving (files/s)", w.ArrivalRate)
 	}
-	if w.RecallPerMonth < 0 || w.RecallPerMonth > 1 {
-		return fmt.Errorf("workload.recall_per_month = %g: want a fraction of the archive in [0, 1]", w.RecallPerMonth)
+	if err := w.checkRecalls(); err != nil {
+		return err
 	}
 	for _, x := range []struct {
 		key, v string
@@ -391,6 +404,18 @@ func (w *WorkloadConfig) fillSite() error {
 			return fmt.Errorf("workload.%s %q: want a duration (\"8760h\" for a year)", x.key, x.v)
 		}
 		*x.dst = des.Time(d)
+	}
+	return nil
+}
+
+// checkRecalls checks a site study's recalls: a fraction a month, or a
+// trace.
+func (w *WorkloadConfig) checkRecalls() error {
+	if w.RecallPerMonth < 0 || w.RecallPerMonth > 1 {
+		return fmt.Errorf("workload.recall_per_month = %g: want a fraction of the archive in [0, 1]", w.RecallPerMonth)
+	}
+	if w.Trace != "" && w.RecallPerMonth > 0 {
+		return fmt.Errorf("workload.trace replays the recalls: recall_per_month does not apply")
 	}
 	return nil
 }

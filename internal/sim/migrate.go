@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -21,7 +22,7 @@ import (
 // is elsewhere), streaming at the native rate while the disk is read;
 // flush (a synchronising file mark) every flush_bytes and at the end of the
 // pass — a file counts as migrated at the flush after it; change cartridge
-// (flush, dismount, mount the next one with room) when the tape file does
+// (flush, dismount, mount the fullest one with room) when the tape file does
 // not fit. The writer's control flow is mirrored here, not shared: it is
 // interleaved with catalog and library I/O in core. The timings (package
 // tape) and the grouping (package sched) are shared.
@@ -61,9 +62,10 @@ type migFile struct {
 }
 
 type cart struct {
-	name  string
-	end   int64 // end of data
-	drive *tdrive
+	name   string
+	end    int64 // end of data
+	before int64 // written before the study (tape.written)
+	drive  *tdrive
 }
 
 type migModel struct {
@@ -153,8 +155,13 @@ func runMigrate(c *Config, seed uint64) (*Result, error) {
 func newMigModel(s *des.Sim, c *Config) *migModel {
 	t := c.Tape
 	m := &migModel{sim: s, c: c, g: t.gen, cap: int64(t.Capacity), every: des.Duration(t.migrateEvery), after: des.Duration(t.migrateAfter), robot: &robot{}}
-	for i := 0; i < t.Cartridges; i++ {
-		m.carts = append(m.carts, &cart{name: fmt.Sprintf("V%05d", i)})
+	for _, v := range slices.Sorted(maps.Keys(t.Written)) {
+		m.carts = append(m.carts, &cart{name: v, end: int64(t.Written[v]), before: int64(t.Written[v])})
+	}
+	for i := 0; len(m.carts) < t.Cartridges; i++ {
+		if name := fmt.Sprintf("V%05d", i); t.Written[name] == 0 && !slices.ContainsFunc(m.carts, func(c *cart) bool { return c.name == name }) {
+			m.carts = append(m.carts, &cart{name: name})
+		}
 	}
 	return m
 }
@@ -387,14 +394,16 @@ func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 	})
 }
 
-// pick is the first cartridge with room that no drive holds.
+// pick is the fullest cartridge with room that no drive holds, the first
+// of equals (core's pickVolume: tapes are filled one by one).
 func (m *migModel) pick(need int64, not *cart) *cart {
+	var best *cart
 	for _, c := range m.carts {
-		if c != not && c.drive == nil && c.end+need <= m.cap && !m.mounted(c.name) {
-			return c
+		if c != not && c.drive == nil && c.end+need <= m.cap && !m.mounted(c.name) && (best == nil || c.end > best.end) {
+			best = c
 		}
 	}
-	return nil
+	return best
 }
 
 // mounted says whether a drive holds volume (in a site study the recalls'
@@ -494,7 +503,7 @@ func (m *migModel) result(seed uint64) *Result {
 		mr.MBps = round3(float64(mr.Bytes) / m.inPass.Seconds() / 1e6)
 	}
 	for _, c := range m.carts {
-		if c.end > 0 {
+		if c.end > c.before {
 			mr.Cartridges++
 		}
 	}

@@ -1,12 +1,18 @@
 package sim
 
 import (
+	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/strata-storage/strata/internal/chart"
 	"github.com/strata-storage/strata/internal/des"
 )
 
@@ -23,6 +29,69 @@ import (
 // the recaller, woken when a drive frees, decides first), recalls take
 // the drives no writer holds, up to recall_drives. The migration and
 // recall models are the ones the migrate and recall studies run.
+
+// Arrival is one file of an arrivals trace (workload.arrivals): Size
+// bytes arriving at Time seconds.
+type Arrival struct {
+	Time float64
+	Size int64
+}
+
+// ReadArrivals reads an arrivals trace: CSV rows of time_s, size (a
+// header row is allowed), in order of time.
+func ReadArrivals(r io.Reader) ([]Arrival, error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = 2
+	var out []Arrival
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("arrivals: %w", err)
+		}
+		if line == 1 && rec[0] == "time_s" {
+			continue
+		}
+		t, e1 := strconv.ParseFloat(rec[0], 64)
+		size, e2 := strconv.ParseInt(rec[1], 10, 64)
+		if err := errors.Join(e1, e2); err != nil || t < 0 || math.IsNaN(t) || t > maxTraceSeconds || size < 1 || len(out) > 0 && t < out[len(out)-1].Time {
+			return nil, fmt.Errorf("arrivals: row %d: want time_s ≥ 0 (not before the row above), size ≥ 1: %q", line, strings.Join(rec, ","))
+		}
+		out = append(out, Arrival{Time: t, Size: size})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("arrivals: no files")
+	}
+	return out, nil
+}
+
+// maxTraceSeconds bounds a trace's times: a century, far inside what the
+// DES's clock holds.
+const maxTraceSeconds = 100 * 365 * 24 * 3600
+
+// WriteArrivals writes arrivals in ReadArrivals' format.
+func WriteArrivals(w io.Writer, arr []Arrival) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"time_s", "size"})
+	for _, a := range arr {
+		cw.Write([]string{strconv.FormatFloat(a.Time, 'f', -1, 64), strconv.FormatInt(a.Size, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// readArrivals reads the arrivals trace workload.arrivals names.
+func (c *Config) readArrivals() ([]Arrival, error) {
+	f, err := c.studyFile("workload.arrivals", c.Workload.Arrivals)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadArrivals(f)
+}
 
 // SiteConfig is a site study's disk tier ([site]): Arrays arrays, each
 // streaming ArrayRate (an array study's answer: raid-rebuild.toml's
@@ -75,7 +144,8 @@ func (c *Config) diskRate() float64 {
 
 // SiteResult is what a site study reports.
 type SiteResult struct {
-	// Seconds is the run: the first arrival to the last file on tape.
+	// Seconds is the run: the first arrival to the last file on tape, or
+	// to the last recall when later.
 	Seconds float64 `json:"seconds"`
 	// Ingest: files and bytes that arrived, the offered rate over the
 	// arrival period, and each file's wait from arrival to on disk.
@@ -153,17 +223,34 @@ func runSite(c *Config, seed uint64) (*Result, error) {
 	m.mig.site, m.mig.drives, m.mig.buf = m, m.drives, m.disk
 	m.rec = newRecallModel(s, c, nil, m.drives, m.mig.robot)
 	m.rec.buf, m.rec.site = m.disk, m
-	gap := s.Rand(0, 2)
-	var arrive func()
-	arrive = func() {
-		m.arrive()
-		next := m.dataTaking(s.Now() + des.FromSeconds(gap.ExpFloat64()/w.ArrivalRate))
-		if next < m.end {
-			s.Schedule(next, 0, evSiteArrive, 0, arrive)
+	if w.Arrivals != "" {
+		arr, err := c.readArrivals()
+		if err != nil {
+			return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
 		}
+		m.end = des.FromSeconds(arr[len(arr)-1].Time) + 1
+		chain(s, len(arr), func(i int) float64 { return arr[i].Time }, evSiteArrive, func(i int) { m.arrive(arr[i].Size) })
+	} else {
+		gap := s.Rand(0, 2)
+		var arrive func()
+		arrive = func() {
+			m.arrive(m.size())
+			next := m.dataTaking(s.Now() + des.FromSeconds(gap.ExpFloat64()/w.ArrivalRate))
+			if next < m.end {
+				s.Schedule(next, 0, evSiteArrive, 0, arrive)
+			}
+		}
+		s.Schedule(0, 0, evSiteArrive, 0, arrive)
 	}
-	s.Schedule(0, 0, evSiteArrive, 0, arrive)
-	if w.RecallPerMonth > 0 {
+	switch {
+	case w.Trace != "":
+		reqs, err := c.readTrace()
+		if err != nil {
+			return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
+		}
+		slices.SortStableFunc(reqs, func(a, b RecallRequest) int { return compareFloat(a.Time, b.Time) })
+		chain(s, len(reqs), func(i int) float64 { return reqs[i].Time }, evSiteRecall, func(i int) { m.rec.add(reqs[i]) })
+	case w.RecallPerMonth > 0:
 		m.recalls(s.Rand(0, 6), s.Rand(0, 7))
 	}
 	if w.ReadRate > 0 {
@@ -221,12 +308,25 @@ func (m *siteModel) size() int64 {
 	return max(1, int64(v))
 }
 
-// arrive queues a new file for the ingest streams.
-func (m *siteModel) arrive() {
+// chain runs fn(i) at at(i) seconds for i = 0 … n−1, in order, keeping
+// one event pending however long the list.
+func chain(s *des.Sim, n int, at func(int) float64, kind uint16, fn func(int)) {
+	var next func(i int)
+	next = func(i int) {
+		fn(i)
+		if i+1 < n {
+			s.Schedule(des.FromSeconds(at(i+1)), 0, kind, int32(i+1), func() { next(i + 1) })
+		}
+	}
+	s.Schedule(des.FromSeconds(at(0)), 0, kind, 0, func() { next(0) })
+}
+
+// arrive queues a new file of size bytes for the ingest streams.
+func (m *siteModel) arrive(size int64) {
 	i := m.arrived
 	m.arrived++
 	m.arrivals = append(m.arrivals, m.sim.Now())
-	m.sizesOf = append(m.sizesOf, m.size())
+	m.sizesOf = append(m.sizesOf, size)
 	m.queue = append(m.queue, i)
 	m.ingest()
 }
@@ -351,13 +451,14 @@ func (m *siteModel) releaseDrive(d *tdrive) {
 	m.freed()
 }
 
-// freed wakes the waiting writers 50 ms after a drive frees — the mean of
-// core's 100 ms poll — once the recaller, woken at once, has decided.
+// freed wakes the waiting writers half a tape.drive_poll after a drive
+// frees — on average, core's writers look again every drive_poll — once
+// the recaller, woken at once, has decided.
 func (m *siteModel) freed() {
 	if len(m.waiting) == 0 || m.wake.Pending() {
 		return
 	}
-	m.wake = m.sim.After(des.Duration(50*time.Millisecond), evSiteWake, 0, func() {
+	m.wake = m.sim.After(des.Duration(m.c.Tape.drivePoll/2), evSiteWake, 0, func() {
 		for len(m.waiting) > 0 {
 			i := slices.IndexFunc(m.drives, func(d *tdrive) bool { return !d.busy && !d.out && !d.failing })
 			if i < 0 {
@@ -403,6 +504,8 @@ func (m *siteModel) result(seed uint64) *Result {
 	}
 	if len(m.rec.reqs) > 0 {
 		x.Recall = m.rec.result(m.c, seed).Recall
+		// traced recalls may end after the last file reached tape
+		x.Seconds = max(x.Seconds, round3(slices.Max(m.rec.doneAt).Seconds()))
 	}
 	if total := float64(len(m.drives)) * x.Seconds * 1e9; total > 0 {
 		x.Migrating = round3(float64(m.held[0]) / total)
@@ -424,6 +527,18 @@ func (c *Config) siteBound(add func(name, what string, bps float64)) {
 	d := min(t.migrateDrives, t.Drives)
 	add("D·T", fmt.Sprintf("%d %s drives migrating × %s", d, t.gen.Name, mbps(t.gen.Rate)), float64(d)*t.gen.Rate)
 	add("disk/2", fmt.Sprintf("disk tier %s, each byte written and read back", mbps(c.diskRate())), c.diskRate()/2)
+	if w.Arrivals != "" {
+		// a replayed ingest offers its bytes over its span
+		if arr, err := c.readArrivals(); err == nil && arr[len(arr)-1].Time > 0 {
+			var b int64
+			for _, a := range arr {
+				b += a.Size
+			}
+			span := arr[len(arr)-1].Time
+			add("λ·s", fmt.Sprintf("%d files replayed, %s over %.0f s", len(arr), chart.SizeStr(b), span), float64(b)/span)
+		}
+		return
+	}
 	duty := 1.0
 	if w.ingestOff > 0 {
 		duty = float64(w.ingestOn) / float64(w.ingestOn+w.ingestOff)

@@ -1,8 +1,15 @@
 package sim
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/strata-storage/strata/internal/des"
 )
 
 // siteStudy is a day of a small site: 2 GB files at 0.5/s on a 3 GB/s
@@ -96,6 +103,11 @@ func TestSiteErrors(t *testing.T) {
 		{"[workload]\nop = \"site\"\nduration = \"1h\"\narrival_rate = 1\ningest_on = \"2h\"", "workload.ingest_off"},
 		{"[workload]\nop = \"site\"\nduration = \"1h\"\narrival_rate = 1\nrecall_per_month = 2", "recall_per_month"},
 		{"[workload]\nsize_dist = \"pareto\"", "workload.size_dist"},
+		{"[workload]\nop = \"site\"\narrivals = \"in.csv\"\narrival_rate = 1", "workload.arrivals"},
+		{"[workload]\nop = \"site\"\nduration = \"1h\"\narrival_rate = 1\ntrace = \"r.csv\"\nrecall_per_month = 0.1", "workload.trace"},
+		{"[tape]\ncapacity = \"1TB\"\n[tape.written]\nA = \"2TB\"", "tape.written"},
+		{"[tape]\ncartridges = 1\n[tape.written]\nA = \"1GB\"\nB = \"1GB\"", "tape.written"},
+		{"[tape]\ndrive_poll = \"often\"", "tape.drive_poll"},
 		{"[site]\narrays = 2", "site.array_rate"},
 		{"[site]\nrebuild_at = \"1h\"", "site.arrays"},
 		{"[site]\narrays = 2\narray_rate = \"1GB/s\"\nrebuild_at = \"1h\"\nrebuild_for = \"1h\"\nrebuild_share = 2", "site.rebuild_share"},
@@ -105,4 +117,147 @@ func TestSiteErrors(t *testing.T) {
 			t.Errorf("%q: %v, want an error naming %s", c.toml, err, c.want)
 		}
 	}
+}
+
+// replayStudy writes a site study replaying arrivals and recalls (either
+// may be nil) to a directory and loads it. tapeLines go to [tape].
+func replayStudy(t *testing.T, arr []Arrival, reqs []RecallRequest, tapeLines string) *Config {
+	t.Helper()
+	dir := t.TempDir()
+	var work strings.Builder
+	if arr != nil {
+		var b bytes.Buffer
+		if err := WriteArrivals(&b, arr); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "in.csv"), b.Bytes(), 0o644)
+		work.WriteString("arrivals = \"in.csv\"\n")
+	}
+	if reqs != nil {
+		var b bytes.Buffer
+		if err := WriteTrace(&b, reqs); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "recalls.csv"), b.Bytes(), 0o644)
+		work.WriteString("trace = \"recalls.csv\"\n")
+	}
+	study := `name = "replay"
+[tape]
+generation = "LTO-9"
+capacity = "1TB"
+drives = 1
+cartridges = 3
+buffer_rate = "2GB/s"
+migrate_every = "60s"
+migrate_after = "0s"
+aggregate = "1GB"
+recall_max_age = "30s"
+recall_min_files = 1000
+` + tapeLines + `
+[tape.written]
+FULL01 = "1TB"
+[workload]
+op = "site"
+streams = 2
+` + work.String()
+	p := filepath.Join(dir, "study.toml")
+	os.WriteFile(p, []byte(study), 0o644)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A replayed site: every file of the arrivals trace reaches disk and tape
+// with its own size, migration never writes the full cartridge, and the
+// traced recalls read it — sharing the one drive with migration, so they
+// wait longer with the ingest than alone, and the writers, polling for
+// the drive, wait longer the slower they poll.
+func TestSiteReplay(t *testing.T) {
+	var arr []Arrival
+	var bytes int64
+	for i := range 40 {
+		a := Arrival{Time: float64(5 * i), Size: int64(1+i%3) << 30}
+		arr, bytes = append(arr, a), bytes+a.Size
+	}
+	reqs := []RecallRequest{{Time: 0, Volume: "FULL01", Offset: 400 << 30, Size: 1 << 30}, {Time: 5, Volume: "FULL01", Offset: 100 << 30, Size: 1 << 30},
+		{Time: 130, Volume: "FULL01", Offset: 900 << 30, Size: 2 << 30}}
+	both := run(t, replayStudy(t, arr, reqs, "")).Site
+	t.Logf("%d files, to tape mean %.0f s max %.0f; recalls mean %.0f s; drive %.3f migrating, %.3f recalling", both.Files, both.Migrate.Mean, both.Migrate.Max, both.Recall.Mean, both.Migrating, both.Recalling)
+	if both.Files != len(arr) || both.Bytes != bytes || both.Migrate.Files != len(arr) || both.Migrate.Bytes != bytes {
+		t.Errorf("replayed %d files, %d bytes (migrated %d, %d); want %d, %d", both.Files, both.Bytes, both.Migrate.Files, both.Migrate.Bytes, len(arr), bytes)
+	}
+	if both.Recall == nil || both.Recall.Files != len(reqs) || both.Recall.Mounts == 0 || both.Migrate.Cartridges != 1 {
+		t.Errorf("recalls %+v; migration wrote %d cartridges, want 1 (FULL01 has no room)", both.Recall, both.Migrate.Cartridges)
+	}
+	// alone: one small file, arriving once the recalls are done
+	alone := run(t, replayStudy(t, []Arrival{{Time: 2000, Size: 1 << 20}}, reqs, "")).Site
+	if alone.Files != 1 || alone.Recall.Files != len(reqs) || both.Recall.Mean <= alone.Recall.Mean {
+		t.Errorf("recalls without ingest: %d files arrived, %d recalled, mean wait %.0f s; with ingest %.0f s", alone.Files, alone.Recall.Files, alone.Recall.Mean, both.Recall.Mean)
+	}
+	slow := run(t, replayStudy(t, arr, reqs, `drive_poll = "20s"`)).Site
+	if slow.Migrate.Mean <= both.Migrate.Mean {
+		t.Errorf("writers polling every 20 s: to tape mean %.0f s, every 100 ms %.0f s", slow.Migrate.Mean, both.Migrate.Mean)
+	}
+}
+
+// Migration writes the cartridge in the drive while it has room, else the
+// fullest with room, as core's pickVolume does.
+func TestMigrationPicksTheFullest(t *testing.T) {
+	c, err := Parse([]byte(`
+[tape]
+capacity = "100GiB"
+cartridges = 5
+[tape.written]
+A = "10GiB"
+B = "60GiB"
+C = "99GiB"
+[workload]
+op = "migrate"
+files = 1
+file_size = "1GB"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMigModel(des.NewSim(1), c)
+	var names []string
+	for _, ct := range m.carts {
+		names = append(names, fmt.Sprintf("%s:%d", ct.name, ct.end>>30))
+	}
+	if got := strings.Join(names, " "); got != "A:10 B:60 C:99 V00000:0 V00001:0" {
+		t.Fatalf("cartridges %s", got)
+	}
+	for _, tc := range []struct {
+		need int64
+		want string
+	}{{1 << 30, "C"}, {2 << 30, "B"}, {40 << 30, "B"}, {41 << 30, "A"}, {91 << 30, "V00000"}, {101 << 30, ""}} {
+		got := ""
+		if ct := m.pick(tc.need, nil); ct != nil {
+			got = ct.name
+		}
+		if got != tc.want {
+			t.Errorf("a tape file of %d GiB goes to %q, want %q", tc.need>>30, got, tc.want)
+		}
+	}
+}
+
+func FuzzReadArrivals(f *testing.F) {
+	f.Add("time_s,size\n0,100\n2.5,5\n")
+	f.Add("1,3\n0,4\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		arr, err := ReadArrivals(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteArrivals(&b, arr); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadArrivals(&b)
+		if err != nil || !slices.Equal(again, arr) {
+			t.Fatalf("re-read: %v, %v became %v", err, arr, again)
+		}
+	})
 }

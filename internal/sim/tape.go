@@ -62,6 +62,15 @@ type TapeConfig struct {
 	// recaller polls every 200 ms of wall time: 20 s of library time at a
 	// time scale of x100. Empty: noticed at once.
 	Poll string `toml:"poll"`
+	// DrivePoll is how often a migration writer that found no drive free
+	// looks again (strata serve's: 100 ms of wall time, so 10 s of
+	// library time at x100); site studies.
+	DrivePoll string `toml:"drive_poll"`
+	// Written names cartridges that hold data before the study begins,
+	// with how much: migration appends to them (or leaves them, when
+	// full) as to any other, and a trace recalls from them. The study's
+	// other cartridges are empty.
+	Written map[string]Size `toml:"written"`
 	// Migration (workload.op = "migrate"), with strata serve's [hsm]
 	// keys and defaults: streams, tape file size, the policy's period
 	// and age; flush_bytes is the data between synchronising file marks.
@@ -91,6 +100,7 @@ type TapeConfig struct {
 	gen           tape.Generation
 	driveFailAt   des.Time
 	poll          time.Duration
+	drivePoll     time.Duration
 	migrateDrives int
 	migrateEvery  time.Duration
 	migrateAfter  time.Duration
@@ -176,6 +186,20 @@ func (t *TapeConfig) fill() error {
 			return fmt.Errorf("tape.%s %q: want a duration like %s", x.key, v, x.def)
 		}
 		*x.dst = d
+	}
+	t.drivePoll = 100 * time.Millisecond
+	if t.DrivePoll != "" {
+		if t.drivePoll, err = time.ParseDuration(t.DrivePoll); err != nil || t.drivePoll < 0 {
+			return fmt.Errorf("tape.drive_poll %q: want a duration like 10s", t.DrivePoll)
+		}
+	}
+	for v, n := range t.Written {
+		if v == "" || n < 0 || t.Capacity > 0 && n > t.Capacity {
+			return fmt.Errorf("tape.written.%s = %d: want a cartridge's label and the bytes on it, up to tape.capacity", v, n)
+		}
+	}
+	if len(t.Written) > t.Cartridges {
+		return fmt.Errorf("tape.written names %d cartridges, tape.cartridges = %d", len(t.Written), t.Cartridges)
 	}
 	if t.Poll != "" {
 		if t.poll, err = time.ParseDuration(t.Poll); err != nil || t.poll < 0 {
@@ -285,22 +309,36 @@ func WriteTrace(w io.Writer, reqs []RecallRequest) error {
 	return cw.Error()
 }
 
+// studyFile opens a file a study names: a relative path starts at the
+// study file's directory.
+func (c *Config) studyFile(key, p string) (*os.File, error) {
+	if !filepath.IsAbs(p) && c.dir != "" {
+		p = filepath.Join(c.dir, p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return f, nil
+}
+
+// readTrace reads the recall trace workload.trace names.
+func (c *Config) readTrace() ([]RecallRequest, error) {
+	f, err := c.studyFile("workload.trace", c.Workload.Trace)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadTrace(f)
+}
+
 // recallRequests is the study's workload: its trace, or files drawn at
 // random (without repeats) from the cartridges' contents, arriving all at
 // once or as a Poisson stream.
 func (c *Config) recallRequests(s *des.Sim) ([]RecallRequest, error) {
 	w, t := c.Workload, c.Tape
 	if w.Trace != "" {
-		p := w.Trace
-		if !filepath.IsAbs(p) && c.dir != "" {
-			p = filepath.Join(c.dir, p)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("workload.trace: %w", err)
-		}
-		defer f.Close()
-		return ReadTrace(f)
+		return c.readTrace()
 	}
 	perCart := int64(t.Fill * float64(t.Capacity) / float64(w.File))
 	if perCart < 1 {
