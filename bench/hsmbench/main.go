@@ -11,6 +11,12 @@
 // Drives run in real time: a migration of G bytes on N drives cannot take
 // less than G / (N × rate) plus the positioning it waits for (a backhitch
 // when a write follows a synchronising flush within two seconds).
+//
+// Parts that validate strata sim against Strata (recall.go, mixed.go)
+// run the library faster than real time (--scale) and set what the server
+// did beside what the simulator predicts for the same load:
+//
+//	go run ./bench/hsmbench --data /scratch/dir --parts mixed --gen LTO-9 --scale x10 --out docs/sim/mixed --go /tmp/go
 package main
 
 import (
@@ -47,7 +53,8 @@ var (
 	runsOut  = flag.String("runs", "", "append each run of the tapesmall and gaps parts to this file as a JSON line")
 	gapFiles = flag.Int("gap-files", 2000, "files on the cartridge in the gaps part (every fourth is recalled)")
 	prefault = flag.Bool("prefault", false, "touch the cartridges' memory before each timed migration (see touch)")
-	rOut     = flag.String("out", "", "directory for the recall part's traces and studies (default under --data)")
+	rOut     = flag.String("out", "", "directory for the recall and mixed parts' traces and studies (default under --data)")
+	goFile   = flag.String("go", "", "mixed part: after writing the prediction, wait until this file exists before the run")
 )
 
 func main() {
@@ -95,6 +102,9 @@ func main() {
 	}
 	if want("recall") {
 		recall(g, counts("--recall-drives", *rDrives), *rCarts, *rPicks, *rReps, *rOut)
+	}
+	if want("mixed") {
+		mixed(g, *rOut, *goFile)
 	}
 	if want("scaling") {
 		for _, n := range []int{1, 2, 4} {

@@ -14,7 +14,8 @@ import (
 
 // Migration in virtual time. Files are created (all at once or as a
 // Poisson stream), become candidates migrate_after later, and a policy
-// pass every migrate_every takes the candidates in creation order, groups
+// pass every migrate_every (and, as core's migrate loops, again at once
+// while files are due) takes the candidates in creation order, groups
 // them into tape files with sched.Aggregate — the function strata serve's
 // migrator calls — and hands the tape files to migrate_drives streams.
 // Each stream does what core's migration writer does: hold a drive for the
@@ -85,6 +86,7 @@ type migModel struct {
 	robot     *robot
 	site      *siteModel // set when the migration is part of a site study
 	tick      bool       // a policy tick came while a pass ran
+	chained   int        // passes run after the tick's first, without a tick
 	every     des.Time
 	after     des.Time
 	migrated  int
@@ -254,14 +256,35 @@ func (m *migModel) pass() {
 		}
 		m.running = false
 		m.inPass += m.sim.Now() - m.passAt
-		if m.tick {
-			m.tick = false
-			m.pass()
+		// The next pass starts once the recaller, woken by the drives
+		// this one freed, has decided (priority 2 runs after its
+		// priority 1): core's pass first asks the catalog for its
+		// candidates, which the recaller's decision does not wait for.
+		switch {
+		case m.chained < maxChained && m.candidates():
+			// core's migrate loops while a pass finds files, nine
+			// passes at most, before it waits for the next tick
+			m.chained++
+			m.sim.Schedule(m.sim.Now(), 2, evMigTick, 0, m.pass)
+		case m.tick:
+			m.tick, m.chained = false, 0
+			m.sim.Schedule(m.sim.Now(), 2, evMigTick, 0, m.pass)
+		default:
+			m.chained = 0
 		}
 	}
 	for k := 0; k < nw; k++ {
 		m.takeDrive(k, func(d *tdrive) { m.runWriter(d, &queue, &stuck, done) })
 	}
+}
+
+// maxChained is how many passes core's migrate runs after the first
+// while each finds files (hsm.Engine.migrate: nine in all).
+const maxChained = 8
+
+// candidates says whether a file waits for migration now.
+func (m *migModel) candidates() bool {
+	return m.next < len(m.files) && m.files[m.next].onDisk+m.after <= m.sim.Now()
 }
 
 // takeDrive gives writer k a drive: the k-th, or in a site study the
