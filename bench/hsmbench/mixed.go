@@ -41,16 +41,17 @@ import (
 // pass waiting for it), so the sim's ticks and the server's are in phase.
 
 const (
-	mixedCapacity = 256 << 20 // per cartridge: spread over a whole tape
-	mixedFill     = 3 * 240   // 1 MiB files filling about three cartridges
-	mixedDrives   = 2
-	mixedCarts    = 6
-	mixedArrivals = 100 // files arriving, 1–4 MiB
-	mixedRate     = 0.5 // files a second of library time
-	mixedRecalls  = 20
-	mixedEvery    = 30 * time.Second // migrate_every, library time
-	mixedAge      = "60s"            // recall_max_age, library time
-	mixedPoll     = 50 * time.Millisecond
+	mixedCapacity  = 256 << 20 // per cartridge: spread over a whole tape
+	mixedFill      = 3 * 240   // 1 MiB files filling about three cartridges
+	mixedDrives    = 2
+	mixedCarts     = 6
+	mixedArrivals  = 100 // files arriving, 1–4 MiB
+	mixedRate      = 0.5 // files a second of library time
+	mixedRecalls   = 20
+	mixedAggregate = 16 << 20         // tape files of 16 MiB
+	mixedEvery     = 30 * time.Second // migrate_every, library time
+	mixedAge       = "60s"            // recall_max_age, library time
+	mixedPoll      = 50 * time.Millisecond
 	// mixedOverheadMS is the server's time per recalled file, in wall
 	// time: the recall validation's calibration (SIMULATION.md), 8.6 ms.
 	mixedOverheadMS = 8.6
@@ -72,6 +73,7 @@ func mixed(g tape.Generation, out, goFile string) {
 	s, c, stop := start(func(cfg *config.Config) {
 		cfg.Library = config.Library{Generation: g.Name, Drives: mixedDrives, Cartridges: mixedCarts, Capacity: mixedCapacity, TimeScale: *scale, Path: *tapeDir}
 		cfg.HSM.MigrateDrives = 1
+		cfg.HSM.Aggregate = mixedAggregate
 		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1000000, 1<<50, mixedAge
 	})
 	defer stop()
@@ -123,6 +125,7 @@ capacity = "%d"
 migrate_drives = 1
 migrate_every = %q
 migrate_after = "0s"
+aggregate = "%d"
 recall_min_files = 1000000
 recall_min_bytes = "1PB"
 recall_max_age = %q
@@ -137,7 +140,7 @@ op = "site"
 streams = 8
 arrivals = "arrivals.csv"
 trace = "recalls.csv"
-`, mixedDrives, g.Name, *scale, g.Name, mixedDrives, mixedCarts, mixedCapacity, mixedEvery.String(), mixedAge,
+`, mixedDrives, g.Name, *scale, g.Name, mixedDrives, mixedCarts, mixedCapacity, mixedEvery.String(), mixedAggregate, mixedAge,
 		(time.Duration(200*k) * time.Millisecond).String(), (time.Duration(100*k) * time.Millisecond).String(), mixedOverheadMS*k, 1000/k, wl.String())
 	studyPath := filepath.Join(out, "mixed.toml")
 	if err := os.WriteFile(studyPath, []byte(study), 0o644); err != nil {
