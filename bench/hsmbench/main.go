@@ -55,6 +55,7 @@ var (
 	prefault = flag.Bool("prefault", false, "touch the cartridges' memory before each timed migration (see touch)")
 	rOut     = flag.String("out", "", "directory for the recall and mixed parts' traces and studies (default under --data)")
 	goFile   = flag.String("go", "", "mixed part: after writing the prediction, wait until this file exists before the run")
+	logFile  = flag.String("log", "", "write the server's log (info) to this file")
 )
 
 func main() {
@@ -431,7 +432,15 @@ func start(edit func(*config.Config)) (*server.Server, *client.Client, func()) {
 	if err := cfg.Complete(); err != nil {
 		fail(err)
 	}
-	s, err := server.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	log := slog.New(slog.DiscardHandler)
+	if *logFile != "" {
+		f, err := os.Create(*logFile)
+		if err != nil {
+			fail(err)
+		}
+		log = slog.New(slog.NewTextHandler(f, nil))
+	}
+	s, err := server.Start(context.Background(), cfg, log)
 	if err != nil {
 		fail(err)
 	}

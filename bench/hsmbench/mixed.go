@@ -293,6 +293,11 @@ trace = "recalls.csv"
 		meas.lastRecall = max(meas.lastRecall, resident[i])
 	}
 	meas.mounts = int(st.Mounts - before.Mounts)
+	fmt.Printf("library: %d mounts, %d locates, %d read-throughs, positioning %.0f s (library time); by drive:", st.Mounts-before.Mounts, st.Locates-before.Locates, st.ReadThroughs-before.ReadThroughs, (st.Positioning - before.Positioning).Seconds())
+	for _, d := range s.Library.Drives() {
+		fmt.Printf(" %s %+v;", d.ID, d.Stats)
+	}
+	fmt.Printf("\nsim: recall %+v\nsim: migrate %+v\n", *res.Site.Recall, *res.Site.Migrate)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### Mixed: ingest, migration and recalls at once, Strata with an emulated %s library (time scale %s) against strata sim's prediction\n\n", g.Name, *scale)

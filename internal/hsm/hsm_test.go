@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
+	"github.com/strata-storage/strata/internal/sched"
 	"github.com/strata-storage/strata/internal/tape"
 )
 
@@ -104,5 +105,56 @@ func TestReadOnlyCartridge(t *testing.T) {
 	}
 	if got := why(New(Config{Library: lib}, nil, store, nil)); got != "" {
 		t.Fatalf("put back in service, the next engine sees %q", got)
+	}
+}
+
+// Migration and recalls never reach for the same cartridge: the one a
+// migration stream has chosen for its drive is in that drive to the
+// recall scheduler before the mount shows it there, and a writer never
+// picks a cartridge a recall batch has (which its drive may still be
+// mounting). Either race made the loser's mount fail with "busy" and its
+// recalls wait for a retry (bench/hsmbench --parts mixed).
+func TestMigrationAndRecallsShareCartridges(t *testing.T) {
+	lib, err := tape.OpenEmulator(t.TempDir(), tape.Options{Drives: 2, Cartridges: 3, Capacity: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{Library: lib}, nil, nil, nil)
+	now := h.clk.Now()
+	recallOn := func(vol string, id int64) {
+		h.sched.Add(sched.Request{ID: id, Key: fmt.Sprint(id), Volume: vol, Offset: 1 << 20, Size: 1 << 20, Priority: 1, Queued: now})
+	}
+
+	// A writer on drive1 chooses a cartridge; recalls for it arrive.
+	v, err := h.pickVolume("drive1", "", 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.busy["drive1"] = "migrate"
+	recallOn(v, 1)
+	ds := h.sched.Next(now, h.schedDrivesLocked(lib.Drives()), 1<<40)
+	h.mu.Unlock()
+	if len(ds) != 0 {
+		t.Fatalf("recalls of %s, which drive1 is about to write, decided %+v", v, ds)
+	}
+	h.releaseDrive("drive1")
+
+	// Now a recall batch takes a cartridge on drive0; a writer choosing
+	// next must leave it.
+	h.mu.Lock()
+	ds = h.sched.Next(now, h.schedDrivesLocked(lib.Drives()), 1<<40)
+	h.mu.Unlock()
+	if len(ds) != 1 || ds[0].Volume != v {
+		t.Fatalf("with drive1 free, the recalls of %s: %+v", v, ds)
+	}
+	for i := range 2 {
+		w, err := h.pickVolume("drive1", "", 1<<20, nil)
+		if err != nil || w == v {
+			t.Fatalf("pick %d: %s, %v (%s is %s's, for recalls)", i, w, err, v, ds[0].Drive)
+		}
+		h.mu.Lock()
+		delete(h.reserved, w)
+		h.mu.Unlock()
 	}
 }

@@ -474,6 +474,9 @@ func (h *Engine) fitsLocked(carts []tape.CartridgeInfo, volume, drive string, ne
 	if other := h.reserved[volume]; h.draining[volume] || (other != "" && other != drive) {
 		return false
 	}
+	if d := h.sched.Serving(volume); d != "" && d != drive {
+		return false // a recall batch has it, maybe still mounting
+	}
 	for _, ci := range carts {
 		if ci.Volume == volume {
 			return h.volumeOutLocked(ci) == "" && h.readOnly[volume].why == "" && !exclude[volume] && (ci.Drive == "" || ci.Drive == drive) && ci.Capacity-ci.Used >= need

@@ -204,6 +204,27 @@ func (h *Engine) Statuses(sts []api.StageStatus, ids []int64) {
 	}
 }
 
+// schedDrivesLocked is the library's drives as the scheduler sees them.
+// A migration stream's drive holds the cartridge the stream chose for it
+// even before the mount shows it there: a recall must not mount it
+// elsewhere meanwhile (the mount would fail, and its recalls wait for a
+// retry). h.mu is held.
+func (h *Engine) schedDrivesLocked(lds []tape.DriveInfo) []sched.Drive {
+	chosen := map[string]string{}
+	for v, d := range h.reserved {
+		chosen[d] = v
+	}
+	var drives []sched.Drive
+	for _, d := range lds {
+		vol := d.Volume
+		if v := chosen[d.ID]; v != "" && h.busy[d.ID] == "migrate" {
+			vol = v
+		}
+		drives = append(drives, sched.Drive{ID: d.ID, Volume: vol, Busy: h.busy[d.ID] != "", Failed: h.driveOutLocked(d) != "", Idle: h.idle[d.ID]})
+	}
+	return drives
+}
+
 // recaller hands batches to drives as the scheduler decides.
 func (h *Engine) recaller(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
@@ -225,11 +246,7 @@ func (h *Engine) recaller(ctx context.Context) {
 			}
 		}
 		h.mu.Lock()
-		var drives []sched.Drive
-		for _, d := range h.lib.Drives() {
-			drives = append(drives, sched.Drive{ID: d.ID, Volume: d.Volume, Busy: h.busy[d.ID] != "", Failed: h.driveOutLocked(d) != "", Idle: h.idle[d.ID]})
-		}
-		ds := h.sched.Next(h.clk.Now(), drives, free)
+		ds := h.sched.Next(h.clk.Now(), h.schedDrivesLocked(h.lib.Drives()), free)
 		for _, d := range ds {
 			h.busy[d.Drive] = "recall"
 			for _, q := range d.Requests {

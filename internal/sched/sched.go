@@ -352,6 +352,11 @@ func pickDrive(drives []Drive, used map[string]bool, idle func(Drive) bool, s *S
 	return Drive{}, false
 }
 
+// Serving is the drive a batch of volume's recalls was handed to (and is
+// not yet Done), or "": a writer must not pick that cartridge, which the
+// drive may still be mounting.
+func (s *Scheduler) Serving(volume string) string { return s.active[volume] }
+
 func (s *Scheduler) isRecalling(drive string) bool {
 	for _, d := range s.active {
 		if d == drive {

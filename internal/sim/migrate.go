@@ -274,7 +274,11 @@ func (m *migModel) pass() {
 		}
 	}
 	for k := 0; k < nw; k++ {
-		m.takeDrive(k, func(d *tdrive) { m.runWriter(d, &queue, &stuck, done) })
+		var need int64
+		if len(queue) > 0 {
+			need = m.need(queue[0])
+		}
+		m.takeDrive(k, need, func(d *tdrive) { m.runWriter(d, &queue, &stuck, done) })
 	}
 }
 
@@ -289,12 +293,29 @@ func (m *migModel) candidates() bool {
 
 // takeDrive gives writer k a drive: the k-th, or in a site study the
 // first the recalls leave free, when one is (core's takeDrive).
-func (m *migModel) takeDrive(k int, use func(d *tdrive)) {
+func (m *migModel) takeDrive(k int, need int64, use func(d *tdrive)) {
 	if m.site == nil {
 		use(m.drives[k])
 		return
 	}
-	m.site.takeDrive(use)
+	m.site.takeDrive(need, use)
+}
+
+// need is the room a tape file of the files b takes (core's: its bytes,
+// 512 a file, 1 MiB to spare).
+func (m *migModel) need(b []int) int64 {
+	n := int64(len(b))*512 + 1<<20
+	for _, i := range b {
+		n += m.files[i].size
+	}
+	return n
+}
+
+// fits says whether a writer may append a tape file of need bytes to the
+// cartridge in d (core's takeDrive prefers such a drive).
+func (m *migModel) fits(d *tdrive, need int64) bool {
+	c := m.cartNamed(d.vol)
+	return c != nil && c.end+need <= m.cap && !m.recalling(c.name)
 }
 
 // runWriter is one stream of a pass on drive d: tape files from the queue
@@ -335,10 +356,7 @@ func (m *migModel) runWriter(d *tdrive, queue *[][]int, stuck *int, done func())
 // roomLeft says whether any cartridge, mounted or not, has room for the
 // tape file of files b.
 func (m *migModel) roomLeft(b []int) bool {
-	need := int64(len(b))*512 + 1<<20
-	for _, i := range b {
-		need += m.files[i].size
-	}
+	need := m.need(b)
 	return slices.ContainsFunc(m.carts, func(c *cart) bool { return c.end+need <= m.cap })
 }
 
@@ -417,16 +435,32 @@ func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 	})
 }
 
-// pick is the fullest cartridge with room that no drive holds, the first
-// of equals (core's pickVolume: tapes are filled one by one).
+// pick is the fullest cartridge with room that no drive holds and no
+// recall batch has, the first of equals (core's pickVolume: tapes are
+// filled one by one).
 func (m *migModel) pick(need int64, not *cart) *cart {
 	var best *cart
 	for _, c := range m.carts {
-		if c != not && c.drive == nil && c.end+need <= m.cap && !m.mounted(c.name) && (best == nil || c.end > best.end) {
+		if c != not && c.drive == nil && c.end+need <= m.cap && !m.mounted(c.name) && !m.recalling(c.name) && (best == nil || c.end > best.end) {
 			best = c
 		}
 	}
 	return best
+}
+
+// recalling says whether a recall batch has volume (a site study's).
+func (m *migModel) recalling(volume string) bool {
+	return m.site != nil && m.site.rec.sch.Serving(volume) != ""
+}
+
+// cartOn is the cartridge a writer has chosen for d, mounted or not.
+func (m *migModel) cartOn(d *tdrive) *cart {
+	for _, c := range m.carts {
+		if c.drive == d {
+			return c
+		}
+	}
+	return nil
 }
 
 // mounted says whether a drive holds volume (in a site study the recalls'

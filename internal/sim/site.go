@@ -201,7 +201,7 @@ type siteModel struct {
 	backlog   int64
 	peak      int64
 	userBytes int64
-	waiting   []func(*tdrive) // migration writers waiting for a drive
+	waiting   []waiter // migration writers waiting for a drive
 	wake      *des.Event
 	held      [2]des.Time // drive time held: migration, recall
 }
@@ -426,16 +426,38 @@ func (m *siteModel) users() {
 }
 
 // takeDrive gives a migration writer a drive the recalls have left free,
-// now or when one frees.
-func (m *siteModel) takeDrive(use func(*tdrive)) {
+// now or when one frees: one holding a cartridge a tape file of need
+// bytes fits on if there is one, as core's takeDrive prefers.
+func (m *siteModel) takeDrive(need int64, use func(*tdrive)) {
+	if d := m.freeDrive(need); d != nil {
+		m.hold(d)
+		use(d)
+		return
+	}
+	m.waiting = append(m.waiting, waiter{need, use})
+}
+
+// waiter is a migration writer waiting for a drive.
+type waiter struct {
+	need int64
+	use  func(*tdrive)
+}
+
+// freeDrive is the drive takeDrive would take, or nil.
+func (m *siteModel) freeDrive(need int64) *tdrive {
+	var pick *tdrive
 	for _, d := range m.drives {
-		if !d.busy && !d.out && !d.failing {
-			m.hold(d)
-			use(d)
-			return
+		if d.busy || d.out || d.failing {
+			continue
+		}
+		if m.mig.fits(d, need) {
+			return d
+		}
+		if pick == nil {
+			pick = d
 		}
 	}
-	m.waiting = append(m.waiting, use)
+	return pick
 }
 
 func (m *siteModel) hold(d *tdrive) {
@@ -460,14 +482,14 @@ func (m *siteModel) freed() {
 	}
 	m.wake = m.sim.After(des.Duration(m.c.Tape.drivePoll/2), evSiteWake, 0, func() {
 		for len(m.waiting) > 0 {
-			i := slices.IndexFunc(m.drives, func(d *tdrive) bool { return !d.busy && !d.out && !d.failing })
-			if i < 0 {
+			w := m.waiting[0]
+			d := m.freeDrive(w.need)
+			if d == nil {
 				return
 			}
-			use := m.waiting[0]
 			m.waiting = m.waiting[1:]
-			m.hold(m.drives[i])
-			use(m.drives[i])
+			m.hold(d)
+			w.use(d)
 		}
 	})
 }

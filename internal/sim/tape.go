@@ -539,7 +539,15 @@ func (m *recallModel) decideNow() {
 	}
 	ds := make([]sched.Drive, len(m.drives))
 	for i, d := range m.drives {
-		ds[i] = sched.Drive{ID: d.id, Volume: d.vol, Busy: d.busy, Idle: d.idle, Failed: d.out || d.failing}
+		vol := d.vol
+		if m.site != nil && d.migrating {
+			// the cartridge a writer is mounting is its drive's to the
+			// scheduler, as core reports it (Engine.reserved)
+			if c := m.site.mig.cartOn(d); c != nil {
+				vol = c.name
+			}
+		}
+		ds[i] = sched.Drive{ID: d.id, Volume: vol, Busy: d.busy, Idle: d.idle, Failed: d.out || d.failing}
 	}
 	for _, dec := range m.sch.Next(m.now(), ds, m.free) {
 		d := m.byID[dec.Drive]
