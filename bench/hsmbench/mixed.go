@@ -77,7 +77,20 @@ func mixed(g tape.Generation, out, goFile string) {
 		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1000000, 1<<50, mixedAge
 	})
 	defer stop()
-	fill := onTapeOnly(ctx, c, "f", mixedFill, 1<<20)
+	// one at a time, so every run lays the files out alike
+	fill := make([]string, mixedFill)
+	for i := range fill {
+		fill[i] = fmt.Sprintf("/f%06d", i)
+		if _, err := c.Put(ctx, fill[i], gen(uint64(i)), 1<<20, client.PutOptions{COS: "single", NoFixity: true}); err != nil {
+			fail(err)
+		}
+	}
+	if _, err := c.Migrate(ctx); err != nil {
+		fail(err)
+	}
+	if _, err := c.Purge(ctx, fill...); err != nil {
+		fail(err)
+	}
 	written := map[string]int64{}
 	for _, ci := range s.Library.Cartridges() {
 		if ci.Used > 0 {
@@ -279,6 +292,16 @@ trace = "recalls.csv"
 	<-ticks
 	wg.Wait()
 	st := s.Library.Stats()
+	writeCSV(filepath.Join(out, "mixed-files.csv"), func(w io.Writer) error {
+		fmt.Fprintln(w, "kind,index,time_s,done_s")
+		for i, a := range arr {
+			fmt.Fprintf(w, "arrival,%d,%g,%g\n", i, a.Time, onTape[i])
+		}
+		for i, q := range reqs {
+			fmt.Fprintf(w, "recall,%d,%g,%g\n", i, q.Time, resident[i])
+		}
+		return nil
+	})
 	var meas mixedOutcome
 	for i, a := range arr {
 		d := onTape[i] - a.Time
