@@ -41,8 +41,15 @@ import (
 // pass waiting for it), so the sim's ticks and the server's are in phase.
 
 const (
-	mixedCapacity  = 256 << 20 // per cartridge: spread over a whole tape
-	mixedFill      = 3 * 240   // 1 MiB files filling about three cartridges
+	// mixedCapacity is fifteen of the fill's tape files (16 files of 1
+	// MiB, 16,779,937 bytes on tape with their headers) and 1.5 MB: a
+	// filled cartridge has no room for any tape file of the ingest (≥ 1
+	// MiB and the 1 MiB a writer keeps spare). With room for some tape
+	// files and not others, whether a writer appends there or changes
+	// cartridge — 200 s of rewind, unload and load apart — would turn on
+	// which files a pass happened to group, a second either way.
+	mixedCapacity  = 15*16779937 + 1500000
+	mixedFill      = 3 * 15 * 16 // three cartridges, full
 	mixedDrives    = 2
 	mixedCarts     = 6
 	mixedArrivals  = 100 // files arriving, 1–4 MiB
@@ -95,6 +102,9 @@ func mixed(g tape.Generation, out, goFile string) {
 	for _, ci := range s.Library.Cartridges() {
 		if ci.Used > 0 {
 			written[ci.Volume] = ci.Used
+			if room := ci.Capacity - ci.Used; room >= 2<<20 {
+				fail(fmt.Errorf("mixed: %s has %d bytes free after the fill: the layout of tape files changed (mixedCapacity)", ci.Volume, room))
+			}
 		}
 	}
 
