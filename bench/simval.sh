@@ -5,6 +5,7 @@
 #   PARTS=capped bench/simval.sh   # only part 1 (or PARTS=recall)
 #   PARTS=client-predict bench/simval.sh; PARTS=client-measure bench/simval.sh
 #   PARTS=migrate bench/simval.sh
+#   PARTS=mixed GO=/tmp/go bench/simval.sh   # then commit $OUT/mixed, touch /tmp/go
 #
 # 1. Strata with bandwidth-capped devices: strata bench runs cemss-char
 #    (one stream, I/O size swept) and scaling (N clients × M-way striped
@@ -27,6 +28,11 @@
 #    --sink) and prints measured beside predicted
 #    ($OUT/client-validation.txt). DEVICES (4), CAP (50MB; none: uncapped)
 #    and SCALING_MAX (the scale's) set the server and the largest N × M.
+# 5. Ingest, migration and recalls at once on an emulated library:
+#    bench/hsmbench --parts mixed fills cartridges, writes the load and the
+#    site study replaying it to $OUT/mixed with the study's prediction,
+#    waits until the file GO exists (commit the prediction first), runs
+#    the load and prints measured beside predicted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out/simval}
@@ -109,6 +115,10 @@ for rep in 1 2 3; do
   go run ./bench/hsmbench --data "$OUT/migrate" --tapes /dev/shm/strata-simval-migrate --gen LTO-9 --parts large --gib 2 --prefault | grep '^| 1 GiB'
 done
 echo "predicted: $("$S" sim run docs/sim/validation/migrate-lto9.toml | grep '^migrated')"
+fi
+if [[ " $PARTS " == *" mixed "* ]]; then
+  go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval-mixed --parts mixed --gen LTO-9 --scale x10 \
+    --out "$OUT/mixed" --go "${GO:-$OUT/mixed/go}"
 fi
 [[ " $PARTS " == *" recall "* ]] && go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \
   --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall"
