@@ -26,6 +26,15 @@ func fileOf(t *testing.T, data []byte) *os.File {
 	return f
 }
 
+// getBack reads path and checks it holds data and its recorded fixity.
+func getBack(t *testing.T, c *client.Client, path string, data []byte) {
+	t.Helper()
+	var out bytes.Buffer
+	if _, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true}); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("get %d bytes back: %d bytes, %v", len(data), out.Len(), err)
+	}
+}
+
 // A put from a file on the mover's host passes the file to the mover for
 // every stripe of 1 MiB or more and streams the rest; either way the bytes,
 // CRCs and fixity are those of the file. With handover off, all streams.
@@ -63,10 +72,7 @@ func TestPutFromFile(t *testing.T) {
 				if fi.Size != int64(tc.size) || progress.Load() != int64(tc.size) {
 					t.Fatalf("put %d bytes: size %d, progress %d", tc.size, fi.Size, progress.Load())
 				}
-				var out bytes.Buffer
-				if _, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true}); err != nil || !bytes.Equal(out.Bytes(), data) {
-					t.Fatalf("get %d bytes back: %d bytes, %v", tc.size, out.Len(), err)
-				}
+				getBack(t, c, path, data)
 				if handover {
 					want += tc.handed
 				}
@@ -124,10 +130,7 @@ func TestUploadThroughRing(t *testing.T) {
 				if fi.Size != int64(tc.size) || progress.Load() != int64(tc.size) || fi.Fixity == "" {
 					t.Fatalf("upload %d bytes: size %d, progress %d, fixity %q", tc.size, fi.Size, progress.Load(), fi.Fixity)
 				}
-				var out bytes.Buffer
-				if _, err := c.Get(ctx, path, &out, client.GetOptions{VerifyFixity: true}); err != nil || !bytes.Equal(out.Bytes(), data) {
-					t.Fatalf("get %d bytes back: %d bytes, %v", tc.size, out.Len(), err)
-				}
+				getBack(t, c, path, data)
 				if handover {
 					want += tc.ringed
 				}

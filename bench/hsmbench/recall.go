@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/strata-storage/strata/internal/api"
-	"github.com/strata-storage/strata/internal/bench"
 	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/sim"
 	"github.com/strata-storage/strata/internal/tape"
@@ -206,13 +204,7 @@ func recallSet(g tape.Generation, drives, carts, picks, reps int, k float64, out
 		st := s.Library.Stats()
 		r := &recallRun{drives: drives, rep: rep, files: picks, trace: filepath.Join(out, fmt.Sprintf("recall-d%d-r%d.csv", drives, rep))}
 		r.meas = recallOutcome{makespan: slices.Max(waits), mean: mean(waits), mounts: int(st.Mounts - before.Mounts), locates: int(st.Locates - before.Locates)}
-		var buf bytes.Buffer
-		if err := sim.WriteTrace(&buf, trace); err != nil {
-			fail(err)
-		}
-		if err := bench.WriteFile(r.trace, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
-			fail(err)
-		}
+		writeCSV(r.trace, func(w io.Writer) error { return sim.WriteTrace(w, trace) })
 		runs = append(runs, r)
 		if _, err := c.Purge(ctx, paths...); err != nil {
 			fail(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
-	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
 
@@ -27,44 +26,12 @@ import (
 // writeRing stores a write whose bytes come from the client's ring.
 // Returned errors are transport errors only, as for write.
 func (m *Mover) writeRing(req wire.Request, c net.Conn, br *bufio.Reader, fr *wire.Reader, fw *wire.Writer) error {
-	uc, local := c.(*net.UnixConn)
-	var err error
-	if !local {
-		err = api.Errorf(api.ErrInvalid, "mover %s: a write from the client's ring needs the mover's Unix socket", m.id)
+	p, err := m.acceptPassed(req, c, br, fw, wire.RingFile, "ring", nil)
+	if p == nil {
+		return err
 	}
-	var w *disk.Writer
-	var claims token.Claims
-	if err == nil {
-		var d *disk.Device
-		if d, claims, err = m.authorize(req, token.OpWrite); err == nil {
-			w, err = d.Create(m.ctx, req.Object, claims.MaxLen)
-		}
-	}
-	if err != nil {
-		return fw.Error(status(err))
-	}
+	w, f, claims := p.w, p.f, p.claims
 	defer w.Abort() // unless closed: nothing half-written stays
-	if err := fw.Msg(wire.Status{OK: true}); err != nil {
-		return err
-	}
-	if err := fw.Flush(); err != nil {
-		return err
-	}
-	// As in writeFrom: the client waits for the reply, so the ring
-	// arrives with the next byte on the socket.
-	if n := br.Buffered(); n != 0 {
-		return fmt.Errorf("%w: %d bytes before the ring", wire.ErrFrame, n)
-	}
-	marker, f, err := wire.ReceiveFile(uc, "ring")
-	if err != nil {
-		return err
-	}
-	if f == nil || marker != wire.RingFile {
-		if f != nil {
-			f.Close()
-		}
-		return fmt.Errorf("%w: marker %q without the ring", wire.ErrFrame, marker)
-	}
 	defer f.Close()
 	var sent bool // an Error frame went out: skip to End
 	refuse := func(err error) error {

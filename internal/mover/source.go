@@ -33,51 +33,79 @@ import (
 // there.
 const progressEvery = 32 << 20
 
-// writeFrom stores the part of a client's file that req.Source names.
-// Returned errors are transport errors only, as for write.
-func (m *Mover) writeFrom(req wire.Request, c net.Conn, br *bufio.Reader, fw *wire.Writer) error {
-	src := *req.Source
+// passed is a write whose bytes the client passes as a file (Source, Ring):
+// the object being written, its claims, and the file.
+type passed struct {
+	w      *disk.Writer
+	claims token.Claims
+	f      *os.File
+	uc     *net.UnixConn
+}
+
+// acceptPassed creates the object of a write whose bytes come in a file
+// the client passes on the Unix socket c with marker (what names it in
+// errors), unless refuse (a check of the request) says otherwise, answers
+// OK, and receives the file. A refusal goes to the client and p is nil;
+// returned errors are transport errors only. The caller closes p.f and
+// aborts p.w unless it closes it.
+func (m *Mover) acceptPassed(req wire.Request, c net.Conn, br *bufio.Reader, fw *wire.Writer, marker byte, what string, refuse error) (*passed, error) {
 	uc, local := c.(*net.UnixConn)
-	var err error
-	if cerr := src.Check(); cerr != nil {
-		err = api.Errorf(api.ErrInvalid, "mover %s: %v", m.id, cerr)
-	}
+	err := refuse
 	if err == nil && !local {
-		err = api.Errorf(api.ErrInvalid, "mover %s: a write from the client's file needs the mover's Unix socket", m.id)
+		err = api.Errorf(api.ErrInvalid, "mover %s: a write from the client's %s needs the mover's Unix socket", m.id, what)
 	}
-	var w *disk.Writer
+	p := &passed{uc: uc}
 	if err == nil {
 		var d *disk.Device
-		var claims token.Claims
-		if d, claims, err = m.authorize(req, token.OpWrite); err == nil {
-			w, err = d.Create(m.ctx, req.Object, claims.MaxLen)
+		if d, p.claims, err = m.authorize(req, token.OpWrite); err == nil {
+			p.w, err = d.Create(m.ctx, req.Object, p.claims.MaxLen)
 		}
 	}
 	if err != nil {
-		return fw.Error(status(err))
+		return nil, fw.Error(status(err))
 	}
-	defer w.Abort() // unless closed: nothing half-written stays
-	if err := fw.Msg(wire.Status{OK: true}); err != nil {
-		return err
+	if err = fw.Msg(wire.Status{OK: true}); err == nil {
+		err = fw.Flush()
 	}
-	if err := fw.Flush(); err != nil {
-		return err
+	if err != nil {
+		p.w.Abort()
+		return nil, err
 	}
 	// The client sends nothing else until it has its reply, so the buffer
 	// is empty and the file arrives with the next byte on the socket.
 	if n := br.Buffered(); n != 0 {
-		return fmt.Errorf("%w: %d bytes before the source file", wire.ErrFrame, n)
+		p.w.Abort()
+		return nil, fmt.Errorf("%w: %d bytes before the %s", wire.ErrFrame, n, what)
 	}
-	marker, f, err := wire.ReceiveFile(uc, "source")
-	if err != nil {
-		return err
-	}
-	if f == nil || marker != wire.SourceFile {
+	got, f, err := wire.ReceiveFile(uc, what)
+	if err == nil && (f == nil || got != marker) {
 		if f != nil {
 			f.Close()
 		}
-		return fmt.Errorf("%w: marker %q without the source file", wire.ErrFrame, marker)
+		err = fmt.Errorf("%w: marker %q without the %s", wire.ErrFrame, got, what)
 	}
+	if err != nil {
+		p.w.Abort()
+		return nil, err
+	}
+	p.f = f
+	return p, nil
+}
+
+// writeFrom stores the part of a client's file that req.Source names.
+// Returned errors are transport errors only, as for write.
+func (m *Mover) writeFrom(req wire.Request, c net.Conn, br *bufio.Reader, fw *wire.Writer) error {
+	src := *req.Source
+	var bad error
+	if cerr := src.Check(); cerr != nil {
+		bad = api.Errorf(api.ErrInvalid, "mover %s: %v", m.id, cerr)
+	}
+	p, err := m.acceptPassed(req, c, br, fw, wire.SourceFile, "source file", bad)
+	if p == nil {
+		return err
+	}
+	w, f, uc := p.w, p.f, p.uc
+	defer w.Abort() // unless closed: nothing half-written stays
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fw.Error(status(api.Errorf(api.ErrInvalid, "mover %s: %s/%s: the source is not a regular file", m.id, req.Device, req.Object)))
