@@ -65,16 +65,7 @@ const (
 )
 
 func mixed(g tape.Generation, out, goFile string) {
-	k, ok := scaleFactor(*scale)
-	if !ok || k == 1 {
-		fail(fmt.Errorf("mixed: want a --scale like x10 (real time would take an hour)"))
-	}
-	if out == "" {
-		out = filepath.Join(*dataDir, "mixed")
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		fail(err)
-	}
+	k, out := validationRun("mixed", "x10", out)
 	ctx := context.Background()
 	wall := func(lib time.Duration) time.Duration { return time.Duration(float64(lib) / k) }
 	s, c, stop := start(func(cfg *config.Config) {

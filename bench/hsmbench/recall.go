@@ -52,16 +52,7 @@ type recallOutcome struct {
 }
 
 func recall(g tape.Generation, driveList []int, carts, picks, reps int, out string) {
-	k, ok := scaleFactor(*scale)
-	if !ok || k == 1 {
-		fail(fmt.Errorf("recall: want a --scale like x100 (real time would take hours)"))
-	}
-	if out == "" {
-		out = filepath.Join(*dataDir, "recall")
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		fail(err)
-	}
+	k, out := validationRun("recall", "x100", out)
 	poll := time.Duration(200 * float64(time.Millisecond) * k) // the recaller's ticker, in library time
 	var runs []*recallRun
 	for _, d := range driveList {
@@ -211,6 +202,23 @@ func recallSet(g tape.Generation, drives, carts, picks, reps int, k float64, out
 		}
 	}
 	return runs
+}
+
+// validationRun checks that a part comparing Strata with strata sim runs
+// faster than real time, and makes its output directory (out, or one named
+// after the part under --data); it returns the time scale's factor.
+func validationRun(part, example, out string) (float64, string) {
+	k, ok := scaleFactor(*scale)
+	if !ok || k == 1 {
+		fail(fmt.Errorf("%s: want a --scale like %s (real time would take hours)", part, example))
+	}
+	if out == "" {
+		out = filepath.Join(*dataDir, part)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fail(err)
+	}
+	return k, out
 }
 
 // emptyDrives dismounts every cartridge, so each run starts as the
