@@ -39,6 +39,7 @@ sweep raid-rebuild examples/sim/raid-rebuild.toml
 sweep declustered examples/sim/declustered.toml
 sweep tape-failures examples/sim/tape-failures.toml
 sweep site-5pb examples/sim/site-5pb.toml
+sweep tiers examples/sim/tiers.toml
 
 # calibrate NAME REPORT: the fit of a strata bench report, held-out errors
 # included, with the command in its first line.

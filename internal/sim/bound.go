@@ -32,6 +32,9 @@ type BoundResult struct {
 // use count: files laid out whole on one server use at most one device per
 // stream, as CASTOR does. The binding term is the one that sets S.
 func Bound(c *Config) BoundResult {
+	if c.grouped() {
+		return c.groupsBound()
+	}
 	w := c.Workload
 	N, M := c.Clients.Count, c.Servers.Count
 	streams := N * w.Streams

@@ -35,6 +35,10 @@ type Config struct {
 	Plot PlotConfig `toml:"plot"`
 
 	dir string // the study file's directory: relative paths start there
+	// classes and parts are the study's server classes and client
+	// groups as the DES builds them (groups.go)
+	classes []serverClass
+	parts   []part
 }
 
 // PlotConfig chooses a sweep's chart axes.
@@ -47,7 +51,8 @@ type PlotConfig struct {
 	// studies "latency_mean", "latency_p95" or "mounts"; "iops" is
 	// requests per second; with failed array members, "degraded" (the
 	// users' MB/s from the failure to the rebuild's end) or
-	// "rebuild_hours"; with tape.recopy, "recopy_hours".
+	// "rebuild_hours"; with tape.recopy, "recopy_hours"; with client
+	// groups, "groups" (each group's MB/s).
 	Metric string `toml:"metric"`
 }
 
@@ -81,6 +86,31 @@ type ClientConfig struct {
 	// crossbar port whose total is less than twice one direction, as
 	// CeMSS's); 0: each direction has the whole NIC.
 	Duplex Rate `toml:"duplex"`
+	// Groups, when set, replace the one group of clients [clients] and
+	// [workload] describe by several ([[clients.group]]), each with its
+	// own count, NIC and workload, using one server class: a site's
+	// ingest, its analysis and its tier moves in one study.
+	Groups []ClientGroup `toml:"group"`
+}
+
+// ClientGroup is one group of a study's clients. Unset keys are the
+// study's: [clients] for the hosts, [workload] for what they do.
+type ClientGroup struct {
+	Name  string `toml:"name"`
+	Count int    `toml:"count"`
+	NIC   Rate   `toml:"nic"`
+	// Class names the server class the group's files are on ("": the
+	// first); From, for op = "copy", the class they are read from.
+	Class   string `toml:"class"`
+	From    string `toml:"from"`
+	Op      string `toml:"op"` // write, read, mixed; copy (From to Class)
+	Streams int    `toml:"streams"`
+	Record  Size   `toml:"record"`
+	File    Size   `toml:"file_size"`
+	Files   int    `toml:"files"`
+	Layout  string `toml:"layout"`
+	Stripe  int    `toml:"stripe"`
+	Depth   int    `toml:"depth"`
 }
 
 // NetworkConfig: the switch between clients and servers.
@@ -104,6 +134,22 @@ type ServerConfig struct {
 	Channel Rate `toml:"channel"`
 	// Duplex caps the server's NIC in and out together; 0: none.
 	Duplex Rate `toml:"duplex"`
+	// Classes, when set, replace the one class of servers [servers] and
+	// [storage] describe by several ([[servers.class]]): an SSD tier,
+	// HDD arrays and tape drives in one study.
+	Classes []ServerClass `toml:"class"`
+}
+
+// ServerClass is one class of a study's servers with the storage behind
+// each. Unset keys are [servers]'s; Storage is the class's own.
+type ServerClass struct {
+	Name    string        `toml:"name"`
+	Count   int           `toml:"count"`
+	NIC     Rate          `toml:"nic"`
+	Copy    Rate          `toml:"copy"`
+	Channel Rate          `toml:"channel"`
+	Duplex  Rate          `toml:"duplex"`
+	Storage StorageConfig `toml:"storage"`
 }
 
 // StorageConfig: what each server has behind it.
@@ -259,7 +305,7 @@ func (c *Config) fill() error {
 	if err := oneOf("workload.pattern", &w.Pattern, "sequential", "random"); err != nil {
 		return err
 	}
-	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops", "degraded", "rebuild_hours", "recopy_hours"); err != nil {
+	if err := oneOf("plot.metric", &c.Plot.Metric, "aggregate", "per_stream", "latency_mean", "latency_p95", "mounts", "iops", "degraded", "rebuild_hours", "recopy_hours", "groups"); err != nil {
 		return err
 	}
 	if w.Streams <= 0 {
@@ -289,7 +335,10 @@ func (c *Config) fill() error {
 	if err := c.Catalog.fill(); err != nil {
 		return err
 	}
-	return c.Tape.fill()
+	if err := c.Tape.fill(); err != nil {
+		return err
+	}
+	return c.fillGroups()
 }
 
 // fillArray checks an array's parameters: enough members for its parity,

@@ -37,6 +37,8 @@ type Result struct {
 	Migrate *MigrateResult `json:"migrate,omitempty"`
 	Site    *SiteResult    `json:"site,omitempty"`
 	Meta    *MetaResult    `json:"metadata,omitempty"`
+	// Groups is each client group's share, for a study with groups.
+	Groups []GroupResult `json:"groups,omitempty"`
 }
 
 // RebuildResult is what users saw while arrays ran degraded, and how long
@@ -64,11 +66,28 @@ type RebuildResult struct {
 type model struct {
 	sim     *des.Sim
 	streams []*Stream
+	group   []int // each stream's client group (index into parts)
 	res     []*des.Resource
 	arrays  []*Array
 }
 
-// build lays out the topology and the streams.
+// client is one client host's resources on the data path.
+type client struct {
+	up, down, duplex, cpu *des.Resource
+	rackUp, rackDown      *des.Resource
+	sink                  *Sink
+}
+
+// server is one server's resources and its devices.
+type server struct {
+	up, down, duplex, copy, ch *des.Resource
+	devs                       []Device
+	links                      []*des.Resource
+}
+
+// build lays out the topology and the streams: each client group's hosts
+// (the groups' in order), the switch, each server class's servers and
+// devices, then each group's streams on its class.
 func build(c *Config, seed uint64) (*model, error) {
 	s := des.NewSim(seed)
 	m := &model{sim: s}
@@ -81,168 +100,223 @@ func build(c *Config, seed uint64) (*model, error) {
 		m.res = append(m.res, r)
 		return r
 	}
-	N, M := c.Clients.Count, c.Servers.Count
-	w := c.Workload
-	// each client: NIC out, NIC in (full duplex) and CPU (1/c bytes/s)
-	type client struct {
-		up, down, duplex, cpu *des.Resource
-		rackUp, rackDown      *des.Resource
-		sink                  *Sink
+	prefix := func(name string) string {
+		if name == "" {
+			return ""
+		}
+		return name + "."
 	}
-	cls := make([]client, N)
+	hosts := make([][]client, len(c.parts))
+	for pi, p := range c.parts {
+		hosts[pi] = m.clients(p.c, prefix(p.name), newRes)
+	}
+	sw := newRes("switch", float64(c.Network.Switch))
+	classes := make([][]server, len(c.classes))
+	devID := int32(0)
+	for ci, sc := range c.classes {
+		classes[ci] = m.servers(sc.c, prefix(sc.name), &devID, c.parts, ci, newRes)
+	}
+	used := make([][]int64, len(classes))
+	for ci, srv := range classes {
+		used[ci] = make([]int64, len(srv)*c.classes[ci].c.Storage.PerServer)
+	}
+	// each class places streams round robin across the groups that use
+	// it, as placement by load does: a group starts where the one before
+	// it on the class left off
+	next := make([]int, len(classes))
+	g := 0
+	for pi, p := range c.parts {
+		gc, cls := p.c, hosts[pi]
+		w := gc.Workload
+		var limit float64
+		if gc.Clients.TCPWindow > 0 && gc.Clients.Latency > 0 {
+			limit = float64(gc.Clients.TCPWindow) / (2 * gc.Clients.Latency / 1e3)
+		}
+		N := len(cls)
+		for k := 0; k < N*w.Streams; k, g = k+1, g+1 {
+			ci := k % N
+			write := w.Op == "write" || w.Op == "mixed" && k%2 == 0
+			st := &Stream{ID: int32(g), Write: write, FileSize: int64(w.File), Files: w.Files, Record: int64(w.Record),
+				Depth: w.Depth, Sync: w.Sync, Limit: limit}
+			if w.Layout == "stripe" {
+				st.Unit = int64(w.StripeUnit)
+			}
+			if limit == 0 {
+				// a command's round trip; with a TCP window the path's delay
+				// is in the window's cap on each flow instead
+				st.Latency = des.Time(gc.Clients.Latency * 1e6)
+			}
+			st.MaxOps = w.Requests
+			if !write {
+				st.Sink = cls[ci].sink
+			}
+			if w.Pattern == "random" {
+				st.Random = s.Rand(uint64(g), 3)
+			}
+			st.Targets = place(gc, next[p.class]+k, cls[ci], classes[p.class], used[p.class], write, sw)
+			if p.from >= 0 {
+				st.Source = place(p.src, next[p.from]+k, cls[ci], classes[p.from], used[p.from], false, sw)
+			}
+			m.streams = append(m.streams, st)
+			m.group = append(m.group, pi)
+		}
+		next[p.class] += N * w.Streams
+		if p.from >= 0 {
+			next[p.from] += N * w.Streams
+		}
+	}
+	return m, nil
+}
+
+// clients makes a group's client hosts.
+func (m *model) clients(c *Config, prefix string, newRes func(string, float64) *des.Resource) []client {
+	w := c.Workload
+	cls := make([]client, c.Clients.Count)
 	var rackUp, rackDown *des.Resource
 	for i := range cls {
-		cls[i].up = newRes(fmt.Sprintf("client%d.nic.out", i), float64(c.Clients.NIC))
-		cls[i].down = newRes(fmt.Sprintf("client%d.nic.in", i), float64(c.Clients.NIC))
-		cls[i].duplex = newRes(fmt.Sprintf("client%d.nic.duplex", i), float64(c.Clients.Duplex))
+		name := fmt.Sprintf("%sclient%d", prefix, i)
+		cls[i].up = newRes(name+".nic.out", float64(c.Clients.NIC))
+		cls[i].down = newRes(name+".nic.in", float64(c.Clients.NIC))
+		cls[i].duplex = newRes(name+".nic.duplex", float64(c.Clients.Duplex))
 		if k := c.Network.RackSize; k > 0 {
+			// a group's clients fill racks of their own
 			if i%k == 0 {
-				rackUp = newRes(fmt.Sprintf("rack%d.uplink.out", i/k), float64(c.Network.RackUplink))
-				rackDown = newRes(fmt.Sprintf("rack%d.uplink.in", i/k), float64(c.Network.RackUplink))
+				rackUp = newRes(fmt.Sprintf("%srack%d.uplink.out", prefix, i/k), float64(c.Network.RackUplink))
+				rackDown = newRes(fmt.Sprintf("%srack%d.uplink.in", prefix, i/k), float64(c.Network.RackUplink))
 			}
 			cls[i].rackUp, cls[i].rackDown = rackUp, rackDown
 		}
-		if disk := newRes(fmt.Sprintf("client%d.sink", i), float64(c.Clients.SinkRate)); disk != nil {
+		if disk := newRes(name+".sink", float64(c.Clients.SinkRate)); disk != nil {
 			// the host's dirty threshold, shared by its readers
 			cls[i].sink = &Sink{Disk: disk, Dirty: int64(c.Clients.SinkDirty) / int64(max(1, w.Streams)),
-				Copy: newRes(fmt.Sprintf("client%d.sink.copy", i), float64(c.Clients.SinkCopy))}
+				Copy: newRes(name+".sink.copy", float64(c.Clients.SinkCopy))}
 		}
 		if c.Clients.CPUPerMB > 0 {
-			cls[i].cpu = newRes(fmt.Sprintf("client%d.cpu", i), float64(c.Clients.CPUs)*1e6/(c.Clients.CPUPerMB/1e3))
+			cls[i].cpu = newRes(name+".cpu", float64(c.Clients.CPUs)*1e6/(c.Clients.CPUPerMB/1e3))
 		}
 	}
-	sw := newRes("switch", float64(c.Network.Switch))
-	type server struct {
-		up, down, duplex, copy, ch *des.Resource
-		devs                       []Device
-		links                      []*des.Resource
+	return cls
+}
+
+// servers makes a class's servers and their devices. A curve device's
+// shared rate follows what the groups on the class do (reads only: the
+// read rate).
+func (m *model) servers(c *Config, prefix string, devID *int32, parts []part, class int, newRes func(string, float64) *des.Resource) []server {
+	write := false
+	for _, p := range parts {
+		if p.class == class && p.c.Workload.Op != "read" {
+			write = true
+		}
 	}
-	srv := make([]server, M)
+	srv := make([]server, c.Servers.Count)
 	dp := c.diskParams()
-	devID := int32(0)
 	for j := range srv {
+		name := fmt.Sprintf("%sserver%d", prefix, j)
 		var shared *des.Resource
 		if cp := c.Storage.Curve; c.Storage.Kind == "curve" {
-			shared = newRes(fmt.Sprintf("server%d.shared", j), cp.sharedRate(w.Op != "read"))
+			shared = newRes(name+".shared", cp.sharedRate(write))
 		}
-		srv[j].up = newRes(fmt.Sprintf("server%d.nic.out", j), float64(c.Servers.NIC))
-		srv[j].down = newRes(fmt.Sprintf("server%d.nic.in", j), float64(c.Servers.NIC))
-		srv[j].duplex = newRes(fmt.Sprintf("server%d.nic.duplex", j), float64(c.Servers.Duplex))
-		srv[j].copy = newRes(fmt.Sprintf("server%d.copy", j), float64(c.Servers.Copy))
-		srv[j].ch = newRes(fmt.Sprintf("server%d.channel", j), float64(c.Servers.Channel))
+		srv[j].up = newRes(name+".nic.out", float64(c.Servers.NIC))
+		srv[j].down = newRes(name+".nic.in", float64(c.Servers.NIC))
+		srv[j].duplex = newRes(name+".nic.duplex", float64(c.Servers.Duplex))
+		srv[j].copy = newRes(name+".copy", float64(c.Servers.Copy))
+		srv[j].ch = newRes(name+".channel", float64(c.Servers.Channel))
 		for k := 0; k < c.Storage.PerServer; k++ {
-			devID++
+			*devID++
 			var d Device
 			switch c.Storage.Kind {
 			case "disk":
-				d = NewDisk(s, devID, dp)
+				d = NewDisk(m.sim, *devID, dp)
 			case "raid5", "raid6", "declustered":
-				a := NewArray(s, devID, c.Storage.Array, dp)
+				a := NewArray(m.sim, *devID, c.Storage.Array, dp)
 				m.arrays = append(m.arrays, a)
 				d = a
 			case "curve":
-				cd := NewCurveDevice(s, devID, fmt.Sprintf("server%d.dev%d", j, k), *c.Storage.Curve, w.Op != "read", shared)
+				cd := NewCurveDevice(m.sim, *devID, fmt.Sprintf("%s.dev%d", name, k), *c.Storage.Curve, write, shared)
 				m.res = append(m.res, cd.res)
 				d = cd
 			}
 			srv[j].devs = append(srv[j].devs, d)
-			srv[j].links = append(srv[j].links, newRes(fmt.Sprintf("server%d.dev%d.link", j, k), float64(c.Storage.Link)))
+			srv[j].links = append(srv[j].links, newRes(fmt.Sprintf("%s.dev%d.link", name, k), float64(c.Storage.Link)))
 		}
 	}
-	path := func(ci, sj, k int, write bool) []*des.Resource {
-		var p []*des.Resource
-		add := func(r *des.Resource) {
-			if r != nil {
-				p = append(p, r)
-			}
+	return srv
+}
+
+// place chooses the devices of the class's k-th stream and the network
+// path to each: the layout's devices, with space for the stream's files
+// handed out in order.
+func place(c *Config, k int, cl client, srv []server, used []int64, write bool, sw *des.Resource) []Target {
+	w := c.Workload
+	M := len(srv)
+	devs := len(used)
+	var ds []int // the class's device indices
+	switch {
+	case w.OneDevice:
+		ds = []int{0}
+	case w.Layout == "stripe":
+		// PVFS's and Strata's way: every request over k devices,
+		// each stream's file on the next k devices (placement
+		// balances by load: files overlap only when they must)
+		n := w.Stripe
+		if n <= 0 || n > devs {
+			n = devs
 		}
-		if write {
-			add(cls[ci].cpu)
-			add(cls[ci].up)
-			add(cls[ci].rackUp)
-			add(sw)
-			add(srv[sj].down)
-		} else {
-			add(srv[sj].up)
-			add(sw)
-			add(cls[ci].rackDown)
-			add(cls[ci].down)
-			add(cls[ci].cpu)
+		// once the files have gone round the devices, the next
+		// round starts one device further, so files striped unit
+		// by unit do not all start on the same device
+		start := k*n + k*n/devs
+		for i := 0; i < n; i++ {
+			// device d lives on server d mod M, so a stripe spreads
+			// over servers before it doubles up on one
+			ds = append(ds, (start+i)%devs)
 		}
-		add(cls[ci].duplex)
-		add(srv[sj].duplex)
-		add(srv[sj].copy)
-		add(srv[sj].ch)
-		add(srv[sj].links[k])
-		return p
+	default:
+		// CASTOR's way: whole files, spread round-robin over servers,
+		// then over each server's devices
+		ds = []int{k % devs}
 	}
-	var limit float64
-	if c.Clients.TCPWindow > 0 && c.Clients.Latency > 0 {
-		limit = float64(c.Clients.TCPWindow) / (2 * c.Clients.Latency / 1e3)
-	}
-	total := N * w.Streams
-	devs := M * c.Storage.PerServer
-	// each device hands out space to the streams that use it, in order
-	used := make([]int64, devs)
 	span := int64(w.File) * int64(w.Files)
-	for g := 0; g < total; g++ {
-		ci := g % N
-		write := w.Op == "write" || w.Op == "mixed" && g%2 == 0
-		st := &Stream{ID: int32(g), Write: write, FileSize: int64(w.File), Files: w.Files, Record: int64(w.Record),
-			Depth: w.Depth, Sync: w.Sync, Limit: limit}
-		if w.Layout == "stripe" {
-			st.Unit = int64(w.StripeUnit)
-		}
-		if limit == 0 {
-			// a command's round trip; with a TCP window the path's delay
-			// is in the window's cap on each flow instead
-			st.Latency = des.Time(c.Clients.Latency * 1e6)
-		}
-		st.MaxOps = w.Requests
-		if !write {
-			st.Sink = cls[ci].sink
-		}
-		if w.Pattern == "random" {
-			st.Random = s.Rand(uint64(g), 3)
-		}
-		var ds []int // global device indices
-		switch {
-		case w.OneDevice:
-			ds = []int{0}
-		case w.Layout == "stripe":
-			// PVFS's and Strata's way: every request over k devices,
-			// each stream's file on the next k devices (placement
-			// balances by load: files overlap only when they must)
-			k := w.Stripe
-			if k <= 0 || k > devs {
-				k = devs
-			}
-			// once the files have gone round the devices, the next
-			// round starts one device further, so files striped unit
-			// by unit do not all start on the same device
-			start := g*k + g*k/devs
-			for i := 0; i < k; i++ {
-				d := (start + i) % devs
-				// device d lives on server d mod M, so a stripe spreads
-				// over servers before it doubles up on one
-				ds = append(ds, d)
-			}
-		default:
-			// CASTOR's way: whole files, spread round-robin over servers,
-			// then over each server's devices
-			ds = []int{g % devs}
-		}
-		for _, d := range ds {
-			sj, k := d%M, d/M
-			share := span / int64(len(ds))
-			st.Targets = append(st.Targets, Target{Dev: srv[sj].devs[k], Path: path(ci, sj, k, write), Base: used[d]})
-			// space for this stream's share, rounded up to 1 GiB so streams
-			// do not share tracks
-			used[d] += (share + (1<<30 - 1)) &^ (1<<30 - 1)
-		}
-		m.streams = append(m.streams, st)
+	var ts []Target
+	for _, d := range ds {
+		sj, j := d%M, d/M
+		share := span / int64(len(ds))
+		ts = append(ts, Target{Dev: srv[sj].devs[j], Path: path(cl, srv[sj], j, write, sw), Base: used[d]})
+		// space for this stream's share, rounded up to 1 GiB so streams
+		// do not share tracks
+		used[d] += (share + (1<<30 - 1)) &^ (1<<30 - 1)
 	}
-	return m, nil
+	return ts
+}
+
+// path is the resources a stream's bytes cross between a client and a
+// server's device j, in the direction they flow.
+func path(cl client, sv server, j int, write bool, sw *des.Resource) []*des.Resource {
+	var p []*des.Resource
+	add := func(r *des.Resource) {
+		if r != nil {
+			p = append(p, r)
+		}
+	}
+	if write {
+		add(cl.cpu)
+		add(cl.up)
+		add(cl.rackUp)
+		add(sw)
+		add(sv.down)
+	} else {
+		add(sv.up)
+		add(sw)
+		add(cl.rackDown)
+		add(cl.down)
+		add(cl.cpu)
+	}
+	add(cl.duplex)
+	add(sv.duplex)
+	add(sv.copy)
+	add(sv.ch)
+	add(sv.links[j])
+	return p
 }
 
 // Run simulates the study once.
@@ -314,7 +388,42 @@ func Run(c *Config, seed uint64) (*Result, error) {
 	}
 	r.Bound = Bound(c)
 	r.Rebuild = rw.result(r.Bytes, first, last)
+	r.Groups = m.groupResults(c)
+	if len(r.Groups) > 0 {
+		r.Op = "groups"
+	}
 	return r, nil
+}
+
+// groupResults is each client group's share of the run; nil for a study
+// without groups.
+func (m *model) groupResults(c *Config) []GroupResult {
+	if len(c.Clients.Groups) == 0 {
+		return nil
+	}
+	out := make([]GroupResult, len(c.parts))
+	first := make([]des.Time, len(c.parts))
+	last := make([]des.Time, len(c.parts))
+	for i, p := range c.parts {
+		b := p.bound()
+		out[i] = GroupResult{Name: p.name, Class: c.classes[p.class].name, Op: p.op(), Alone: b.MBps, AloneBinding: b.Binding}
+		if p.from >= 0 {
+			out[i].From = c.classes[p.from].name
+		}
+		first[i] = des.Forever
+	}
+	for k, st := range m.streams {
+		i := m.group[k]
+		out[i].Streams++
+		out[i].Bytes += st.Bytes
+		first[i], last[i] = min(first[i], st.Start), max(last[i], st.End)
+	}
+	for i := range out {
+		if d := (last[i] - first[i]).Seconds(); d > 0 {
+			out[i].MBps = round3(float64(out[i].Bytes) / d / 1e6)
+		}
+	}
+	return out
 }
 
 // rebuildWatch counts the users' bytes from the arrays' failure to their

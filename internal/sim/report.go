@@ -84,11 +84,18 @@ func WriteResult(w io.Writer, r *Result) error {
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "aggregate\t%.2f MB/s\t%d streams, %s %s in %.3f s simulated, %.0f requests/s\n", r.MBps, r.Streams, r.Op, chart.SizeStr(r.Bytes), r.Seconds, r.IOPS)
-	if r.ReadMBps > 0 && r.WriteMBps > 0 {
+	if r.ReadMBps > 0 && r.WriteMBps > 0 && len(r.Groups) == 0 {
 		fmt.Fprintf(tw, "readers\t%.2f MB/s\t\n", r.ReadMBps)
 		fmt.Fprintf(tw, "writers\t%.2f MB/s\t\n", r.WriteMBps)
 	}
 	fmt.Fprintf(tw, "per stream\t%s\tMB/s\n", floats(r.PerStream, 8))
+	for _, g := range r.Groups {
+		on := g.Class
+		if g.From != "" {
+			on = g.From + " → " + g.Class
+		}
+		fmt.Fprintf(tw, "group %s\t%.2f MB/s\t%d streams, %s on %s; alone its bound is %.2f MB/s (%s)\n", g.Name, g.MBps, g.Streams, g.Op, on, g.Alone, g.AloneBinding)
+	}
 	fmt.Fprintf(tw, "bound\t%.2f MB/s\tbinding term %s (DES/bound = %.3f)\n", r.Bound.MBps, r.Bound.Binding, ratio(r.MBps, r.Bound.MBps))
 	if r.Busiest != "" {
 		fmt.Fprintf(tw, "busiest\t%s\t\n", r.Busiest)
@@ -164,6 +171,7 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 	rebuild := r.rebuild()
 	site := r.site()
 	meta := r.meta()
+	groups := r.groups()
 	switch {
 	case meta:
 		head = append(append([]string{}, r.Keys...), "ops/s", "latency µs", "per group", "cores busy", "bound", "binds", "events", "")
@@ -176,6 +184,12 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 		}
 	case rebuild:
 		head = append(append([]string{}, r.Keys...), "MB/s", "healthy MB/s", "degraded MB/s", "rebuild", "spare MB/s", "bound", "binds", "events", "")
+	case len(groups) > 0:
+		head = append(append([]string{}, r.Keys...), "MB/s")
+		for _, g := range groups {
+			head = append(head, g+" MB/s")
+		}
+		head = append(head, "bound", "binds", "events", "")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, p := range r.Points {
@@ -204,6 +218,12 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 				}
 			} else if rb := x.Rebuild; rebuild && rb != nil {
 				row = append(row, f2(x.MBps), f2(rb.HealthyMBps), f2(rb.UserMBps), hms(rb.Seconds), f2(rb.MemberMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
+			} else if len(groups) > 0 {
+				row = append(row, f2(x.MBps))
+				for _, g := range x.Groups {
+					row = append(row, f2(g.MBps))
+				}
+				row = append(row, f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
 			} else {
 				row = append(row, f2(x.MBps), f2(x.ReadMBps), f2(x.WriteMBps), f2(x.Bound.MBps), x.Bound.Binding, strconv.FormatUint(x.Events, 10))
 			}
@@ -259,6 +279,20 @@ func (r *SweepResult) site() bool {
 	return false
 }
 
+// groups is the names of the sweep's client groups; nil without groups.
+func (r *SweepResult) groups() []string {
+	for _, p := range r.Points {
+		if p.Result != nil {
+			var n []string
+			for _, g := range p.Result.Groups {
+				n = append(n, g.Name)
+			}
+			return n
+		}
+	}
+	return nil
+}
+
 // rebuild says whether the sweep's runs had failed array members.
 func (r *SweepResult) rebuild() bool {
 	for _, p := range r.Points {
@@ -294,8 +328,13 @@ func f2(v float64) string {
 // WriteSweepCSV writes one row per point.
 func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
-	cw.Write(append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error",
-		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts", "ops_per_s", "healthy_mb_per_s", "degraded_mb_per_s", "rebuild_s"))
+	head := append(append([]string{}, r.Keys...), "mb_per_s", "read_mb_per_s", "write_mb_per_s", "bound_mb_per_s", "binding_term", "events", "fingerprint", "error",
+		"latency_mean_s", "latency_p95_s", "latency_max_s", "mounts", "ops_per_s", "healthy_mb_per_s", "degraded_mb_per_s", "rebuild_s")
+	groups := r.groups()
+	for _, g := range groups {
+		head = append(head, g+"_mb_per_s")
+	}
+	cw.Write(head)
 	for _, p := range r.Points {
 		var row []string
 		for _, k := range r.Keys {
@@ -314,8 +353,12 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 			} else {
 				row = append(row, "", "", "")
 			}
+			for _, g := range x.Groups {
+				row = append(row, ftoa(g.MBps))
+			}
 		} else {
 			row = append(row, "", "", "", "", "", "", "", p.Error, "", "", "", "", "", "", "", "")
+			row = append(row, make([]string, len(groups))...)
 		}
 		cw.Write(row)
 	}
@@ -435,6 +478,15 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 			add(name, xv, res.IOPS)
 			continue
 		}
+		if s.Plot.Metric == "groups" {
+			for _, g := range res.Groups {
+				add(name+" "+g.Name, xv, g.MBps)
+			}
+			if series == "" {
+				add("bound", xv, res.Bound.MBps)
+			}
+			continue
+		}
 		if y, ok := rebuildMetric(res, s.Plot.Metric); ok {
 			add(name, xv, y)
 			continue
@@ -467,6 +519,8 @@ func (s *Study) SweepChart(r *SweepResult, title string) (chart.Chart, error) {
 	switch s.Plot.Metric {
 	case "per_stream":
 		yl = "MB/s per stream"
+	case "groups":
+		yl = "MB/s, each client group"
 	case "latency_mean":
 		yl = "mean wait, s (recall: to disk; migration: to tape)"
 	case "latency_p95":

@@ -7,7 +7,8 @@
 // members and rebuilds) and tape (with bad cartridges, failed drives and
 // recopies). Workloads are the same streams strata bench runs, reading
 // into memory or into the client's local files (the page cache and the
-// fsync a get pays); studies are TOML files (examples/sim/); sweeps run
+// fsync a get pays), one group of clients or several on classes of
+// servers at once, copies between classes among them (groups.go); studies are TOML files (examples/sim/); sweeps run
 // points in parallel, each deterministic; calibrate fits device curves
 // from strata bench JSON and predicts repeats of the run it fitted.
 package sim

@@ -59,7 +59,11 @@ type Stream struct {
 	// Sink, for a reader, is the local file it writes what it reads into
 	// and fsyncs at each file's end (strata get); nil: memory.
 	Sink *Sink
-	Done func()
+	// Source, when set, makes the stream a copy (a tier move): each
+	// request is read from the Source targets, then written to the
+	// Targets (Write is true).
+	Source []Target
+	Done   func()
 
 	sim      *des.Sim
 	file     int
@@ -73,8 +77,9 @@ type Stream struct {
 	issued   int64
 	active   bool
 	dirty    int64 // bytes of the current file in the sink's page cache
-	// one queue per stage and target: requests wait their turn
-	stages [2][]stage
+	// one queue per stage and target: requests wait their turn (a
+	// copy's source in stages 2 and 3)
+	stages [4][]stage
 }
 
 type stage struct {
@@ -99,7 +104,11 @@ func (st *Stream) Run(s *des.Sim) {
 		st.Depth = 1
 	}
 	for i := range st.stages {
-		st.stages[i] = make([]stage, len(st.Targets))
+		n := len(st.Targets)
+		if i >= 2 {
+			n = len(st.Source)
+		}
+		st.stages[i] = make([]stage, n)
 	}
 	st.fill()
 }
@@ -210,21 +219,39 @@ func (st *Stream) request() {
 		}
 		finish()
 	}
+	if st.Source == nil {
+		st.move(st.Targets, 0, st.Write, ps, extra, done)
+		return
+	}
+	// a copy: the request is read from the source, then written
+	src := splitOver(len(st.Source), st.Unit, off, n)
+	read := len(src)
+	st.move(st.Source, 2, false, src, nil, func() {
+		if read--; read == 0 {
+			st.move(st.Targets, 0, true, ps, nil, done)
+		}
+	})
+}
+
+// move runs a request's pieces on targets ts (stage queues from base):
+// for a write the network then the device, for a read the device then
+// the network; done is called after each piece.
+func (st *Stream) move(ts []Target, base int, write bool, ps []piece, extra *des.Resource, done func()) {
 	for _, p := range ps {
-		i, piece, lba := p.target, p.size, st.Targets[p.target].Base+p.off
-		net := func(next func()) { st.transfer(i, piece, extra, next) }
+		i, piece, lba := p.target, p.size, ts[p.target].Base+p.off
+		net := func(next func()) { st.transfer(ts[i].Path, piece, extra, next) }
 		dev := func(next func()) {
-			if st.Write {
-				st.Targets[i].Dev.Write(lba, piece, next)
+			if write {
+				ts[i].Dev.Write(lba, piece, next)
 			} else {
-				st.Targets[i].Dev.Read(lba, piece, next)
+				ts[i].Dev.Read(lba, piece, next)
 			}
 		}
 		first, second := net, dev
-		if !st.Write {
+		if !write {
 			first, second = dev, net
 		}
-		st.enqueue(0, i, first, func() { st.enqueue(1, i, second, done) })
+		st.enqueue(base, i, first, func() { st.enqueue(base+1, i, second, done) })
 	}
 }
 
@@ -239,8 +266,14 @@ type piece struct {
 // (the remainder on the last), or with a stripe unit, unit by unit round
 // robin.
 func (st *Stream) pieces(off, n int64) []piece {
-	k := int64(len(st.Targets))
-	if st.Unit <= 0 || k == 1 {
+	return splitOver(len(st.Targets), st.Unit, off, n)
+}
+
+// splitOver splits n bytes at offset off over k targets, evenly or unit
+// by unit.
+func splitOver(targets int, unit, off, n int64) []piece {
+	k := int64(targets)
+	if unit <= 0 || k == 1 {
 		ps := make([]piece, k)
 		for i := range ps {
 			ps[i] = piece{i, off / k, n / k}
@@ -250,10 +283,10 @@ func (st *Stream) pieces(off, n int64) []piece {
 	}
 	var ps []piece
 	for end := off + n; off < end; {
-		u := off / st.Unit
-		size := min(end, (u+1)*st.Unit) - off
+		u := off / unit
+		size := min(end, (u+1)*unit) - off
 		t := int(u % k)
-		at := u/k*st.Unit + off%st.Unit
+		at := u/k*unit + off%unit
 		if j := len(ps) - 1; j >= 0 && ps[j].target == t && ps[j].off+ps[j].size == at {
 			ps[j].size += size
 		} else {
@@ -290,10 +323,9 @@ func (st *Stream) kick(g *stage) {
 	})
 }
 
-// transfer moves n bytes over target i's network path (and extra, when
+// transfer moves n bytes over a target's network path (and extra, when
 // set), then calls next.
-func (st *Stream) transfer(i int, n int64, extra *des.Resource, next func()) {
-	path := st.Targets[i].Path
+func (st *Stream) transfer(path []*des.Resource, n int64, extra *des.Resource, next func()) {
 	if extra != nil {
 		path = append(path[:len(path):len(path)], extra)
 	}

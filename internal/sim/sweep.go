@@ -164,7 +164,21 @@ func (s *Study) apply(set map[string]string) (map[string]any, error) {
 	for _, k := range keys {
 		parts := strings.Split(k, ".")
 		m := doc
-		for _, p := range parts[:len(parts)-1] {
+		for i := 0; i < len(parts)-1; i++ {
+			p := parts[i]
+			if arr, ok := m[p].([]any); ok {
+				// an array of tables ([[clients.group]]): the next part
+				// names the element
+				if i++; i == len(parts)-1 {
+					return nil, fmt.Errorf("%s: name one of the %s by its name (%s.NAME.KEY)", k, p, strings.Join(parts[:i], "."))
+				}
+				sub := named(arr, parts[i])
+				if sub == nil {
+					return nil, fmt.Errorf("%s: no %s is named %q", k, p, parts[i])
+				}
+				m = sub
+				continue
+			}
 			sub, ok := m[p].(map[string]any)
 			if !ok {
 				sub = map[string]any{}
@@ -175,6 +189,16 @@ func (s *Study) apply(set map[string]string) (map[string]any, error) {
 		m[parts[len(parts)-1]] = literal(set[k])
 	}
 	return doc, nil
+}
+
+// named is the table of arr whose name is name, or nil.
+func named(arr []any, name string) map[string]any {
+	for _, e := range arr {
+		if t, ok := e.(map[string]any); ok && t["name"] == name {
+			return t
+		}
+	}
+	return nil
 }
 
 func literal(v string) any {
