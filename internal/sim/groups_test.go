@@ -222,3 +222,30 @@ func mustParse(t *testing.T, s string) *Config {
 	}
 	return c
 }
+
+// A study file, whatever it holds, parses or fails with an error; one
+// that parses has a bound, and every group a part on a class.
+func FuzzParseStudy(f *testing.F) {
+	f.Add(twoClasses("0", "copy", srcClass))
+	f.Add(twoClasses("1GB/s", "read", ""))
+	f.Add("[workload]\nop = \"write\"\n[[clients.group]]\nname = \"a\"\n")
+	f.Add("[[servers.class]]\nname = \"x\"\n[servers.class.storage]\nkind = \"raid6\"\n[servers.class.storage.array]\ndisks = 6\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := ParseStudy([]byte(s))
+		if err != nil {
+			return
+		}
+		c := st.Config
+		if b := Bound(c); math.IsNaN(b.MBps) || b.MBps < 0 {
+			t.Fatalf("bound %v", b)
+		}
+		if len(c.parts) == 0 || len(c.classes) == 0 {
+			t.Fatalf("%d groups on %d classes", len(c.parts), len(c.classes))
+		}
+		for _, p := range c.parts {
+			if p.class < 0 || p.class >= len(c.classes) || p.c == nil || p.from >= 0 && p.src == nil {
+				t.Fatalf("group %+v", p)
+			}
+		}
+	})
+}
