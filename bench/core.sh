@@ -7,6 +7,8 @@
 #                              # over TCP against the disk (part of single)
 #   PARTS=mdcal bench/core.sh  # the inputs strata sim's catalog model is
 #                              # calibrated on (docs/SIMULATION.md)
+#   PARTS=mdcurve bench/core.sh # creates against clients, 1 to 64: the
+#                              # writer's groups and the CPU per create
 #
 # Every Strata figure is set against a baseline measured in the same run on
 # the same file system, alternating with it (this machine is shared and its
@@ -248,6 +250,37 @@ rs = [json.loads(l) for l in sys.stdin if l.strip()]
 cpu = [statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server")]
 print("| %s | %s | %.0f | %.0f | %s |" % (ph, c, *cpu, "-" if ph == "stat" else "%.1f" % statistics.median(gs)))' "$ph" "$c" "${gs[@]}"
     done
+  done
+  stop
+fi
+
+# Creates against clients: what the catalog's one writer does at each
+# load (its groups' size and time, from /metrics: BEGIN to the end of the
+# durable COMMIT) beside the CPU every process spends per create.
+if [[ " $PARTS " == *" mdcurve "* ]]; then
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
+  writer() { curl -s -H "Authorization: Bearer $STRATA_TOKEN" "http://127.0.0.1:$PORT/metrics" |
+    awk '/^strata_catalog_group_operations_count/{c=$2} /^strata_catalog_group_operations_sum/{s=$2} /^strata_catalog_group_duration_seconds_sum/{d=$2} END{print c, s, d}'; }
+  echo; echo "## Creates against clients (core's Unix socket; median of $REPS; corebench md --phases create)"
+  echo; echo "| clients | creates/s | per group | writer µs per group | writer busy | CPU µs per create: client | server | machine |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for c in 1 2 4 8 16 32 64; do
+    files=$((8000 / c)); [ $files -lt 300 ] && files=300
+    rows=()
+    for r in $(seq "$REPS"); do
+      read -r g0 n0 d0 < <(writer)
+      j=$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients $c --files $files --phases create --server-pid "$SERVER_PID")
+      read -r g1 n1 d1 < <(writer)
+      rows+=("$(echo "$j" | python3 -c "
+import json, sys
+r = json.load(sys.stdin); g = $g1 - $g0; T = ($d1 - $d0) / g
+print(r['create_per_s'], ($n1 - $n0) / g, T * 1e6, r['create_per_s'] / (($n1 - $n0) / g) * T, *(r['create_cpu_us'][k] for k in ('client', 'server', 'machine')))")")
+    done
+    printf '%s\n' "${rows[@]}" | python3 -c '
+import statistics, sys
+rows = [[float(x) for x in l.split()] for l in sys.stdin if l.strip()]
+m = [statistics.median(col) for col in zip(*rows)]
+print("| %s | %.0f | %.1f | %.0f | %.0f%% | %.0f | %.0f | %.0f |" % (sys.argv[1], m[0], m[1], m[2], 100 * m[3], m[4], m[5], m[6]))' "$c"
   done
   stop
 fi
