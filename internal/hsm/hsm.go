@@ -65,9 +65,8 @@ type Config struct {
 	// Rules decide when a recall is worth a mount.
 	Rules sched.Rules
 	// MountRetry is how long a cartridge the robot failed to mount waits
-	// before the next try, doubling at each failed round (at most
-	// maxMountHold); after maxMountFailures rounds its recalls go to
-	// another copy or fail.
+	// before the next try, doubling at each failed round
+	// (sched.RetryMount).
 	MountRetry time.Duration
 }
 

@@ -187,7 +187,7 @@ func (h *Engine) Statuses(sts []api.StageStatus, ids []int64) {
 		p := view[id]
 		st.State, st.Position = api.StageQueued, p.ahead
 		if _, ok := h.mountRetry[r.volume]; ok && stuck[r.volume] == "" {
-			stuck[r.volume] = fmt.Sprintf("the robot failed to mount cartridge %s (%d of %d rounds); the next round comes after a pause", r.volume, h.mountFails[r.volume], maxMountFailures)
+			stuck[r.volume] = fmt.Sprintf("the robot failed to mount cartridge %s (%d of %d rounds); the next round comes after a pause", r.volume, h.mountFails[r.volume], sched.MaxMountFailures)
 		}
 		if w := cmp.Or(waiting, stuck[r.volume]); w != "" {
 			st.Waiting = w // and no estimate: nothing moves until the drive is back
@@ -371,21 +371,22 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 			h.fallback(ctx, d.Requests, err)
 		default:
 			// The robot, most likely: try again on the next round, but
-			// not for ever — after maxMountFailures the recalls go to
-			// another copy, or fail saying why.
+			// not for ever — after sched.MaxMountFailures the recalls
+			// go to another copy, or fail saying why.
 			h.mu.Lock()
 			h.mountFails[d.Volume]++
 			n := h.mountFails[d.Volume]
-			if n >= maxMountFailures {
+			hold, giveUp := sched.RetryMount(h.cfg.MountRetry, n)
+			if giveUp {
 				delete(h.mountFails, d.Volume)
 				delete(h.mountRetry, d.Volume)
 			} else {
-				at := h.clk.Now().Add(min(h.cfg.MountRetry<<(n-1), maxMountHold))
+				at := h.clk.Now().Add(hold)
 				h.mountRetry[d.Volume] = at
 				h.sched.Hold(d.Volume, at)
 			}
 			h.mu.Unlock()
-			if n >= maxMountFailures {
+			if giveUp {
 				h.log.Error("hsm: cannot mount a cartridge; its recalls go to other copies or fail", "volume", d.Volume, "tries", n, "err", err)
 				h.fallback(ctx, d.Requests, fmt.Errorf("cannot mount %s (%d tries): %w", d.Volume, n, err))
 				return
@@ -424,16 +425,6 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 		}
 	}
 }
-
-// maxMountFailures is how many rounds of mount attempts (each a few tries
-// of the robot) a cartridge gets before its recalls give up on it; the
-// rounds are MountRetry, 2×, 4× … apart (at most maxMountHold), so a
-// robot that stops for a while (a door opened, an inventory) does not
-// fail recalls a copy elsewhere could not serve either.
-const (
-	maxMountFailures = 5
-	maxMountHold     = 5 * time.Minute
-)
 
 // fallback re-queues recalls on another copy, or fails them when none is
 // left.

@@ -416,6 +416,28 @@ func (s *Scheduler) takeBatch(vol string, free *int64) []Request {
 	return batch
 }
 
+// MaxMountFailures is how many rounds of mount attempts (each a few tries
+// of the robot) a cartridge gets before its recalls give up on it; the
+// rounds are a base pause, 2×, 4× … apart (at most MaxMountHold), so a
+// robot that stops for a while (a door opened, an inventory) does not
+// fail recalls a copy elsewhere could not serve either.
+const (
+	MaxMountFailures = 5
+	MaxMountHold     = 5 * time.Minute
+)
+
+// RetryMount is what follows the n-th failed round in a row of mounting
+// a cartridge: hold it for the returned pause (base doubled each round,
+// at most MaxMountHold) and try again, or, once n reaches
+// MaxMountFailures, give up on it (giveUp): its recalls go to another
+// copy or fail. strata serve's recaller and strata sim both follow it.
+func RetryMount(base time.Duration, n int) (hold time.Duration, giveUp bool) {
+	if n >= MaxMountFailures {
+		return 0, true
+	}
+	return min(base<<(max(n, 1)-1), MaxMountHold), false
+}
+
 // Done reports that drive has finished its batch on volume. Requests that
 // failed and should be tried again (another drive, later) are re-queued.
 func (s *Scheduler) Done(volume string, retry []Request) {

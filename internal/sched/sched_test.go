@@ -509,3 +509,27 @@ func TestReadThroughGaps(t *testing.T) {
 		}
 	}
 }
+
+// A cartridge the robot fails to mount waits the base pause, then twice
+// as long each round, never more than MaxMountHold, and is given up on
+// at the MaxMountFailures-th failed round.
+func TestRetryMount(t *testing.T) {
+	for _, tc := range []struct {
+		base   time.Duration
+		n      int
+		hold   time.Duration
+		giveUp bool
+	}{
+		{10 * time.Second, 1, 10 * time.Second, false},
+		{10 * time.Second, 2, 20 * time.Second, false},
+		{10 * time.Second, 4, 80 * time.Second, false},
+		{10 * time.Second, sched.MaxMountFailures, 0, true},
+		{2 * time.Minute, 3, sched.MaxMountHold, false},
+		{time.Second, 0, time.Second, false},
+	} {
+		hold, giveUp := sched.RetryMount(tc.base, tc.n)
+		if hold != tc.hold || giveUp != tc.giveUp {
+			t.Errorf("RetryMount(%v, %d) = %v, %v; want %v, %v", tc.base, tc.n, hold, giveUp, tc.hold, tc.giveUp)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/strata-storage/strata/internal/chart"
+	"github.com/strata-storage/strata/internal/sched"
 )
 
 // WriteBound prints the analytic model: every term, the binding one
@@ -51,6 +52,9 @@ func WriteResult(w io.Writer, r *Result) error {
 			x.Mounts, x.Locates, x.ReadThroughs, 100*x.Mounting, 100*x.Positioning, 100*x.Transfer, 100*x.Overhead, 100*x.Idle)
 		if x.BadMounts+x.DrivesFailed+x.Lost > 0 {
 			fmt.Fprintf(tw, "failures\t%d bad mounts, %d drives failed\t%d recalls served from another copy, %d lost (no readable copy)\n", x.BadMounts, x.DrivesFailed, x.FromCopy, x.Lost)
+		}
+		if x.MountFailures > 0 {
+			fmt.Fprintf(tw, "robot\t%d mounts failed\t%d cartridges given up after %d rounds\n", x.MountFailures, x.GaveUp, sched.MaxMountFailures)
 		}
 		if x.RecopySeconds > 0 {
 			fmt.Fprintf(tw, "recopy\t%s\t%s read back from another copy and written to new cartridges, from the first bad mount\n", hms(x.RecopySeconds), chart.SizeStr(x.RecopyBytes))

@@ -96,9 +96,16 @@ type TapeConfig struct {
 	FailedDrives  int    `toml:"failed_drives"`
 	DriveFailAt   string `toml:"drive_fail_at"`
 	Recopy        bool   `toml:"recopy"`
+	// MountFailures is the chance that the robot fails a mount (a
+	// transient fault: a gripper, a door, an inventory); the cartridge is
+	// tried again after MountRetry, doubling each round, as strata
+	// serve's [hsm] mount_retry and sched.RetryMount do.
+	MountFailures float64 `toml:"mount_failures"`
+	MountRetry    string  `toml:"mount_retry"`
 
 	gen           tape.Generation
 	driveFailAt   des.Time
+	mountRetry    time.Duration
 	poll          time.Duration
 	drivePoll     time.Duration
 	migrateDrives int
@@ -245,8 +252,13 @@ type RecallResult struct {
 	// unreadable cartridges, recalls served from another copy, drives
 	// that failed, and when the copies on bad cartridges were whole again
 	// (seconds from the first bad mount; Recopy).
-	Lost          int     `json:"lost,omitempty"`
-	BadMounts     int     `json:"bad_mounts,omitempty"`
+	Lost      int `json:"lost,omitempty"`
+	BadMounts int `json:"bad_mounts,omitempty"`
+	// MountFailures are mounts the robot failed (tape.mount_failures);
+	// GaveUp, cartridges whose recalls went elsewhere after
+	// sched.MaxMountFailures rounds.
+	MountFailures int     `json:"mount_failures,omitempty"`
+	GaveUp        int     `json:"mounts_given_up,omitempty"`
 	FromCopy      int     `json:"from_other_copy,omitempty"`
 	DrivesFailed  int     `json:"drives_failed,omitempty"`
 	RecopyBytes   int64   `json:"recopy_bytes,omitempty"`
@@ -671,9 +683,14 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 			return
 		}
 		m.robotMove(d, func() {
+			if m.mountFailed() {
+				m.failedMount(d, dec.Volume, reqs)
+				return
+			}
 			m.after(d, des.Duration(m.g.Load), &d.stats.Mounting, evTapeLoad, func() {
 				d.vol, d.off = dec.Volume, -1
 				d.stats.Mounts++
+				delete(m.fail.mountFails, dec.Volume) // a round that mounts ends the failures
 				if m.fail.bad[dec.Volume] {
 					m.badMount(d, dec.Volume, reqs)
 					return

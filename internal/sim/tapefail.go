@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,20 @@ func (t *TapeConfig) fillFailures() error {
 	if t.Recopy && (t.Copies < 2 || t.BadCartridges == 0) {
 		return fmt.Errorf("tape.recopy = true needs tape.copies ≥ 2 and tape.bad_cartridges ≥ 1")
 	}
+	if !(t.MountFailures >= 0 && t.MountFailures <= 1) {
+		return fmt.Errorf("tape.mount_failures = %g: want the chance a mount fails, 0 … 1", t.MountFailures)
+	}
+	if t.MountFailures > 0 && t.Recopy {
+		return fmt.Errorf("tape.mount_failures and tape.recopy are not modelled together")
+	}
+	t.mountRetry = 10 * time.Second // strata serve's default
+	if t.MountRetry != "" {
+		d, err := time.ParseDuration(t.MountRetry)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("tape.mount_retry %q: want a pause (\"10s\")", t.MountRetry)
+		}
+		t.mountRetry = d
+	}
 	return nil
 }
 
@@ -61,6 +76,14 @@ type tapeFailures struct {
 	copyOf []int           // the copy each user request is on
 
 	lost, badMounts, fromCopy, drivesFailed int
+
+	// the robot's failed mounts: the chance, the draws, each cartridge's
+	// failed rounds in a row
+	mountChance         float64
+	mountRand           *rand.Rand
+	mountRetry          time.Duration
+	mountFails          map[string]int
+	mountFailed, gaveUp int
 
 	// recopy: bytes to read back from other copies, and to write
 	recopy       bool
@@ -87,6 +110,9 @@ func (m *recallModel) initFailures(c *Config) {
 		copyOf: make([]int, len(m.reqs)), recopy: t.Recopy, recopyFile: int64(c.Workload.File), recopyNext: int64(len(m.reqs))}
 	for i := 0; i < t.BadCartridges; i++ {
 		f.bad[fmt.Sprintf("V%05d", i)] = true
+	}
+	if t.MountFailures > 0 {
+		f.mountChance, f.mountRand, f.mountRetry, f.mountFails = t.MountFailures, m.sim.Rand(0, 11), t.mountRetry, map[string]int{}
 	}
 	m.fail = f
 	if t.FailedDrives > 0 {
@@ -157,6 +183,40 @@ func (m *recallModel) badMount(d *tdrive, vol string, batch []sched.Request) {
 			m.release(d)
 		})
 	})
+}
+
+// mountFailed draws whether the robot fails the mount it is making.
+func (m *recallModel) mountFailed() bool {
+	f := m.fail
+	return f.mountChance > 0 && f.mountRand.Float64() < f.mountChance
+}
+
+// failedMount handles a mount the robot failed as strata serve's recaller
+// does: the drive stays empty and free; the batch waits for the
+// cartridge's next round (sched.RetryMount's pause, sched.Hold), or after
+// the last round goes to the next copy, or is lost with none left.
+func (m *recallModel) failedMount(d *tdrive, vol string, batch []sched.Request) {
+	f := m.fail
+	f.mountFailed++
+	f.mountFails[vol]++
+	hold, giveUp := sched.RetryMount(f.mountRetry, f.mountFails[vol])
+	if giveUp {
+		delete(f.mountFails, vol)
+		f.gaveUp++
+		m.sch.Done(vol, nil)
+		for _, q := range batch {
+			if q.ID < int64(len(m.reqs)) {
+				f.copyOf[q.ID]++ // past this copy, to the next or lost
+				m.queue(int(q.ID))
+			}
+		}
+	} else {
+		at := m.sim.Now() + des.Duration(hold)
+		m.sch.Hold(vol, epoch.Add(time.Duration(at)))
+		m.sch.Done(vol, batch)
+		m.sim.Schedule(at, 1, evTapeDecide, 0, m.poke)
+	}
+	m.release(d)
 }
 
 // release ends a drive's work: it is free, or, failing, taken out.
@@ -319,6 +379,7 @@ func (m *recallModel) failureResult(rr *RecallResult) {
 	f := m.fail
 	rr.Files -= f.lost
 	rr.Lost, rr.BadMounts, rr.FromCopy, rr.DrivesFailed = f.lost, f.badMounts, f.fromCopy, f.drivesFailed
+	rr.MountFailures, rr.GaveUp = f.mountFailed, f.gaveUp
 	rr.RecopyBytes = f.recopyBytes
 	if f.recopyDone > 0 {
 		rr.RecopySeconds = round3((f.recopyDone - f.firstBad).Seconds())

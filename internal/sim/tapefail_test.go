@@ -126,3 +126,34 @@ func TestTapeFailureErrors(t *testing.T) {
 		}
 	}
 }
+
+// A robot that fails mounts delays recalls as strata serve's recaller
+// does (sched.RetryMount): a cartridge is held for 10 s, 20 s, 40 s …
+// between rounds; after the last round its recalls go to the next copy,
+// or are lost with none. A robot that never mounts loses everything on
+// one copy, each cartridge given up after its five rounds, and serves
+// nothing from the second either.
+func TestRecallMountFailures(t *testing.T) {
+	healthy := failStudy(t, "")
+	flaky := failStudy(t, "mount_failures = 0.3")
+	t.Logf("healthy: mean %.0f s, %d mounts; 30%% of mounts failing: mean %.0f s, %d mounts, %d failed, %d given up, %d lost",
+		healthy.Mean, healthy.Mounts, flaky.Mean, flaky.Mounts, flaky.MountFailures, flaky.GaveUp, flaky.Lost)
+	if flaky.MountFailures == 0 || flaky.Mean <= healthy.Mean || flaky.Files+flaky.Lost != 300 {
+		t.Errorf("30%% of mounts failing: %d failures, mean %.0f s (healthy %.0f), %d files + %d lost", flaky.MountFailures, flaky.Mean, healthy.Mean, flaky.Files, flaky.Lost)
+	}
+	if again := failStudy(t, "mount_failures = 0.3"); again.MountFailures != flaky.MountFailures || again.Mean != flaky.Mean {
+		t.Errorf("not deterministic: %d failures, mean %.3f s; then %d, %.3f s", flaky.MountFailures, flaky.Mean, again.MountFailures, again.Mean)
+	}
+	for _, copies := range []int{1, 2} {
+		never := failStudy(t, fmt.Sprintf("mount_failures = 1\ncopies = %d", copies))
+		// every cartridge of every copy: five rounds, given up
+		if never.Lost != 300 || never.Mounts != 0 || never.GaveUp != 10*copies || never.MountFailures != 5*10*copies {
+			t.Errorf("%d copies, no mount ever: %d lost, %d mounts, %d given up, %d failures", copies, never.Lost, never.Mounts, never.GaveUp, never.MountFailures)
+		}
+	}
+	for _, bad := range []string{"mount_failures = 1.5", "mount_failures = -0.1", "mount_retry = \"soon\"", "mount_failures = 0.1\ncopies = 2\nbad_cartridges = 1\nrecopy = true"} {
+		if _, err := Parse([]byte("[tape]\n" + bad + "\n[workload]\nop = \"recall\"\n")); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
