@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
@@ -158,6 +159,21 @@ func onTape(t *testing.T, c *client.Client, path string, data []byte, cos string
 	}
 	if _, err := c.Purge(ctx, path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// purgeAndEmptyDrives purges paths and takes every cartridge out of its
+// drive, so the recalls that follow start with a mount (a mounted
+// cartridge is served from its first request on).
+func purgeAndEmptyDrives(t *testing.T, s *server.Server, c *client.Client, paths ...string) {
+	t.Helper()
+	if _, err := c.Purge(ctx, paths...); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.Library.Drives() {
+		if d.Volume != "" {
+			s.Library.Dismount(ctx, d.ID)
+		}
 	}
 }
 
@@ -552,14 +568,7 @@ func TestThousandRecallsThroughTheServer(t *testing.T) {
 	if used < 10 {
 		t.Fatalf("files on %d cartridges, want 10", used)
 	}
-	if _, err := c.Purge(ctx, paths...); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range s.Library.Drives() {
-		if d.Volume != "" {
-			s.Library.Dismount(ctx, d.ID)
-		}
-	}
+	purgeAndEmptyDrives(t, s, c, paths...)
 	before := s.Library.Stats()
 	order := rand.New(rand.NewPCG(5, 5)).Perm(files)
 	shuffled := make([]string, files)
@@ -606,14 +615,7 @@ func TestRecallReadsThroughShortGaps(t *testing.T) {
 	if res, err := c.Migrate(ctx); err != nil || res.Files != files {
 		t.Fatalf("migrate: %+v, %v", res, err)
 	}
-	if _, err := c.Purge(ctx, wanted...); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range s.Library.Drives() { // a mounted cartridge would be served from the first request on
-		if d.Volume != "" {
-			s.Library.Dismount(ctx, d.ID)
-		}
-	}
+	purgeAndEmptyDrives(t, s, c, wanted...)
 	before := s.Library.Stats()
 	if _, err := c.Stage(ctx, wanted, 0); err != nil {
 		t.Fatal(err)
@@ -632,6 +634,63 @@ func TestRecallReadsThroughShortGaps(t *testing.T) {
 	}
 	if pos := st.Positioning - before.Positioning; pos > 2*tape.Generations["LTO-5"].LocateStart {
 		t.Fatalf("positioning took %v for %d files close together", pos, len(wanted))
+	}
+}
+
+// A recall that arrives for a cartridge while a batch reads it, for a
+// file the drive has yet to pass, joins that batch (sched.Merge): one
+// mount, one locate, the gaps read through — not a second batch after the
+// first, which would locate again.
+func TestRecallJoinsTheBatchBeingRead(t *testing.T) {
+	t.Parallel()
+	const size = 64 << 10
+	s, c := tapeServer(t, func(cfg *config.Config) {
+		cfg.Library.Generation = "LTO-5"
+		cfg.Library.TimeScale = "x10" // a mount takes 1.2 s: the late recall arrives meanwhile
+		cfg.HSM.MigrateDrives = 1
+		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMaxAge = 2, "1h" // alone, the late one would wait for the batch's end
+	})
+	paths := []string{"/j0", "/j1", "/j2", "/j3", "/j4"}
+	batch, late := []string{"/j0", "/j2"}, []string{"/j4"} // gaps between them: read through
+	data := make([][]byte, len(paths))
+	for i, p := range paths {
+		data[i] = randBytes(uint64(2100+i), size)
+		if _, err := c.Put(ctx, p, bytes.NewReader(data[i]), size, client.PutOptions{COS: "single", NoFixity: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := c.Migrate(ctx); err != nil || res.Files != len(paths) {
+		t.Fatalf("migrate: %+v, %v", res, err)
+	}
+	purgeAndEmptyDrives(t, s, c, paths...)
+	before := s.Library.Stats()
+	if _, err := c.Stage(ctx, batch, 0); err != nil {
+		t.Fatal(err)
+	}
+	busy := func() bool {
+		for _, d := range s.Library.Drives() {
+			if d.Busy {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); !busy(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no drive took the batch")
+		}
+	}
+	if _, err := c.Stage(ctx, late, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2, 4} {
+		if got, err := getBytes(c, paths[i]); err != nil || !bytes.Equal(got, data[i]) {
+			t.Fatalf("%s after the recall: %v", paths[i], err)
+		}
+	}
+	st := s.Library.Stats()
+	if m, l, r := st.Mounts-before.Mounts, st.Locates-before.Locates, st.ReadThroughs-before.ReadThroughs; m != 1 || l != 1 || r != 2 {
+		t.Fatalf("%d mounts, %d locates, %d gaps read through; want 1, 1, 2: the late recall read on the way", m, l, r)
 	}
 }
 

@@ -400,13 +400,15 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 	delete(h.mountFails, d.Volume)
 	delete(h.mountRetry, d.Volume)
 	h.mu.Unlock()
-	for i, q := range d.Requests {
+	for i := 0; i < len(d.Requests); i++ {
+		q := d.Requests[i]
 		complete, err := h.recallOne(ctx, d.Drive, q)
 		switch {
 		case err == nil:
 			if complete {
 				h.finish(ctx, keyID(q.Key), nil)
 			}
+			d.Requests = h.merge(ctx, d, i)
 		case ctx.Err() != nil:
 			return // stopping: the requests stay in the catalog for the next run
 		case errors.Is(err, tape.ErrDriveFailed):
@@ -424,6 +426,34 @@ func (h *Engine) serve(ctx context.Context, d sched.Decision) {
 			h.finish(ctx, keyID(q.Key), err)
 		}
 	}
+}
+
+// merge takes into d's batch, after request i (just read), the recalls
+// queued for its cartridge since that the drive reads on to without a
+// locate (sched.Merge): a recall arriving for a cartridge being read for
+// hours — a repack, a recopy, a large batch — is served on the drive's
+// way instead of after the batch. It returns the batch to go on with.
+func (h *Engine) merge(ctx context.Context, d sched.Decision, i int) []sched.Request {
+	h.mu.Lock()
+	queued := h.sched.Waiting(d.Volume) > 0
+	h.mu.Unlock()
+	if !queued {
+		return d.Requests
+	}
+	free := h.bufferFree(ctx)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rest, added := h.sched.Merge(d.Volume, d.Requests[i], d.Requests[i+1:], free)
+	if len(added) == 0 {
+		return d.Requests
+	}
+	for _, q := range added {
+		if r := h.recalls[keyID(q.Key)]; r != nil {
+			r.active = true
+		}
+	}
+	h.log.Debug("hsm: recalls joined the batch being read", "drive", d.Drive, "volume", d.Volume, "files", len(added))
+	return append(d.Requests[:i+1:i+1], rest...)
 }
 
 // fallback re-queues recalls on another copy, or fails them when none is

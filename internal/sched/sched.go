@@ -23,7 +23,10 @@
 // order). strata sim measured both differences (docs/SIMULATION.md).
 // Within a batch, a gap between two requests that streams in less time than a
 // locate takes is read through (Request.ReadThrough), as drives do over
-// short distances: a locate costs seconds however short it is.
+// short distances: a locate costs seconds however short it is. A running
+// batch takes the requests that arrive for its cartridge when the drive
+// reads on to them (Merge), as a CTA tape session goes on taking its
+// tape's jobs.
 package sched
 
 import (
@@ -132,6 +135,9 @@ type Scheduler struct {
 	active map[string]string
 	// held are volumes not to be mounted before a time (Hold).
 	held map[string]time.Time
+	// byOffset are the active volumes whose batch reads in byte order
+	// (the others sweep); Merge keeps a running batch's order.
+	byOffset map[string]bool
 }
 
 type queue struct {
@@ -143,7 +149,7 @@ type queue struct {
 
 // New returns an empty scheduler.
 func New(r Rules) *Scheduler {
-	return &Scheduler{Rules: r, vols: map[string]*queue{}, keys: map[string]*Request{}, active: map[string]string{}, held: map[string]time.Time{}}
+	return &Scheduler{Rules: r, vols: map[string]*queue{}, keys: map[string]*Request{}, active: map[string]string{}, held: map[string]time.Time{}, byOffset: map[string]bool{}}
 }
 
 // Hold keeps volume from being mounted before until (its requests stay
@@ -195,6 +201,14 @@ func (s *Scheduler) Add(r Request) (Request, bool) {
 
 // Len is the number of queued requests.
 func (s *Scheduler) Len() int { return s.n }
+
+// Waiting is how many requests are queued for volume.
+func (s *Scheduler) Waiting(volume string) int {
+	if q := s.vols[volume]; q != nil {
+		return len(q.reqs)
+	}
+	return 0
+}
 
 // Queued returns the queued requests of volume in position order.
 func (s *Scheduler) Queued(volume string) []Request {
@@ -372,38 +386,95 @@ func (s *Scheduler) queued(vol string) bool {
 }
 
 // takeBatch removes vol's requests in position order, up to the buffer's
-// free space (at least one).
+// free space (at least one), and remembers the order for Merge.
 func (s *Scheduler) takeBatch(vol string, free *int64) []Request {
-	q := s.vols[vol]
-	all := make([]Request, len(q.reqs))
-	for i, r := range q.reqs {
-		all[i] = *r
+	batch := s.take(vol, nil, free, true, func(rs []Request) { s.byOffset[vol] = s.sortByPosition(rs) })
+	s.planGaps(batch)
+	return batch
+}
+
+// Merge takes into a running batch of volume the requests queued for it
+// since the batch began that its drive can read on the way: those the
+// batch's order puts after cur, the request being read — further along
+// the sweep, or ahead in byte order. rest is what the batch has left after
+// cur, in order; Merge returns it with the requests taken put in their
+// places and its gaps planned again from cur, and the requests taken, as
+// far as bufferFree holds them. The rest stay queued for the next batch,
+// as do all of them when the batch is not running: CTA's tape sessions go
+// on taking the queue's jobs for their mount the same way, so a recall
+// arriving for a cartridge being read — during a recopy or a repack, for
+// hours — waits for its part of the tape, not for the end.
+func (s *Scheduler) Merge(volume string, cur Request, rest []Request, bufferFree int64) (merged, added []Request) {
+	if !s.queued(volume) || s.active[volume] == "" {
+		return rest, nil
 	}
-	s.sortByPosition(all)
+	if s.Tape == nil || s.Rules.LocateEveryFile {
+		return rest, nil // every request located to: none is on the way
+	}
+	order := s.orderOf(volume)
+	// on the way: after cur, and read through to from the request the
+	// batch reads before it — no locate added, so a batch that takes
+	// arrivals holds its drive no longer than the reading takes
+	onWay := func(r Request) bool {
+		if order(cur, r) >= 0 {
+			return false
+		}
+		prev := cur
+		if i, _ := slices.BinarySearchFunc(rest, r, order); i > 0 {
+			prev = rest[i-1]
+		}
+		reach, _ := s.Tape.Gen.Reach(prev.Offset+prev.Size, r.Offset, s.Tape.Capacity)
+		return reach
+	}
+	added = s.take(volume, onWay, &bufferFree, false, func(rs []Request) { slices.SortFunc(rs, order) })
+	if len(added) == 0 {
+		return rest, nil
+	}
+	merged = make([]Request, 0, 1+len(rest)+len(added))
+	merged = append(append(append(merged, cur), rest...), added...)
+	slices.SortStableFunc(merged[1:], order)
+	s.planGaps(merged)
+	return merged[1:], added
+}
+
+// take removes vol's queued requests that pick accepts (all, when nil),
+// ordered by order, up to *free bytes (at least one with atLeastOne), and
+// returns them; the others stay queued.
+func (s *Scheduler) take(vol string, pick func(Request) bool, free *int64, atLeastOne bool, order func([]Request)) []Request {
+	q := s.vols[vol]
+	var cand, keep []Request
+	for _, r := range q.reqs {
+		if pick == nil || pick(*r) {
+			cand = append(cand, *r)
+		} else {
+			keep = append(keep, *r)
+		}
+	}
+	if len(cand) == 0 {
+		return nil
+	}
+	order(cand)
 	n := 0
-	for n < len(all) && (n == 0 || *free >= all[n].Size) {
-		*free -= all[n].Size
+	for n < len(cand) && (n == 0 && atLeastOne || *free >= cand[n].Size) {
+		*free -= cand[n].Size
 		n++
 	}
-	batch := all[:n]
-	rest := all[n:]
-	s.planGaps(batch)
+	batch := cand[:n]
+	keep = append(keep, cand[n:]...)
 	q.reqs = q.reqs[:0]
 	q.bytes = 0
 	q.prio = 0
-	for i := range rest {
-		r := rest[i]
+	q.oldest = time.Time{}
+	for i := range keep {
+		r := keep[i]
 		q.reqs = append(q.reqs, &r)
 		q.bytes += r.Size
 		q.prio = max(q.prio, r.Priority)
-		if r.Key != "" {
-			s.keys[r.Key] = q.reqs[len(q.reqs)-1]
-		}
-	}
-	q.oldest = time.Time{}
-	for _, r := range q.reqs {
 		if q.oldest.IsZero() || r.Queued.Before(q.oldest) {
 			q.oldest = r.Queued
+		}
+		if r.Key != "" {
+			s.keys[r.Key] = q.reqs[len(q.reqs)-1]
 		}
 	}
 	for _, r := range batch {
@@ -442,6 +513,7 @@ func RetryMount(base time.Duration, n int) (hold time.Duration, giveUp bool) {
 // failed and should be tried again (another drive, later) are re-queued.
 func (s *Scheduler) Done(volume string, retry []Request) {
 	delete(s.active, volume)
+	delete(s.byOffset, volume)
 	for _, r := range retry {
 		s.Add(r)
 	}
@@ -488,25 +560,35 @@ func (s *Scheduler) planGaps(batch []Request) {
 // is dense (a whole cartridge's files, as a repack or a recopy reads
 // them): byte order streams the serpentine tape wrap by wrap, where the
 // sweep would locate between every two files.
-func (s *Scheduler) sortByPosition(rs []Request) {
-	byOffset := func(rs []Request) {
-		slices.SortFunc(rs, func(a, b Request) int {
-			if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.ID, b.ID)
-		})
-	}
+func (s *Scheduler) sortByPosition(rs []Request) (byOffset bool) {
 	if s.Tape == nil {
-		byOffset(rs)
-		return
+		slices.SortFunc(rs, compareOffsets)
+		return true
 	}
 	s.sweep(rs)
 	off := slices.Clone(rs)
-	byOffset(off)
+	slices.SortFunc(off, compareOffsets)
 	if s.orderCost(off) < s.orderCost(rs) {
 		copy(rs, off)
+		return true
 	}
+	return false
+}
+
+// compareOffsets orders requests by byte offset.
+func compareOffsets(a, b Request) int {
+	if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// orderOf is the order volume's running batch reads in.
+func (s *Scheduler) orderOf(volume string) func(a, b Request) int {
+	if s.Tape == nil || s.byOffset[volume] {
+		return compareOffsets
+	}
+	return s.compareSweep
 }
 
 // orderCost is the positioning time of reading rs in order from the
@@ -525,40 +607,55 @@ func (s *Scheduler) orderCost(rs []Request) time.Duration {
 
 // sweep orders rs in one sweep of the tape: forward wraps by rising
 // longitudinal position, then reverse wraps by falling position.
+// Each request's place is worked out once.
 func (s *Scheduler) sweep(rs []Request) {
 	type keyed struct {
-		back bool    // on a reverse wrap: the return sweep
-		lpos float64 // along the sweep's direction
+		back bool
+		lpos float64
 		r    Request
 	}
 	ks := make([]keyed, len(rs))
 	for i, r := range rs {
-		p := s.Tape.Gen.PositionIn(r.Offset, s.Tape.Capacity)
-		back := p.Wrap%2 == 1
-		l := p.LPos
-		if back {
-			l = -l
-		}
+		back, l := s.sweepKey(r)
 		ks[i] = keyed{back, l, r}
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		if a.back != b.back {
-			if a.back {
-				return 1
-			}
-			return -1
-		}
-		if c := cmp.Compare(a.lpos, b.lpos); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.r.Offset, b.r.Offset); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.r.ID, b.r.ID)
-	})
+	slices.SortFunc(ks, func(a, b keyed) int { return compareSwept(a.back, a.lpos, a.r, b.back, b.lpos, b.r) })
 	for i := range ks {
 		rs[i] = ks[i].r
 	}
+}
+
+// compareSweep orders two requests along the sweep.
+func (s *Scheduler) compareSweep(a, b Request) int {
+	ab, al := s.sweepKey(a)
+	bb, bl := s.sweepKey(b)
+	return compareSwept(ab, al, a, bb, bl, b)
+}
+
+// compareSwept orders two requests by their places in the sweep, then by
+// offset.
+func compareSwept(ab bool, al float64, a Request, bb bool, bl float64, b Request) int {
+	if ab != bb {
+		if ab {
+			return 1
+		}
+		return -1
+	}
+	if c := cmp.Compare(al, bl); c != 0 {
+		return c
+	}
+	return compareOffsets(a, b)
+}
+
+// sweepKey is a request's place in the sweep: on a reverse wrap (the
+// return), and how far along the sweep's direction.
+func (s *Scheduler) sweepKey(r Request) (back bool, lpos float64) {
+	p := s.Tape.Gen.PositionIn(r.Offset, s.Tape.Capacity)
+	back = p.Wrap%2 == 1
+	if back {
+		return true, -p.LPos
+	}
+	return false, p.LPos
 }
 
 // MaxAggregateFiles bounds the files in one tape file (its header lists

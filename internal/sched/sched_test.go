@@ -533,3 +533,90 @@ func TestRetryMount(t *testing.T) {
 		}
 	}
 }
+
+// Requests arriving for a cartridge while its batch is read join the
+// batch when the drive reads on to them from the request before them —
+// further along in the batch's order, no locate added — in their places,
+// as far as the buffer holds them; those behind the drive or a locate
+// away wait for the next batch, and a cartridge not being read takes
+// none.
+func TestMergeIntoRunningBatch(t *testing.T) {
+	const mib = 1 << 20
+	lto5 := &sched.Geometry{Gen: tape.Generations["LTO-5"]}
+	lto9 := &sched.Geometry{Gen: tape.Generations["LTO-9"]}
+	offsets := func(rs []sched.Request) []int64 {
+		var o []int64
+		for _, r := range rs {
+			o = append(o, r.Offset)
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name   string
+		geo    *sched.Geometry
+		batch  []int64 // queued first: the batch, read in the scheduler's order
+		cur    int     // the request of the batch being read
+		arrive []int64
+		buffer int64
+		want   []int64 // the batch after cur
+		queued int     // left for the next batch
+	}{
+		{"on the way", lto5, []int64{10 * mib, 20 * mib, 30 * mib, 40 * mib}, 1, []int64{15 * mib, 25 * mib, 50 * mib, 20 << 30}, 1 << 40,
+			[]int64{25 * mib, 30 * mib, 40 * mib, 50 * mib}, 2},
+		{"a full buffer", lto5, []int64{10 * mib, 20 * mib, 30 * mib, 40 * mib}, 1, []int64{25 * mib, 50 * mib}, mib,
+			[]int64{25 * mib, 30 * mib, 40 * mib}, 1},
+		// LTO-9 sweeps 9, 3, 1, 5 TB (TestBatchSweepOrder): just past
+		// 3 TB reads on, 2 TB is a locate away, just past 9 TB is behind
+		{"the sweep", lto9, []int64{1e12, 3e12, 5e12, 9e12}, 1, []int64{3e12 + 2*mib, 2e12, 9e12 + 2*mib, 5e12 + 2*mib}, 1 << 40,
+			[]int64{3e12 + 2*mib, 1e12, 5e12, 5e12 + 2*mib}, 2},
+		{"no geometry: every request located to", nil, []int64{10 * mib, 20 * mib}, 0, []int64{15 * mib}, 1 << 40,
+			[]int64{20 * mib}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sched.New(sched.Rules{MinFiles: 1})
+			s.Tape = tc.geo
+			for i, o := range tc.batch {
+				s.Add(req(int64(i), "V", o, mib, 0))
+			}
+			ds := s.Next(t0, []sched.Drive{{ID: "d0"}}, 1<<40)
+			if len(ds) != 1 {
+				t.Fatalf("%d decisions", len(ds))
+			}
+			b := ds[0].Requests
+			for i, o := range tc.arrive {
+				s.Add(req(int64(100+i), "V", o, mib, 0))
+			}
+			rest, added := s.Merge("V", b[tc.cur], b[tc.cur+1:], tc.buffer)
+			if got := offsets(rest); !slices.Equal(got, tc.want) {
+				t.Errorf("the batch after %d goes on %v, want %v", b[tc.cur].Offset, got, tc.want)
+			}
+			if len(added) != len(rest)-len(b[tc.cur+1:]) || s.Len() != tc.queued {
+				t.Errorf("%d added, %d left queued; want %d left", len(added), s.Len(), tc.queued)
+			}
+			for i, r := range rest {
+				prev := b[tc.cur]
+				if i > 0 {
+					prev = rest[i-1]
+				}
+				if tc.geo == nil {
+					break
+				}
+				if reach, _ := tc.geo.Gen.Reach(prev.Offset+prev.Size, r.Offset, 0); r.ReadThrough != reach {
+					t.Errorf("request at %d: read through %v, want %v", r.Offset, r.ReadThrough, reach)
+				}
+			}
+			// the next batch is what stayed
+			s.Done("V", nil)
+			if next := s.Next(t0, []sched.Drive{{ID: "d0", Volume: "V"}}, 1<<40); len(next) != 1 || len(next[0].Requests) != tc.queued {
+				t.Errorf("next batch %+v, want %d requests", next, tc.queued)
+			}
+		})
+	}
+	// a cartridge not being read takes none
+	s := sched.New(sched.Rules{MinFiles: 1})
+	s.Tape = lto5
+	s.Add(req(1, "V", 5*mib, mib, 0))
+	if rest, added := s.Merge("V", req(0, "V", 0, mib, 0), nil, 1<<40); len(rest)+len(added) != 0 || s.Len() != 1 {
+		t.Errorf("merged into no batch: %v, %v", rest, added)
+	}
+}

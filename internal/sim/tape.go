@@ -624,6 +624,16 @@ func (m *recallModel) serve(d *tdrive, dec sched.Decision) {
 	reqs := dec.Requests
 	var next func(i int)
 	next = func(i int) {
+		if i > 0 && !d.failing {
+			// recalls that arrived for this cartridge meanwhile, on the
+			// drive's way (sched.Merge, as the recaller's serve does)
+			if rest, added := m.sch.Merge(dec.Volume, reqs[i-1], reqs[i:], m.free); len(added) > 0 {
+				reqs = append(reqs[:i:i], rest...)
+				for _, q := range added {
+					m.free -= q.Size
+				}
+			}
+		}
 		if d.failing {
 			rest := reqs[i:]
 			m.driveOut(d, func() { m.sch.Done(dec.Volume, rest) })
