@@ -70,8 +70,9 @@ type Fluid struct {
 	epoch uint64
 	nres  int
 	// scratch for one solve
-	compF []*Flow
-	compR []*Resource
+	compF   []*Flow
+	compR   []*Resource
+	limited []*Flow
 	// Solves counts recomputations (for benchmarks).
 	Solves uint64
 }
@@ -198,7 +199,7 @@ func (fl *Fluid) resolve(seed *Flow) {
 		fl.advance(g)
 		g.frozen = false
 	}
-	maxMin(fl.compF, fl.compR)
+	fl.limited = maxMin(fl.compF, fl.compR, fl.limited[:0])
 	now := fl.sim.now
 	for _, g := range fl.compF {
 		var at Time = Forever
@@ -239,10 +240,18 @@ func (fl *Fluid) SetCap(r *Resource, cap float64) {
 // tightest constraint (a resource's remaining capacity shared equally by
 // its unfrozen flows, or a flow's own limit), freeze the flows it binds at
 // that rate, and take their rate from every resource they cross.
-func maxMin(flows []*Flow, res []*Resource) {
+// limited is scratch space for the flows with a limit of their own, which
+// every round looks at (few: most flows are bound by what they cross); it
+// is returned for reuse.
+func maxMin(flows []*Flow, res []*Resource, limited []*Flow) []*Flow {
 	for _, r := range res {
 		r.left = r.capacity()
 		r.users = len(r.flows)
+	}
+	for _, f := range flows {
+		if f.Limit > 0 {
+			limited = append(limited, f)
+		}
 	}
 	unfrozen := len(flows)
 	for unfrozen > 0 {
@@ -256,8 +265,8 @@ func maxMin(flows []*Flow, res []*Resource) {
 			}
 		}
 		var lim *Flow
-		for _, f := range flows {
-			if !f.frozen && f.Limit > 0 && f.Limit < level {
+		for _, f := range limited {
+			if !f.frozen && f.Limit < level {
 				level, lim, bott = f.Limit, f, nil
 			}
 		}
@@ -270,7 +279,7 @@ func maxMin(flows []*Flow, res []*Resource) {
 					f.frozen = true
 				}
 			}
-			return
+			return limited
 		}
 		if level < 0 {
 			level = 0
@@ -297,4 +306,5 @@ func maxMin(flows []*Flow, res []*Resource) {
 			}
 		}
 	}
+	return limited
 }

@@ -238,11 +238,31 @@ type VolumeSummary struct {
 // scheduler would mount them.
 func (s *Scheduler) Summary(now time.Time) []VolumeSummary {
 	var out []VolumeSummary
-	for _, v := range s.order(now, false) {
-		q := s.vols[v]
-		out = append(out, VolumeSummary{Volume: v, Files: len(q.reqs), Bytes: q.bytes, Oldest: q.oldest, Priority: q.prio, Drive: s.active[v]})
+	for _, v := range s.ordered(now, false) {
+		q := v.q
+		out = append(out, VolumeSummary{Volume: v.name, Files: len(q.reqs), Bytes: q.bytes, Oldest: q.oldest, Priority: q.prio, Drive: s.active[v.name]})
 	}
 	return out
+}
+
+// AgeDue is when the next cartridge not being served becomes worth a
+// mount by its oldest request's age (Rules.MaxAge), after now; false when
+// none will. A caller with no clock of its own to poll by (strata sim)
+// asks the scheduler again then.
+func (s *Scheduler) AgeDue(now time.Time) (time.Time, bool) {
+	var at time.Time
+	if s.Rules.MaxAge <= 0 {
+		return at, false
+	}
+	for v, q := range s.vols {
+		if len(q.reqs) == 0 || s.active[v] != "" {
+			continue
+		}
+		if t := q.oldest.Add(s.Rules.MaxAge); t.After(now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	return at, !at.IsZero()
 }
 
 func (s *Scheduler) worth(q *queue, now time.Time) bool {
@@ -253,18 +273,35 @@ func (s *Scheduler) worth(q *queue, now time.Time) bool {
 		now.Sub(q.oldest) >= r.MaxAge
 }
 
-// order lists queued volumes by who goes first: priority, then the oldest
-// request, then the most bytes, then the name (so ties are stable).
-// With onlyWorth, volumes that do not yet justify a mount are left out.
+// order lists queued volumes by who goes first (ordered).
 func (s *Scheduler) order(now time.Time, onlyWorth bool) []string {
-	var vs []string
+	vs := s.ordered(now, onlyWorth)
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.name
+	}
+	return names
+}
+
+// namedQueue is a volume and its queue, as ordered sorts them.
+type namedQueue struct {
+	name string
+	q    *queue
+}
+
+// ordered lists queued volumes by who goes first: priority, then the
+// oldest request, then the most bytes, then the name (so ties are
+// stable). With onlyWorth, volumes that do not yet justify a mount are
+// left out.
+func (s *Scheduler) ordered(now time.Time, onlyWorth bool) []namedQueue {
+	var vs []namedQueue
 	for v, q := range s.vols {
 		if len(q.reqs) > 0 && (!onlyWorth || s.worth(q, now)) {
-			vs = append(vs, v)
+			vs = append(vs, namedQueue{v, q})
 		}
 	}
-	slices.SortFunc(vs, func(a, b string) int {
-		qa, qb := s.vols[a], s.vols[b]
+	slices.SortFunc(vs, func(a, b namedQueue) int {
+		qa, qb := a.q, b.q
 		if c := cmp.Compare(qb.prio, qa.prio); c != 0 {
 			return c
 		}
@@ -274,7 +311,7 @@ func (s *Scheduler) order(now time.Time, onlyWorth bool) []string {
 		if c := cmp.Compare(qb.bytes, qa.bytes); c != 0 {
 			return c
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(a.name, b.name)
 	})
 	return vs
 }
@@ -319,7 +356,11 @@ func (s *Scheduler) Next(now time.Time, drives []Drive, bufferFree int64) []Deci
 		}
 	}
 	// Then new mounts, best volume first, on empty drives before drives
-	// holding a cartridge nobody is waiting for.
+	// holding a cartridge nobody is waiting for — if a drive could take
+	// one (ordering the queue is the cost of a decision).
+	if !slices.ContainsFunc(drives, func(d Drive) bool { return idle(d) && !used[d.ID] && !s.lingering(d, now) }) {
+		return out
+	}
 	for _, vol := range s.order(now, true) {
 		if busy >= limit || bufferFree <= 0 {
 			break

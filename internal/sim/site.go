@@ -229,8 +229,14 @@ func runSite(c *Config, seed uint64) (*Result, error) {
 			return nil, fmt.Errorf("sim: %s: %w", c.Name, err)
 		}
 		m.end = des.FromSeconds(arr[len(arr)-1].Time) + 1
+		m.reserve(float64(len(arr)))
 		chain(s, len(arr), func(i int) float64 { return arr[i].Time }, evSiteArrive, func(i int) { m.arrive(arr[i].Size) })
 	} else {
+		on := 1.0
+		if w.ingestOn > 0 {
+			on = float64(w.ingestOn) / float64(w.ingestOn+w.ingestOff)
+		}
+		m.reserve(w.ArrivalRate * w.duration.Seconds() * on)
 		gap := s.Rand(0, 2)
 		var arrive func()
 		arrive = func() {
@@ -322,6 +328,22 @@ func chain(s *des.Sim, n int, at func(int) float64, kind uint16, fn func(int)) {
 }
 
 // arrive queues a new file of size bytes for the ingest streams.
+// reserve makes room for about n files in the per-file records, so that
+// a year of millions of files does not copy them over and over as they
+// grow (a sixteenth more for the Poisson count's spread; at most 16 M
+// ahead of time).
+func (m *siteModel) reserve(n float64) {
+	k := int(min(n*17/16, 1<<24))
+	if k <= 0 {
+		return
+	}
+	m.arrivals = make([]des.Time, 0, k)
+	m.sizesOf = make([]int64, 0, k)
+	m.waits = make([]float64, 0, k)
+	m.onTape = make([]int, 0, k)
+	m.mig.files = make([]migFile, 0, k)
+}
+
 func (m *siteModel) arrive(size int64) {
 	i := m.arrived
 	m.arrived++

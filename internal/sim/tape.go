@@ -579,13 +579,10 @@ func (m *recallModel) wakeForAge() {
 		return
 	}
 	var at des.Time = des.Forever
-	for _, v := range m.sch.Summary(m.now()) {
-		if v.Drive != "" {
-			continue // served when its drive is done, without a threshold
-		}
-		if t := des.Time(v.Oldest.Sub(epoch) + m.rules.MaxAge); m.rules.MaxAge > 0 && t > m.sim.Now() && t < at {
-			at = t
-		}
+	// a cartridge being served is served again when its drive is done,
+	// without a threshold: only the others' ages wake the recaller
+	if due, ok := m.sch.AgeDue(m.now()); ok {
+		at = des.Time(due.Sub(epoch))
 	}
 	// A drive keeping its cartridge (Rules.Linger) is free for others
 	// when that ends.
