@@ -484,6 +484,9 @@ func (s *Scheduler) Merge(volume string, cur Request, rest []Request, bufferFree
 func (s *Scheduler) take(vol string, pick func(Request) bool, free *int64, atLeastOne bool, order func([]Request)) []Request {
 	q := s.vols[vol]
 	var cand, keep []Request
+	if pick == nil {
+		cand = make([]Request, 0, len(q.reqs))
+	}
 	for _, r := range q.reqs {
 		if pick == nil || pick(*r) {
 			cand = append(cand, *r)
@@ -650,32 +653,36 @@ func (s *Scheduler) orderCost(rs []Request) time.Duration {
 // longitudinal position, then reverse wraps by falling position.
 // Each request's place is worked out once.
 func (s *Scheduler) sweep(rs []Request) {
+	// small keys sorted, the requests moved once
 	type keyed struct {
-		back bool
-		lpos float64
-		r    Request
+		back    bool
+		lpos    float64
+		off, id int64
+		i       int
 	}
 	ks := make([]keyed, len(rs))
 	for i, r := range rs {
 		back, l := s.sweepKey(r)
-		ks[i] = keyed{back, l, r}
+		ks[i] = keyed{back, l, r.Offset, r.ID, i}
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return compareSwept(a.back, a.lpos, a.r, b.back, b.lpos, b.r) })
-	for i := range ks {
-		rs[i] = ks[i].r
+	slices.SortFunc(ks, func(a, b keyed) int { return compareSwept(a.back, a.lpos, a.off, a.id, b.back, b.lpos, b.off, b.id) })
+	sorted := make([]Request, len(rs))
+	for i, k := range ks {
+		sorted[i] = rs[k.i]
 	}
+	copy(rs, sorted)
 }
 
 // compareSweep orders two requests along the sweep.
 func (s *Scheduler) compareSweep(a, b Request) int {
 	ab, al := s.sweepKey(a)
 	bb, bl := s.sweepKey(b)
-	return compareSwept(ab, al, a, bb, bl, b)
+	return compareSwept(ab, al, a.Offset, a.ID, bb, bl, b.Offset, b.ID)
 }
 
 // compareSwept orders two requests by their places in the sweep, then by
-// offset.
-func compareSwept(ab bool, al float64, a Request, bb bool, bl float64, b Request) int {
+// offset and ID.
+func compareSwept(ab bool, al float64, ao, aid int64, bb bool, bl float64, bo, bid int64) int {
 	if ab != bb {
 		if ab {
 			return 1
@@ -685,7 +692,10 @@ func compareSwept(ab bool, al float64, a Request, bb bool, bl float64, b Request
 	if c := cmp.Compare(al, bl); c != 0 {
 		return c
 	}
-	return compareOffsets(a, b)
+	if c := cmp.Compare(ao, bo); c != 0 {
+		return c
+	}
+	return cmp.Compare(aid, bid)
 }
 
 // sweepKey is a request's place in the sweep: on a reverse wrap (the
