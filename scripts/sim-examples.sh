@@ -24,6 +24,8 @@ sweep() {
   echo "$out/$name.{txt,csv,svg}"
 }
 sweep seed002-cluster examples/sim/seed002-case4.toml
+sweep seed002-table1 examples/sim/seed002-table1.toml
+sweep seed002-table2 examples/sim/seed002-table2.toml
 sweep alice-write examples/sim/alice-stripe.toml --set workload.op=write
 sweep alice-read examples/sim/alice-stripe.toml --set workload.op=read
 sweep alice-streams examples/sim/alice-streams.toml
