@@ -620,3 +620,25 @@ func TestMergeIntoRunningBatch(t *testing.T) {
 		t.Errorf("merged into no batch: %v, %v", rest, added)
 	}
 }
+
+// AgeDue is when the next cartridge not being read comes of age: the
+// oldest request of those not served, plus MaxAge, if after now.
+func TestAgeDue(t *testing.T) {
+	s := sched.New(sched.Rules{MinFiles: 100, MaxAge: 5 * time.Minute})
+	if _, ok := s.AgeDue(t0); ok {
+		t.Fatal("an empty queue comes of age")
+	}
+	s.Add(req(1, "A", 0, 1, 1*time.Minute)) // due in 4 min
+	s.Add(req(2, "B", 0, 1, 3*time.Minute)) // due in 2 min
+	s.Add(req(3, "C", 0, 1, 9*time.Minute)) // past due: Next takes it
+	if at, ok := s.AgeDue(t0); !ok || !at.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("due at %v, %v; want in 2 min", at.Sub(t0), ok)
+	}
+	// B and C, past due, are read; a request arriving for B while it is
+	// read is served after it without a threshold: A is next due
+	s.Next(t0.Add(3*time.Minute), []sched.Drive{{ID: "d0"}, {ID: "d1"}}, 1<<40)
+	s.Add(req(4, "B", 0, 1, 90*time.Second)) // would be due in 3.5 min
+	if at, ok := s.AgeDue(t0.Add(3 * time.Minute)); !ok || !at.Equal(t0.Add(4*time.Minute)) {
+		t.Fatalf("due at %v, %v; want in 4 min", at.Sub(t0), ok)
+	}
+}
