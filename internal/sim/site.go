@@ -327,13 +327,12 @@ func chain(s *des.Sim, n int, at func(int) float64, kind uint16, fn func(int)) {
 	s.Schedule(des.FromSeconds(at(0)), 0, kind, 0, func() { next(0) })
 }
 
-// arrive queues a new file of size bytes for the ingest streams.
 // reserve makes room for about n files in the per-file records, so that
 // a year of millions of files does not copy them over and over as they
-// grow (a sixteenth more for the Poisson count's spread; at most 16 M
+// grow (a sixteenth more for the Poisson count's spread; at most 64 M
 // ahead of time).
 func (m *siteModel) reserve(n float64) {
-	k := int(min(n*17/16, 1<<24))
+	k := int(min(n*17/16, 1<<26))
 	if k <= 0 {
 		return
 	}
@@ -344,6 +343,7 @@ func (m *siteModel) reserve(n float64) {
 	m.mig.files = make([]migFile, 0, k)
 }
 
+// arrive queues a new file of size bytes for the ingest streams.
 func (m *siteModel) arrive(size int64) {
 	i := m.arrived
 	m.arrived++
