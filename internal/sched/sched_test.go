@@ -18,6 +18,22 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// batchOf queues 1 MiB requests at offs on cartridge V of a scheduler
+// with geometry geo and returns it with the one batch it hands a drive.
+func batchOf(t *testing.T, geo *sched.Geometry, offs []int64) (*sched.Scheduler, []sched.Request) {
+	t.Helper()
+	s := sched.New(sched.Rules{MinFiles: 1})
+	s.Tape = geo
+	for i, o := range offs {
+		s.Add(req(int64(i), "V", o, 1<<20, 0))
+	}
+	ds := s.Next(t0, []sched.Drive{{ID: "d0"}}, 1<<40)
+	if len(ds) != 1 {
+		t.Fatalf("%d decisions", len(ds))
+	}
+	return s, ds[0].Requests
+}
+
 func req(id int64, vol string, off, size int64, age time.Duration) sched.Request {
 	return sched.Request{ID: id, Key: fmt.Sprint(id), Volume: vol, Offset: off, Size: size, Queued: t0.Add(-age)}
 }
@@ -476,17 +492,12 @@ func TestReadThroughGaps(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := sched.New(sched.Rules{MinFiles: 1})
-			s.Tape = tc.geo
-			for i, off := range tc.offs {
-				s.Add(req(int64(i), "V", off, mib, 0))
-			}
-			ds := s.Next(t0, []sched.Drive{{ID: "d0"}}, 1<<40)
-			if len(ds) != 1 || len(ds[0].Requests) != len(tc.offs) {
-				t.Fatalf("decisions %+v", ds)
+			_, batch := batchOf(t, tc.geo, tc.offs)
+			if len(batch) != len(tc.offs) {
+				t.Fatalf("batch %+v", batch)
 			}
 			var got []bool
-			for _, q := range ds[0].Requests {
+			for _, q := range batch {
 				got = append(got, q.ReadThrough)
 			}
 			if !slices.Equal(got, tc.want) {
@@ -573,16 +584,7 @@ func TestMergeIntoRunningBatch(t *testing.T) {
 			[]int64{20 * mib}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := sched.New(sched.Rules{MinFiles: 1})
-			s.Tape = tc.geo
-			for i, o := range tc.batch {
-				s.Add(req(int64(i), "V", o, mib, 0))
-			}
-			ds := s.Next(t0, []sched.Drive{{ID: "d0"}}, 1<<40)
-			if len(ds) != 1 {
-				t.Fatalf("%d decisions", len(ds))
-			}
-			b := ds[0].Requests
+			s, b := batchOf(t, tc.geo, tc.batch)
 			for i, o := range tc.arrive {
 				s.Add(req(int64(100+i), "V", o, mib, 0))
 			}
