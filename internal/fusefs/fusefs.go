@@ -258,7 +258,16 @@ func (n *node) newChild(ctx context.Context, fi *client.FileInfo, out *fuse.Entr
 	return child
 }
 
-func errno(err error) syscall.Errno { return vfs.Errno(err) }
+// errno is err's errno. An EIO tells the program nothing: what it stands
+// for is said on the mount's stderr as well, where its user (or a log)
+// can read it.
+func errno(err error) syscall.Errno {
+	en := vfs.Errno(err)
+	if en == syscall.EIO && err != syscall.EIO {
+		fmt.Fprintf(os.Stderr, "strata mount: %v\n", err)
+	}
+	return en
+}
 
 // uninterrupted keeps a request's values but not its cancellation. The
 // kernel interrupts a FUSE request whenever its caller gets a signal,
@@ -793,16 +802,18 @@ func (f *handle) Flush(ctx context.Context) syscall.Errno {
 
 func (f *handle) store(ctx context.Context) syscall.Errno {
 	ctx = uninterrupted(ctx)
-	if err := f.h.Flush(ctx); err != nil {
-		// The program sees only EIO: say what happened where its user
-		// (or a log) can read it.
-		fmt.Fprintf(os.Stderr, "strata mount: %v\n", err)
-		if e := errno(err); e != syscall.EIO && e != syscall.ENOSPC && e != syscall.EDQUOT && e != syscall.EACCES {
-			return syscall.EIO
-		}
-		return errno(err)
+	err := f.h.Flush(ctx)
+	e := errno(err) // an EIO says its cause itself
+	if e == 0 || e == syscall.EIO {
+		return e
 	}
-	return 0
+	// The program sees only EIO, ENOSPC, EDQUOT or EACCES: say what
+	// happened where its user (or a log) can read it.
+	fmt.Fprintf(os.Stderr, "strata mount: %v\n", err)
+	if e != syscall.ENOSPC && e != syscall.EDQUOT && e != syscall.EACCES {
+		return syscall.EIO
+	}
+	return e
 }
 
 func (f *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
