@@ -212,13 +212,19 @@ func (t *transport) setSocket(s string) {
 // probe asks the core on pc for its Unix socket and returns it, or
 // noSocket when it has none this client can use (another host, an older
 // server). pc stays usable unless probe fails.
-func (t *transport) probe(ctx context.Context, pc *pconn) (string, error) {
+func (t *transport) probe(ctx context.Context, pc *pconn) (sock string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+t.addr+"/v1/local", nil)
 	if err != nil {
 		return "", err
 	}
-	stop := context.AfterFunc(ctx, func() { pc.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	stop := watch(ctx, pc)
+	defer func() {
+		if !stop() && err == nil {
+			// ctx ended as the answer came: the connection's deadline
+			// is (being) set, and pc cannot be used.
+			sock, err = "", ctx.Err()
+		}
+	}()
 	if err := req.Write(pc.bw); err != nil {
 		return "", err
 	}
@@ -291,7 +297,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		stop := context.AfterFunc(ctx, func() { pc.c.SetDeadline(time.Unix(1, 0)) })
+		stop := watch(ctx, pc)
 		err = req.Write(pc.bw)
 		if err == nil {
 			err = pc.bw.Flush()
@@ -324,6 +330,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// watch breaks pc when ctx ends, unblocking its I/O: its deadline is set
+// in the past. stop reports whether it did not: once ctx has ended the
+// deadline may be set at any moment, even after stop returns, so a
+// connection whose stop returned false must be closed, never pooled (it
+// would fail its next request with a timeout out of nowhere).
+func watch(ctx context.Context, pc *pconn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { pc.c.SetDeadline(time.Unix(1, 0)) })
+}
+
 // body returns its connection to the pool once the response is read whole.
 type body struct {
 	rc   io.ReadCloser
@@ -348,7 +363,7 @@ func (b *body) Close() error {
 		return nil
 	}
 	b.done = true
-	b.stop()
+	watched := b.stop()
 	if !b.eof {
 		// Drain a little so the connection can be reused; give up on
 		// anything large.
@@ -357,8 +372,7 @@ func (b *body) Close() error {
 		}
 	}
 	b.rc.Close()
-	if b.eof && b.keep {
-		b.pc.c.SetDeadline(time.Time{})
+	if b.eof && b.keep && watched {
 		b.t.put(b.pc)
 	} else {
 		b.pc.c.Close()

@@ -164,3 +164,37 @@ func TestTransportChecksIdleConnectionBeforeCreate(t *testing.T) {
 		t.Fatalf("the core saw %v, want one create", got)
 	}
 }
+
+// A request whose context ends just as its answer is read leaves its
+// connection with a deadline in the past, set by a goroutine that may run
+// after the body is closed: that connection is closed, never pooled, so
+// the next request (another context, still live) does not fail with a
+// timeout out of nowhere — which a FUSE mount, whose opens are cancelled
+// by every signal their callers get, turned into EIO.
+func TestTransportPoolsNoConnectionACancelBroke(t *testing.T) {
+	f := newFakeCore(t, 0)
+	tr := newTransport(f.ln.Addr().String())
+	defer tr.CloseIdleConnections()
+	url := "http://" + f.ln.Addr().String() + "/v1/stat"
+	get := func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		return tr.RoundTrip(req)
+	}
+	for i := range 300 {
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, err := get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		cancel()
+		resp.Body.Close()
+		resp, err = get(context.Background())
+		if err != nil {
+			t.Fatalf("request %d, on a live context after a cancelled one: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		f.requests() // the core's log holds a hundred
+	}
+}

@@ -107,8 +107,12 @@ func (h *Handle) stored() bool {
 }
 
 // Open opens the existing file p. A read of a file on tape only waits
-// for its recall first (see the package doc).
+// for its recall first (see the package doc). Only that wait ends with
+// ctx (a FUSE interrupt: the caller got a signal); the rest is done
+// whatever befalls ctx, as a local file system's open would be.
 func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
+	waiting := ctx
+	ctx = context.WithoutCancel(ctx)
 	if h := fs.writer(p); h != nil && !h.stored() {
 		// Created by another handle here and not stored yet: share its
 		// bytes by storing them now.
@@ -138,7 +142,7 @@ func (fs *FS) Open(ctx context.Context, p string, flags int) (*Handle, error) {
 		return nil, syscall.EACCES
 	}
 	if acc != os.O_WRONLY && flags&os.O_TRUNC == 0 {
-		if err := fs.recall(ctx, p, fi, flags&syscall.O_NONBLOCK != 0); err != nil {
+		if err := fs.recall(waiting, p, fi, flags&syscall.O_NONBLOCK != 0); err != nil {
 			return nil, err
 		}
 	}
