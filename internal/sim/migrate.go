@@ -24,9 +24,14 @@ import (
 // flush (a synchronising file mark) every flush_bytes and at the end of the
 // pass — a file counts as migrated at the flush after it; change cartridge
 // (flush, dismount, mount the fullest one with room) when the tape file does
-// not fit. The writer's control flow is mirrored here, not shared: it is
-// interleaved with catalog and library I/O in core. The timings (package
-// tape) and the grouping (package sched) are shared.
+// not fit. A file of at least stripe_min whose disk copy has several
+// stripes (workload.stripe) keeps its striping on tape, as strata serve's
+// does: its stripes are dealt round to min(stripes, streams) parts, each a
+// tape file of its own written by another stream on another cartridge,
+// and the file counts as migrated once every part is flushed. The
+// writer's control flow is mirrored here, not shared: it is interleaved
+// with catalog and library I/O in core. The timings (package tape) and the
+// grouping (package sched) are shared.
 
 // MigrateResult is what a migration run reports.
 type MigrateResult struct {
@@ -60,6 +65,26 @@ type migFile struct {
 	done    des.Time
 	vol     string // where migration wrote it
 	off     int64
+	// parts is where each part of a file striped on tape went (nil for a
+	// file written whole); left counts the parts not yet flushed.
+	parts []tapePart
+	left  int
+}
+
+// tapePart is one stream's share of a file striped on tape.
+type tapePart struct {
+	vol       string
+	off, size int64
+}
+
+// tapeFile is what a stream writes as one tape file: whole files grouped
+// by sched.Aggregate (part < 0), or part `part` of the striped file
+// files[0], holding `entries` of its stripes.
+type tapeFile struct {
+	files   []int
+	part    int
+	entries int
+	bytes   int64
 }
 
 type cart struct {
@@ -108,7 +133,7 @@ func (m *migModel) streams() int {
 type writerState struct {
 	d       *tdrive
 	cart    *cart
-	pending []int // files written since the last flush
+	pending []tapeFile // written since the last flush
 	bytes   int64
 }
 
@@ -221,19 +246,7 @@ func (m *migModel) pass() {
 		return
 	}
 	m.next = take[len(take)-1] + 1
-	sizes := make([]int64, len(take))
-	for k, i := range take {
-		sizes[k] = m.files[i].size
-	}
-	starts := sched.Aggregate(sizes, int64(m.c.Tape.Aggregate))
-	var batches [][]int
-	for k, from := range starts {
-		to := len(take)
-		if k+1 < len(starts) {
-			to = starts[k+1]
-		}
-		batches = append(batches, take[from:to])
-	}
+	batches := m.tapeFilesOf(take)
 	m.tapeFiles += len(batches)
 	m.passes++
 	m.running, m.passAt = true, now
@@ -247,8 +260,19 @@ func (m *migModel) pass() {
 		if stuck == nw && len(queue) > 0 {
 			if m.site != nil && m.roomLeft(queue[0]) {
 				// the cartridges with room were in the recalls' drives:
-				// the next pass takes these files again
-				m.next = queue[0][0]
+				// the next pass takes these files again (a striped one
+				// whole: what of it was written is space for repack)
+				m.next = slices.Min(queue[0].files)
+				for _, tf := range queue {
+					if tf.part >= 0 {
+						m.next = min(m.next, tf.files[0])
+					}
+				}
+				for i := m.next; i < len(m.files); i++ {
+					if f := &m.files[i]; f.parts != nil && f.done == 0 {
+						f.parts, f.left = nil, 0
+					}
+				}
 				m.tapeFiles -= len(queue)
 			} else {
 				m.stuck = true
@@ -301,14 +325,72 @@ func (m *migModel) takeDrive(k int, need int64, use func(d *tdrive)) {
 	m.site.takeDrive(need, use)
 }
 
-// need is the room a tape file of the files b takes (core's: its bytes,
-// 512 a file, 1 MiB to spare).
-func (m *migModel) need(b []int) int64 {
-	n := int64(len(b))*512 + 1<<20
-	for _, i := range b {
-		n += m.files[i].size
+// tapeFilesOf groups the files take (in the order they reached disk)
+// into tape files: each striped one into its parts, the runs of others
+// with sched.Aggregate.
+func (m *migModel) tapeFilesOf(take []int) []tapeFile {
+	var out []tapeFile
+	run := func(files []int) {
+		if len(files) == 0 {
+			return
+		}
+		sizes := make([]int64, len(files))
+		for k, i := range files {
+			sizes[k] = m.files[i].size
+		}
+		starts := sched.Aggregate(sizes, int64(m.c.Tape.Aggregate))
+		for k, from := range starts {
+			to := len(files)
+			if k+1 < len(starts) {
+				to = starts[k+1]
+			}
+			tf := tapeFile{files: files[from:to], part: -1, entries: to - from}
+			for _, i := range tf.files {
+				tf.bytes += m.files[i].size
+			}
+			out = append(out, tf)
+		}
 	}
-	return n
+	from := 0
+	for k, i := range take {
+		parts := m.stripedParts(m.files[i].size)
+		if parts < 2 {
+			continue
+		}
+		run(take[from:k])
+		from = k + 1
+		f := &m.files[i]
+		f.parts, f.left = make([]tapePart, parts), parts
+		stripes := int64(m.c.Workload.Stripe)
+		var at int64 // stripes dealt so far
+		for j := range parts {
+			n := stripes / int64(parts)
+			if int64(j) < stripes%int64(parts) {
+				n++
+			}
+			bytes := f.size*(at+n)/stripes - f.size*at/stripes
+			at += n
+			out = append(out, tapeFile{files: take[k : k+1], part: j, entries: int(n), bytes: bytes})
+		}
+	}
+	run(take[from:])
+	return out
+}
+
+// stripedParts is how many parts a file of size is written in: its
+// stripes dealt round to the pass's streams when it is at least
+// stripe_min and its disk copy striped, else 1.
+func (m *migModel) stripedParts(size int64) int {
+	if s := m.c.Workload.Stripe; s > 1 && size >= m.c.Tape.stripeMin {
+		return min(s, m.streams())
+	}
+	return 1
+}
+
+// need is the room tape file tf takes (core's: its bytes, 512 an entry,
+// 1 MiB to spare).
+func (m *migModel) need(tf tapeFile) int64 {
+	return tf.bytes + int64(tf.entries)*512 + 1<<20
 }
 
 // fits says whether a writer may append a tape file of need bytes to the
@@ -320,7 +402,7 @@ func (m *migModel) fits(d *tdrive, need int64) bool {
 
 // runWriter is one stream of a pass on drive d: tape files from the queue
 // until it is empty, then a flush; done when it ends.
-func (m *migModel) runWriter(d *tdrive, queue *[][]int, stuck *int, done func()) {
+func (m *migModel) runWriter(d *tdrive, queue *[]tapeFile, stuck *int, done func()) {
 	w := &writerState{d: d}
 	if w.d.vol != "" {
 		w.cart = m.cartNamed(w.d.vol)
@@ -342,10 +424,11 @@ func (m *migModel) runWriter(d *tdrive, queue *[][]int, stuck *int, done func())
 			m.flush(w, end)
 			return
 		}
-		b := (*queue)[0]
-		*queue = (*queue)[1:]
+		k := m.nextFor(w, *queue)
+		b := (*queue)[k]
+		*queue = slices.Delete(*queue, k, k+1)
 		m.write(w, b, loop, func() { // no cartridge with room: give the tape file back, end the stream
-			*queue = append([][]int{b}, *queue...)
+			*queue = append([]tapeFile{b}, *queue...)
 			*stuck++
 			end()
 		})
@@ -353,10 +436,25 @@ func (m *migModel) runWriter(d *tdrive, queue *[][]int, stuck *int, done func())
 	loop()
 }
 
-// roomLeft says whether any cartridge, mounted or not, has room for the
-// tape file of files b.
-func (m *migModel) roomLeft(b []int) bool {
-	need := m.need(b)
+// nextFor is the queue's first tape file w may write: not a part of a file
+// another part of which is on w's cartridge (the parts of a striped file
+// go to other cartridges), unless only such parts are left.
+func (m *migModel) nextFor(w *writerState, queue []tapeFile) int {
+	if w.cart == nil {
+		return 0
+	}
+	for k, tf := range queue {
+		if tf.part < 0 || !slices.ContainsFunc(m.files[tf.files[0]].parts, func(p tapePart) bool { return p.vol == w.cart.name }) {
+			return k
+		}
+	}
+	return 0
+}
+
+// roomLeft says whether any cartridge, mounted or not, has room for tape
+// file tf.
+func (m *migModel) roomLeft(tf tapeFile) bool {
+	need := m.need(tf)
 	return slices.ContainsFunc(m.carts, func(c *cart) bool { return c.end+need <= m.cap })
 }
 
@@ -369,15 +467,11 @@ func (m *migModel) cartNamed(v string) *cart {
 	return nil
 }
 
-// write appends one tape file of the files b, changing cartridge first if
-// it does not fit, and flushes after when enough is pending. When no
-// cartridge that no other drive holds has room, it calls stuck instead.
-func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
-	var bytes int64
-	for _, i := range b {
-		bytes += m.files[i].size
-	}
-	need := bytes + int64(len(b))*512 + 1<<20
+// write appends tape file b, changing cartridge first if it does not
+// fit, and flushes after when enough is pending. When no cartridge that
+// no other drive holds has room, it calls stuck instead.
+func (m *migModel) write(w *writerState, b tapeFile, then, stuck func()) {
+	bytes, need := b.bytes, m.need(b)
 	appendIt := func() {
 		c := w.cart
 		d := w.d
@@ -399,13 +493,19 @@ func (m *migModel) write(w *writerState, b []int, then, stuck func()) {
 			f.Done = func() {
 				d.stats.Transfer += time.Duration(m.sim.Now() - start)
 				off := c.end + 512
-				for _, i := range b {
+				if b.part >= 0 {
+					m.files[b.files[0]].parts[b.part] = tapePart{vol: c.name, off: off, size: bytes}
+				}
+				for _, i := range b.files {
+					if b.part >= 0 {
+						break
+					}
 					m.files[i].vol, m.files[i].off = c.name, off
 					off += m.files[i].size
 				}
 				c.end += bytes + 1<<10 // header and trailer
 				d.off = c.end
-				w.pending = append(w.pending, b...)
+				w.pending = append(w.pending, b)
 				w.bytes += bytes
 				if w.bytes >= int64(m.c.Tape.FlushBytes) {
 					m.flush(w, then)
@@ -528,11 +628,18 @@ func (m *migModel) flush(w *writerState, then func()) {
 	d.backhitched = m.sim.Now() + des.Duration(m.g.Backhitch)
 	m.sim.After(0, evMigFlush, d.idx, func() {
 		m.flushes++
-		for _, i := range w.pending {
-			m.files[i].done = m.sim.Now()
-			m.migrated++
-			if m.site != nil {
-				m.site.migrated(i)
+		for _, tf := range w.pending {
+			for _, i := range tf.files {
+				if f := &m.files[i]; tf.part >= 0 {
+					if f.left--; f.left > 0 {
+						continue // its other parts are not durable yet
+					}
+				}
+				m.files[i].done = m.sim.Now()
+				m.migrated++
+				if m.site != nil {
+					m.site.migrated(i)
+				}
 			}
 		}
 		w.pending, w.bytes = w.pending[:0], 0

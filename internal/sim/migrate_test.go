@@ -128,3 +128,50 @@ exchange = %q`, int64(g.Rate), g.Capacity, g.Length, g.Wraps, g.Load, g.Unload, 
 		t.Errorf("20 GB on two LTO-1 drives in %.0f s; streaming alone takes %.0f s", preset.Seconds, stream)
 	}
 }
+
+// A file of at least stripe_min whose disk copy is striped goes to tape
+// as strata serve writes it: its stripes dealt round to the streams, each
+// part a tape file on a cartridge of its own, written at once — a 400 GB
+// file on four drives in about a quarter of the time one drive takes. A
+// smaller file, or one not striped on disk, is written whole.
+func TestMigrateStripedOnTape(t *testing.T) {
+	g := tape.Generations["LTO-9"]
+	study := func(stripe int, stripeMin string) string {
+		return fmt.Sprintf(`[tape]
+drives = 4
+cartridges = 8
+migrate_drives = 4
+migrate_after = "0s"
+migrate_every = "30s"
+stripe_min = %q
+[workload]
+op = "migrate"
+files = 1
+file_size = "400GB"
+stripe = %d
+`, stripeMin, stripe)
+	}
+	whole := migrateRun(t, study(1, "16GiB"))
+	if whole.TapeFiles != 1 || whole.Cartridges != 1 {
+		t.Fatalf("not striped on disk: %d tape files on %d cartridges, want 1 on 1", whole.TapeFiles, whole.Cartridges)
+	}
+	for _, tc := range []struct {
+		stripe, parts int
+		largest       int64 // bytes of the largest part
+	}{{4, 4, 100e9}, {3, 3, 133333333333}, {6, 4, 133333333333}, {8, 4, 100e9}} {
+		r := migrateRun(t, study(tc.stripe, "16GiB"))
+		if r.TapeFiles != tc.parts || r.Cartridges != tc.parts || r.Files != 1 || r.Bytes != 400e9 {
+			t.Errorf("stripe %d: %d tape files on %d cartridges (%d files, %d bytes), want %d on %d", tc.stripe, r.TapeFiles, r.Cartridges, r.Files, r.Bytes, tc.parts, tc.parts)
+		}
+		// the largest part streams after its drive's mount, which
+		// waits for the robot's exchanges before it
+		low := 30*time.Second + g.MountTime() + g.TransferTime(tc.largest)
+		high := low + time.Duration(tc.parts)*g.Exchange + 2*g.Backhitch + 2*time.Second
+		if got := time.Duration(r.Seconds * 1e9); got < low || got > high {
+			t.Errorf("stripe %d: %v to tape, want %v … %v (whole: %.0f s)", tc.stripe, got, low, high, whole.Seconds)
+		}
+	}
+	if r := migrateRun(t, study(4, "500GB")); r.TapeFiles != 1 {
+		t.Errorf("a file below stripe_min: %d tape files, want 1", r.TapeFiles)
+	}
+}

@@ -416,7 +416,12 @@ func (m *siteModel) recalls(gap, pick *rand.Rand) {
 	next = func() {
 		if n := len(m.onTape); n > 0 && m.sim.Now() > 0 {
 			f := m.mig.files[m.onTape[pick.IntN(n)]]
-			m.rec.add(RecallRequest{Time: m.sim.Now().Seconds(), Volume: f.vol, Offset: f.off, Size: f.size})
+			if f.parts == nil {
+				m.rec.add(RecallRequest{Time: m.sim.Now().Seconds(), Volume: f.vol, Offset: f.off, Size: f.size})
+			}
+			for _, p := range f.parts { // striped on tape: a request a part, as strata serve queues
+				m.rec.add(RecallRequest{Time: m.sim.Now().Seconds(), Volume: p.vol, Offset: p.off, Size: p.size})
+			}
 		}
 		rate := m.c.Workload.RecallPerMonth * float64(len(m.onTape)) / month
 		dt := des.Duration(time.Hour) // nothing on tape yet: look again later

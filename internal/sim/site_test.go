@@ -261,3 +261,19 @@ func FuzzReadArrivals(f *testing.F) {
 		}
 	})
 }
+
+// Striped on tape, a site's large files reach it sooner, and each recall
+// of one is a request a part: more recall requests than recalled files
+// would make alone, every one of them served.
+func TestSiteStripedOnTape(t *testing.T) {
+	whole := siteStudy(t, "", "stripe_min = \"4GB\"", "").Site
+	striped := siteStudy(t, "", "stripe_min = \"4GB\"", "stripe = 3").Site
+	t.Logf("to tape mean %.0f s whole, %.0f s striped; recall requests %d, %d; tape files %d, %d",
+		whole.Migrate.Mean, striped.Migrate.Mean, whole.Recall.Files, striped.Recall.Files, whole.Migrate.TapeFiles, striped.Migrate.TapeFiles)
+	if striped.Migrate.Files != striped.Files || striped.Migrate.TapeFiles <= whole.Migrate.TapeFiles {
+		t.Errorf("striped: %d of %d files migrated in %d tape files (whole: %d)", striped.Migrate.Files, striped.Files, striped.Migrate.TapeFiles, whole.Migrate.TapeFiles)
+	}
+	if striped.Recall == nil || striped.Recall.Lost != 0 || striped.Recall.Files <= whole.Recall.Files {
+		t.Errorf("recall requests: striped %+v, whole %d", striped.Recall, whole.Recall.Files)
+	}
+}

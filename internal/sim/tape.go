@@ -79,6 +79,10 @@ type TapeConfig struct {
 	FlushBytes    Size   `toml:"flush_bytes"`
 	MigrateEvery  string `toml:"migrate_every"`
 	MigrateAfter  string `toml:"migrate_after"`
+	// StripeMin is strata serve's tape_stripe_min: a file this large
+	// whose disk copy has several stripes (workload.stripe) is written to
+	// several cartridges at once (see migrate.go).
+	StripeMin Size `toml:"stripe_min"`
 	// Drive overrides the generation's figures ([tape.drive]): a drive
 	// no preset has (an enterprise drive, a half-height one, a site's own
 	// measurements), or one figure swept.
@@ -111,6 +115,7 @@ type TapeConfig struct {
 	migrateDrives int
 	migrateEvery  time.Duration
 	migrateAfter  time.Duration
+	stripeMin     int64
 	rules         sched.Rules
 }
 
@@ -179,6 +184,9 @@ func (t *TapeConfig) fill() error {
 	}
 	if t.FlushBytes <= 0 {
 		t.FlushBytes = sched.DefaultFlushBytes
+	}
+	if t.stripeMin = int64(t.StripeMin); t.stripeMin <= 0 {
+		t.stripeMin = int64(def.StripeMin)
 	}
 	for _, x := range []struct {
 		key, v, def string
