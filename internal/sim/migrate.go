@@ -95,12 +95,16 @@ type cart struct {
 }
 
 type migModel struct {
-	sim       *des.Sim
-	c         *Config
-	g         tape.Generation
-	cap       int64
-	files     []migFile
-	next      int // first file no pass has taken
+	sim   *des.Sim
+	c     *Config
+	g     tape.Generation
+	cap   int64
+	files []migFile
+	next  int // first file no pass has taken
+	// retry holds files a pass took and could not write (the
+	// cartridges with room were in the recalls' drives): the next pass
+	// takes them first.
+	retry     []int
 	carts     []*cart
 	drives    []*tdrive
 	buf       *des.Resource
@@ -235,17 +239,18 @@ const (
 // them into tape files and runs the streams until all are written.
 func (m *migModel) pass() {
 	now := m.sim.Now()
-	var take []int
+	take := m.retry
+	m.retry = nil
 	for i := m.next; i < len(m.files) && len(take) < 100000; i++ {
 		if m.files[i].onDisk+m.after > now {
 			break // files are in the order they reached disk
 		}
 		take = append(take, i)
+		m.next = i + 1
 	}
 	if len(take) == 0 {
 		return
 	}
-	m.next = take[len(take)-1] + 1
 	batches := m.tapeFilesOf(take)
 	m.tapeFiles += len(batches)
 	m.passes++
@@ -262,17 +267,14 @@ func (m *migModel) pass() {
 				// the cartridges with room were in the recalls' drives:
 				// the next pass takes these files again (a striped one
 				// whole: what of it was written is space for repack)
-				m.next = slices.Min(queue[0].files)
 				for _, tf := range queue {
-					if tf.part >= 0 {
-						m.next = min(m.next, tf.files[0])
+					for _, i := range tf.files {
+						m.files[i].parts, m.files[i].left = nil, 0
+						m.retry = append(m.retry, i)
 					}
 				}
-				for i := m.next; i < len(m.files); i++ {
-					if f := &m.files[i]; f.parts != nil && f.done == 0 {
-						f.parts, f.left = nil, 0
-					}
-				}
+				slices.Sort(m.retry)
+				m.retry = slices.Compact(m.retry) // a striped file's parts name it each
 				m.tapeFiles -= len(queue)
 			} else {
 				m.stuck = true
@@ -312,7 +314,7 @@ const maxChained = 8
 
 // candidates says whether a file waits for migration now.
 func (m *migModel) candidates() bool {
-	return m.next < len(m.files) && m.files[m.next].onDisk+m.after <= m.sim.Now()
+	return len(m.retry) > 0 || m.next < len(m.files) && m.files[m.next].onDisk+m.after <= m.sim.Now()
 }
 
 // takeDrive gives writer k a drive: the k-th, or in a site study the
@@ -495,13 +497,11 @@ func (m *migModel) write(w *writerState, b tapeFile, then, stuck func()) {
 				off := c.end + 512
 				if b.part >= 0 {
 					m.files[b.files[0]].parts[b.part] = tapePart{vol: c.name, off: off, size: bytes}
-				}
-				for _, i := range b.files {
-					if b.part >= 0 {
-						break
+				} else {
+					for _, i := range b.files {
+						m.files[i].vol, m.files[i].off = c.name, off
+						off += m.files[i].size
 					}
-					m.files[i].vol, m.files[i].off = c.name, off
-					off += m.files[i].size
 				}
 				c.end += bytes + 1<<10 // header and trailer
 				d.off = c.end

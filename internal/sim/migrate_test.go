@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +174,28 @@ stripe = %d
 	}
 	if r := migrateRun(t, study(4, "500GB")); r.TapeFiles != 1 {
 		t.Errorf("a file below stripe_min: %d tape files, want 1", r.TapeFiles)
+	}
+}
+
+// Files that fit the library in bytes but not cartridge by cartridge (two
+// 6 GB files never share a 10 GB cartridge) end the study with one line
+// that says so, not a hang or a silent shortfall.
+func TestMigrateOutOfRoomSaysSo(t *testing.T) {
+	s, err := ParseStudy([]byte(`[tape]
+drives = 1
+cartridges = 2
+capacity = "10GB"
+migrate_after = "0s"
+[workload]
+op = "migrate"
+files = 3
+file_size = "6GB"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(s.Config, 1)
+	if err == nil || !strings.Contains(err.Error(), "no cartridge had room") {
+		t.Fatalf("got %v, want the study to say no cartridge had room", err)
 	}
 }
