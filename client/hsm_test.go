@@ -544,8 +544,7 @@ func TestThousandRecallsThroughTheServer(t *testing.T) {
 		cfg.Library.Capacity = 1<<20 + 100*(size+400)
 		cfg.HSM.Aggregate = 1 // a tape file per file
 		cfg.HSM.MigrateDrives = 1
-		// Hold the queue until everything is staged: no cartridge reaches
-		// the file count, all become due together.
+		// No cartridge reaches the file count; all become due by age.
 		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMaxAge = 100000, "2s"
 	})
 	data := make([][]byte, files)
@@ -575,8 +574,23 @@ func TestThousandRecallsThroughTheServer(t *testing.T) {
 	for i, k := range order {
 		shuffled[i] = paths[k]
 	}
+	// The drives are out of service while the files are staged, so that
+	// every request is queued before any cartridge is mounted however
+	// slowly the stage runs (under the race detector, on a loaded
+	// machine, it took longer than the 2 s a request may wait).
+	drives := s.Library.Drives()
+	for _, d := range drives {
+		if err := c.SetDriveService(ctx, d.ID, false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := c.Stage(ctx, shuffled, 0); err != nil {
 		t.Fatal(err)
+	}
+	for _, d := range drives {
+		if err := c.SetDriveService(ctx, d.ID, true); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, p := range paths {
 		got, err := getBytes(c, p)
