@@ -262,7 +262,8 @@ func (m *migModel) pass() {
 		if left--; left > 0 {
 			return
 		}
-		if stuck == nw && len(queue) > 0 {
+		failed := stuck == nw && len(queue) > 0
+		if failed {
 			if m.site != nil && m.roomLeft(queue[0]) {
 				// the cartridges with room were in the recalls' drives:
 				// the next pass takes these files again (a striped one
@@ -287,9 +288,10 @@ func (m *migModel) pass() {
 		// priority 1): core's pass first asks the catalog for its
 		// candidates, which the recaller's decision does not wait for.
 		switch {
-		case m.chained < maxChained && m.candidates():
+		case !failed && m.chained < maxChained && m.candidates():
 			// core's migrate loops while a pass finds files, nine
-			// passes at most, before it waits for the next tick
+			// passes at most, before it waits for the next tick; a
+			// pass that found no cartridge ends the loop with its error
 			m.chained++
 			m.sim.Schedule(m.sim.Now(), 2, evMigTick, 0, m.pass)
 		case m.tick:
