@@ -3,6 +3,7 @@ package mover
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"hash/crc32"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/moverconn"
+	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -24,10 +26,13 @@ type fixture struct {
 	m      *Mover
 	signer *token.Signer
 	addr   string
-	ep     moverconn.Endpoint // TCP and the Unix socket
+	ep     moverconn.Endpoint // TCP and the Unix socket, or TLS
+	plain  moverconn.Endpoint // TCP and the Unix socket
+	tlsEP  moverconn.Endpoint // TCP with TLS
+	tlsCfg *tls.Config        // trusting the mover's certificate
 	pool   *moverconn.Pool
 	dir    string // the device's directory
-	tr     string // transport: tcp, unix (streams) or handle
+	tr     string // transport: tcp, tls, unix (streams) or handle
 }
 
 // start runs a mover with one device on TCP and on a Unix socket; the
@@ -54,8 +59,26 @@ func startWith(t *testing.T, o disk.Options) *fixture {
 		t.Fatal(err)
 	}
 	go m.Serve(ul)
+	files := pki.In(filepath.Join(t.TempDir(), "pki"))
+	if err := pki.Ensure(files, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := pki.ServerConfig(files.Cert, files.Key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Serve(tls.NewListener(tl, srv))
 	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: moverconn.NewPool(), dir: dir, tr: "tcp"}
-	f.ep = moverconn.Endpoint{Addr: f.addr, Socket: sock, Host: moverconn.HostID()}
+	f.plain = moverconn.Endpoint{Addr: f.addr, Socket: sock, Host: moverconn.HostID()}
+	f.tlsEP = moverconn.Endpoint{Addr: tl.Addr().String(), TLS: true}
+	if f.tlsCfg, err = pki.ClientConfig(files.CA, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	f.ep = f.plain
 	f.pool.SetTCPOnly(true)
 	t.Cleanup(func() { f.pool.Close(); m.Close(); d.Close() })
 	return f
@@ -85,10 +108,11 @@ func (f *fixture) read(t *testing.T, tok, obj string) ([]byte, error) {
 	return out.Bytes(), err
 }
 
-// transports runs fn over TCP, over the Unix socket streaming, and over the
-// Unix socket with the mover handing over its files.
+// transports runs fn over TCP, over TCP with TLS (where chunks cannot go
+// by sendfile), over the Unix socket streaming, and over the Unix socket
+// with the mover handing over its files.
 func transports(t *testing.T, fn func(t *testing.T, f *fixture)) {
-	for _, tr := range []string{"tcp", "unix", "handle"} {
+	for _, tr := range []string{"tcp", "tls", "unix", "handle"} {
 		t.Run(tr, func(t *testing.T) {
 			f := start(t)
 			f.use(tr)
@@ -99,7 +123,11 @@ func transports(t *testing.T, fn func(t *testing.T, f *fixture)) {
 
 func (f *fixture) use(tr string) {
 	f.tr = tr
-	f.pool.SetTCPOnly(tr == "tcp")
+	f.ep, f.pool.TLS = f.plain, nil
+	if tr == "tls" {
+		f.ep, f.pool.TLS = f.tlsEP, f.tlsCfg
+	}
+	f.pool.SetTCPOnly(tr == "tcp" || tr == "tls")
 	f.pool.SetHandles(tr == "handle")
 }
 
