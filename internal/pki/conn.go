@@ -16,8 +16,11 @@ import (
 // gatherSize. Measured with bench/tlsbench (4 streams of 1 MiB writes,
 // TLS 1.3, this machine): crypto/tls alone moved 1.8–2.3 GB/s, gathered
 // 2.5–2.8 GB/s; the copy into the buffer costs far less than the calls it
-// saves. Reads need nothing: crypto/tls already reads whatever the socket
-// holds.
+// saves. On the other side crypto/tls reads a record or two a system call
+// (into what its input buffer has free); Conn reads up to readSize at once
+// and hands crypto/tls the bytes from memory. Measured the same way, a
+// 256 KiB read buffer took the receiver's CPU for 4 GiB from 2.08–2.47 s
+// to 1.95–2.24 s.
 type Conn struct {
 	*tls.Conn
 	g *gather
@@ -33,6 +36,11 @@ const gatherSize = 256 << 10
 const maxRecord = 16 << 10
 
 var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, gatherSize); return &b }}
+
+// readSize is the most one read from the socket takes in.
+const readSize = 256 << 10
+
+var readPool = sync.Pool{New: func() any { b := make([]byte, readSize); return &b }}
 
 // Client starts the client side of TLS on nc, as tls.Client does.
 func Client(nc net.Conn, cfg *tls.Config) *Conn {
@@ -120,6 +128,36 @@ type gather struct {
 	mu   sync.Mutex
 	held int
 	buf  *[]byte
+	// Read's: what the last read from the socket brought and crypto/tls
+	// has not taken yet, rin[rpos:rend], its buffer back in readPool
+	// once taken (an idle connection holds none). crypto/tls reads
+	// under its own lock, one reader at a time.
+	rin        *[]byte
+	rpos, rend int
+}
+
+// Read gives crypto/tls what one read of up to readSize from the socket
+// brought, a piece at a time; reads as large go to the socket directly.
+func (g *gather) Read(p []byte) (int, error) {
+	if g.rin == nil {
+		if len(p) >= readSize {
+			return g.Conn.Read(p)
+		}
+		g.rin = readPool.Get().(*[]byte)
+		n, err := g.Conn.Read(*g.rin)
+		if n == 0 {
+			readPool.Put(g.rin)
+			g.rin = nil
+			return 0, err
+		}
+		g.rpos, g.rend = 0, n // an error comes again with the next read
+	}
+	n := copy(p, (*g.rin)[g.rpos:g.rend])
+	if g.rpos += n; g.rpos == g.rend {
+		readPool.Put(g.rin)
+		g.rin = nil
+	}
+	return n, nil
 }
 
 func (g *gather) hold() {

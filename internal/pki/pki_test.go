@@ -266,3 +266,40 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestGatherReads: the read buffer under crypto/tls hands on exactly what
+// the socket brought, whatever the sizes asked — smaller than one read
+// from the socket, across two, or large enough to go to the socket
+// directly — and then the socket's end.
+func TestGatherReads(t *testing.T) {
+	a, b := net.Pipe()
+	data := make([]byte, 3*readSize+12345)
+	rand.Read(data)
+	go func() {
+		for p := data; len(p) > 0; {
+			k := min(len(p), 100<<10+7)
+			a.Write(p[:k])
+			p = p[k:]
+		}
+		a.Close()
+	}()
+	g := &gather{Conn: b}
+	var got []byte
+	for i := 0; ; i++ {
+		p := make([]byte, []int{1, 5000, readSize, readSize + 1, 16 << 10}[i%5])
+		n, err := g.Read(p)
+		got = append(got, p[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("%d bytes read, %d written, or changed", len(got), len(data))
+	}
+	if g.rin != nil {
+		t.Error("the read buffer is held after the end")
+	}
+}
