@@ -110,4 +110,11 @@ if [[ " $PARTS " == *" tls "* ]]; then
     echo "| $op | $p | $t | $(ratio "$t" "$p") | $(ratio "$t" "$tt") |"
   done
   echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
+  # One repetition a line, MB/s: put and get over plain TCP and over TLS,
+  # and crypto/tls alone's plain and TLS streams, measured after each.
+  for i in $(seq 0 $((REPS - 1))); do
+    v() { local a=(${T[$1]}); echo "${a[$i]}"; }
+    echo "{\"put_plain\": $(v off,put), \"put_tls\": $(v on,put), \"get_plain\": $(v off,get), \"get_tls\": $(v on,get)," \
+      "\"alone_plain\": [$(v off,plain), $(v on,plain)], \"alone_tls\": [$(v off,tls), $(v on,tls)]}"
+  done | save_results auth-tls size_mb=$SIZE_MB
 fi
