@@ -313,6 +313,19 @@ func (c *Client) Close() error {
 // last answered) as it was given: its URL, or unix:PATH for its socket.
 func (c *Client) Server() string { return c.core().name }
 
+// plainToTLS begins what a TLS server answers a request in plain HTTP
+// (net/http's words, which httpserve uses too).
+const plainToTLS = "Client sent an HTTP request to an HTTPS server"
+
+// errSpeaksTLS is a plain HTTP request's answer from a TLS server.
+var errSpeaksTLS = errors.New(plainToTLS)
+
+// speaksTLS says what to do when server name, at host, answered plain
+// HTTP as a TLS server does.
+func speaksTLS(name, host string) error {
+	return fmt.Errorf("strata server %s speaks TLS: name it https://%s, and give its CA with --ca (or STRATA_CA)", name, host)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	_, err := c.doHeader(ctx, method, path, q, in, out)
 	return err
@@ -374,14 +387,21 @@ func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q 
 		if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || stale(err) {
 			return nil, &unreachable{base: ca.name, err: err}
 		}
+		if errors.Is(err, errSpeaksTLS) {
+			return nil, speaksTLS(ca.name, req.URL.Host)
+		}
 		return nil, fmt.Errorf("strata server %s: %w", ca.name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10)) // an error is a line
 		var e api.Error
-		if err := api.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
-			if resp.StatusCode == http.StatusNotFound {
+		if err := api.NewDecoder(bytes.NewReader(body)).Decode(&e); err != nil || e.Code == "" {
+			switch {
+			case resp.StatusCode == http.StatusNotFound:
 				return nil, fmt.Errorf("strata server %s: %s %s: %w", ca.name, method, path, errNoRoute)
+			case bytes.HasPrefix(body, []byte(plainToTLS)):
+				return nil, speaksTLS(ca.name, req.URL.Host)
 			}
 			return nil, fmt.Errorf("strata server %s: %s", ca.name, resp.Status)
 		}

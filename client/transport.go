@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -237,11 +238,13 @@ func (t *transport) probe(ctx context.Context, pc *pconn) (sock string, err erro
 	}
 	defer resp.Body.Close()
 	var l api.Local
-	if resp.StatusCode == http.StatusOK {
-		err = api.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&l)
-	}
-	if _, cerr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)); err == nil {
-		err = cerr
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case err != nil:
+	case resp.StatusCode == http.StatusOK:
+		err = api.NewDecoder(bytes.NewReader(body)).Decode(&l)
+	case bytes.HasPrefix(body, []byte(plainToTLS)):
+		return "", errSpeaksTLS
 	}
 	if err != nil {
 		return "", fmt.Errorf("ask for the local socket: %w", err)

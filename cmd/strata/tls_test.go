@@ -57,7 +57,8 @@ func TestTLS(t *testing.T) {
 	}{
 		{"no CA", []string{"--server", https, "whoami"}, "certificate signed by unknown authority"},
 		{"another CA", []string{"--server", https, "--ca", other.CA, "whoami"}, "certificate signed by unknown authority"},
-		{"plain HTTP to a TLS port", []string{"--server", "http://" + s.addr, "--tcp-only", "whoami"}, "strata server"},
+		{"plain HTTP to a TLS port", []string{"--server", "http://" + s.addr, "--tcp-only", "whoami"}, "speaks TLS: name it " + https + ", and give its CA with --ca"},
+		{"plain HTTP to a TLS port, asking for the socket", []string{"--server", "http://" + s.addr, "whoami"}, "speaks TLS: name it " + https},
 	} {
 		_, errs, code := run(tok, tc.args...)
 		if code == 0 || !strings.Contains(errs, tc.msg) || strings.Count(errs, "\n") != 1 {

@@ -21,7 +21,8 @@
 // not a deadline per request), MaxBody (413), and one thing it does not:
 // MaxConnsPerHost, a cap on connections from one remote address. TLS is
 // the listener's (tls.NewListener): a *tls.Conn is a net.Conn like any
-// other here.
+// other here, except that a request in plain HTTP to it is answered 400
+// with net/http's words, which the client turns into advice.
 //
 // Measured with those limits on, against net/http.Server with the same
 // ones (BenchmarkServer: 8 clients as Strata's, a stat-sized reply, loopback
@@ -38,6 +39,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -188,6 +190,24 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 	return c, nil
 }
 
+// plainToTLS answers, as net/http does, a client that sent plain HTTP to
+// a TLS listener (err is the handshake's): 400 and why, not a connection
+// closed without a word.
+func plainToTLS(err error) {
+	var re tls.RecordHeaderError
+	if !errors.As(err, &re) || re.Conn == nil {
+		return
+	}
+	for _, m := range []string{"GET /", "HEAD ", "POST ", "PUT /", "DELET", "OPTIO", "PATCH", "CONNE"} {
+		if string(re.RecordHeader[:]) == m {
+			re.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			re.Conn.Close()
+			return
+		}
+	}
+}
+
 func (s *Server) drop(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -331,6 +351,7 @@ func (c *conn) serve() {
 		// HeaderTimeout unless the first read brought all of it (the
 		// usual case: setting a deadline costs a timer).
 		if _, err := c.br.Peek(1); err != nil {
+			plainToTLS(err)
 			return
 		}
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {

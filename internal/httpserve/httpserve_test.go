@@ -4,17 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/internal/pki"
 )
 
 // countingListener counts accepted connections, to see keep-alive work.
@@ -615,4 +619,49 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("%d connections from the flooding address kept open, the cap is 100", open)
 		}
 	})
+}
+
+// TestPlainHTTPToTLS: on a TLS listener, a request in plain HTTP is
+// answered 400 and told why, as net/http answers it; other bytes that are
+// not TLS get the connection closed; TLS clients are served meanwhile.
+func TestPlainHTTPToTLS(t *testing.T) {
+	files := pki.In(filepath.Join(t.TempDir(), "pki"))
+	if err := pki.Ensure(files, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	scfg, err := pki.ServerConfig(files.Cert, files.Key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: testMux()}
+	go s.Serve(tls.NewListener(ln, scfg))
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	addr := ln.Addr().String()
+	for _, tc := range []struct{ in, want string }{
+		{"GET /q?path=a HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"},
+		{"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", "HTTP/1.0 400 Bad Request"},
+		{"NONSENSE\r\n\r\n", ""},
+	} {
+		if out := raw(t, addr, tc.in); !strings.HasPrefix(out, tc.want) || tc.want == "" && out != "" {
+			t.Errorf("%q: answered %q, want %q", tc.in, out, tc.want)
+		}
+	}
+	ccfg, err := pki.ClientConfig(files.CA, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ccfg}}
+	resp, err := hc.Get("https://" + addr + "/q?path=tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path":"tls"`) {
+		t.Fatalf("over TLS: %s %s", resp.Status, body)
+	}
 }
