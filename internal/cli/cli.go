@@ -79,23 +79,8 @@ func oneLine(err error) string {
 }
 
 func (e *env) client() (*client.Client, error) {
-	addr := e.server
-	if addr == "" {
-		addr = os.Getenv("STRATA_SERVER")
-	}
 	ca, cert, key := or(e.ca, "STRATA_CA"), or(e.cert, "STRATA_CERT"), or(e.key, "STRATA_KEY")
-	if ca != "" && addr != "" {
-		// A CA means TLS: host:port is https://host:port (for each core
-		// of a list: an active one and its standbys).
-		as := strings.Split(addr, ",")
-		for i, a := range as {
-			if a = strings.TrimSpace(a); !strings.Contains(a, "://") && !strings.HasPrefix(a, "unix:") {
-				as[i] = "https://" + a
-			}
-		}
-		addr = strings.Join(as, ",")
-	}
-	c, err := client.New(addr)
+	c, err := client.New(serverAddr(or(e.server, "STRATA_SERVER"), ca))
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +100,26 @@ func (e *env) client() (*client.Client, error) {
 		c.Handover(false)
 	}
 	return c, err
+}
+
+// serverAddr is the server address to use: addr as given, or the default
+// (empty). A CA means TLS: host:port is then https://host:port, for each
+// core of a list (an active one and its standbys), the default address
+// too, as `strata serve` says to use --ca on its own host as well.
+func serverAddr(addr, ca string) string {
+	if ca == "" {
+		return addr
+	}
+	if addr == "" {
+		addr = strings.TrimPrefix(client.DefaultServer, "http://")
+	}
+	as := strings.Split(addr, ",")
+	for i, a := range as {
+		if a = strings.TrimSpace(a); !strings.Contains(a, "://") && !strings.HasPrefix(a, "unix:") {
+			as[i] = "https://" + a
+		}
+	}
+	return strings.Join(as, ",")
 }
 
 // withClient adapts a command body that needs a client.

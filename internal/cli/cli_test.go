@@ -18,3 +18,22 @@ func TestShown(t *testing.T) {
 		}
 	}
 }
+
+// The server address a command uses: as given without a CA; with one,
+// host:port means https (each core of a list, and the default address,
+// which `strata serve` tells its host's users to reach with --ca).
+func TestServerAddr(t *testing.T) {
+	for _, tc := range []struct{ addr, ca, want string }{
+		{"", "", ""},
+		{"", "ca.pem", "https://127.0.0.1:7420"},
+		{"h:7420", "", "h:7420"},
+		{"h:7420", "ca.pem", "https://h:7420"},
+		{"h1:7420, h2:7420", "ca.pem", "https://h1:7420,https://h2:7420"},
+		{"http://h:7420", "ca.pem", "http://h:7420"},
+		{"unix:/run/strata.sock", "ca.pem", "unix:/run/strata.sock"},
+	} {
+		if got := serverAddr(tc.addr, tc.ca); got != tc.want {
+			t.Errorf("serverAddr(%q, %q) = %q, want %q", tc.addr, tc.ca, got, tc.want)
+		}
+	}
+}
