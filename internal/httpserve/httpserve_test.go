@@ -11,14 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/strata-storage/strata/internal/pki"
+	"github.com/strata-storage/strata/internal/testutil/tlstest"
 )
 
 // countingListener counts accepted connections, to see keep-alive work.
@@ -625,14 +624,7 @@ func TestLimits(t *testing.T) {
 // answered 400 and told why, as net/http answers it; other bytes that are
 // not TLS get the connection closed; TLS clients are served meanwhile.
 func TestPlainHTTPToTLS(t *testing.T) {
-	files := pki.In(filepath.Join(t.TempDir(), "pki"))
-	if err := pki.Ensure(files, []string{"127.0.0.1"}); err != nil {
-		t.Fatal(err)
-	}
-	scfg, err := pki.ServerConfig(files.Cert, files.Key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	scfg, ccfg := tlstest.Configs(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -649,10 +641,6 @@ func TestPlainHTTPToTLS(t *testing.T) {
 		if out := raw(t, addr, tc.in); !strings.HasPrefix(out, tc.want) || tc.want == "" && out != "" {
 			t.Errorf("%q: answered %q, want %q", tc.in, out, tc.want)
 		}
-	}
-	ccfg, err := pki.ClientConfig(files.CA, "", "")
-	if err != nil {
-		t.Fatal(err)
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ccfg}}
 	resp, err := hc.Get("https://" + addr + "/q?path=tls")

@@ -17,7 +17,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/moverconn"
-	"github.com/strata-storage/strata/internal/pki"
+	"github.com/strata-storage/strata/internal/testutil/tlstest"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -59,14 +59,7 @@ func startWith(t *testing.T, o disk.Options) *fixture {
 		t.Fatal(err)
 	}
 	go m.Serve(ul)
-	files := pki.In(filepath.Join(t.TempDir(), "pki"))
-	if err := pki.Ensure(files, []string{"127.0.0.1"}); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := pki.ServerConfig(files.Cert, files.Key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cli := tlstest.Configs(t)
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +67,7 @@ func startWith(t *testing.T, o disk.Options) *fixture {
 	go m.Serve(tls.NewListener(tl, srv))
 	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: moverconn.NewPool(), dir: dir, tr: "tcp"}
 	f.plain = moverconn.Endpoint{Addr: f.addr, Socket: sock, Host: moverconn.HostID()}
-	f.tlsEP = moverconn.Endpoint{Addr: tl.Addr().String(), TLS: true}
-	if f.tlsCfg, err = pki.ClientConfig(files.CA, "", ""); err != nil {
-		t.Fatal(err)
-	}
+	f.tlsEP, f.tlsCfg = moverconn.Endpoint{Addr: tl.Addr().String(), TLS: true}, cli
 	f.ep = f.plain
 	f.pool.SetTCPOnly(true)
 	t.Cleanup(func() { f.pool.Close(); m.Close(); d.Close() })
