@@ -14,7 +14,11 @@
 # tls: put and get of a SIZE_MB file over TCP, as from another host, with
 #      TLS 1.3 against plain TCP, taking turns; and the baseline: what
 #      crypto/tls alone moves between two processes here (bench/tlsbench:
-#      the same 4 streams of 1 MiB writes), against plain TCP.
+#      the same 4 streams of 1 MiB writes), against plain TCP. Each put
+#      and get is charged the CPU its client and the server used; a TLS
+#      transfer does all a plain one does and also seals and opens every
+#      byte (AES-128-GCM, timed alone by `tlsbench aead`), so plain CPU +
+#      AES-GCM over the machine's cores is the most it can move here.
 # Runs as root (to drop caches, and to run the client as another user).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,11 +81,19 @@ fi
 
 if [[ " $PARTS " == *" tls "* ]]; then
   SRC=$SCRATCH/src.dat
-  if [ ! -f "$SRC" ] || [ "$(stat -c %s "$SRC")" != $((SIZE_MB<<20)) ]; then
-    head -c $((SIZE_MB<<20)) /dev/urandom > "$SRC"; sync
-  fi
+  source_file "$SRC" $((SIZE_MB<<20))
   BYTES=$((SIZE_MB<<20))
-  declare -A T
+  declare -A T C
+  # op MODE OP CMD...: times CMD as T[MODE,OP] (MB/s) and adds the CPU of
+  # the client (CMD and its children) and of the server as C[MODE,OP].
+  op() {
+    local m=$1 o=$2; shift 2
+    local s0 t0 t1; s0=$(cpu_of "$SERVER_PID"); t0=$(now)
+    with_cpu "$@"
+    t1=$(now)
+    T[$m,$o]+="$(rate $BYTES "$t0" "$t1") "
+    C[$m,$o]+="$(python3 -c "print(round($CPU + $(cpu_of "$SERVER_PID") - $s0, 2))") "
+  }
   for r in $(seq "$REPS"); do
     for mode in off on; do
       rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" $mode)"
@@ -89,8 +101,9 @@ if [[ " $PARTS " == *" tls "* ]]; then
       [ $mode = on ] && flags+=(--server "$STRATA_SERVER" --ca "$SCRATCH/data/tls/ca.pem")
       export STRATA_TOKEN=$("$S" --server "unix:$SCRATCH/data/strata.sock" token create --user root --ttl 1h 2>/dev/null)
       drop; cat "$SRC" > /dev/null
-      t0=$(now); "$S" "${flags[@]}" put "$SRC" /f; t1=$(now); T[$mode,put]+="$(rate $BYTES "$t0" "$t1") "
-      drop; t0=$(now); "$S" "${flags[@]}" get /f - > /dev/null; t1=$(now); T[$mode,get]+="$(rate $BYTES "$t0" "$t1") "
+      op $mode put "$S" "${flags[@]}" put "$SRC" /f
+      drop
+      op $mode get "$S" "${flags[@]}" get /f - > /dev/null
       unset STRATA_TOKEN
       stop
       for p in plain tls; do
@@ -100,21 +113,36 @@ if [[ " $PARTS " == *" tls "* ]]; then
         kill $rp; wait $rp 2>/dev/null || true
       done
     done
+    a=$("$OUT/tlsbench" aead -bytes $BYTES)
+    C[aead]+="$(echo "$a" | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['seal_s'] + d['open_s'])") "
   done
   tp=$(median ${T[off,plain]} ${T[on,plain]}); tt=$(median ${T[off,tls]} ${T[on,tls]})
+  aes=$(fmedian ${C[aead]})
   echo; echo "## ${SIZE_MB} MiB over TCP (as from another host; 4 stripes), TLS 1.3 against plain (MB/s, median of $REPS, taking turns)"
   echo; echo "Baseline, crypto/tls alone between two processes (4 streams of 1 MiB writes): plain TCP $tp MB/s, TLS $tt MB/s ($(ratio "$tt" "$tp")×)."
-  echo; echo "| op | plain | TLS | TLS / plain | TLS / crypto/tls alone |"; echo "|---|---|---|---|---|"
-  for op in put get; do
-    p=$(median ${T[off,$op]}); t=$(median ${T[on,$op]})
-    echo "| $op | $p | $t | $(ratio "$t" "$p") | $(ratio "$t" "$tt") |"
+  echo "AES-128-GCM alone, sealing and opening ${SIZE_MB} MiB in 16 KiB records: $aes core-seconds (tlsbench aead)."
+  echo; echo "| op | plain | TLS | TLS / plain | TLS / crypto/tls alone | CPU plain / TLS (core-s, client + server) | most a TLS $SIZE_MB MiB can move on $(nproc) cores | that / plain | that / crypto/tls alone |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for o in put get; do
+    p=$(median ${T[off,$o]}); t=$(median ${T[on,$o]})
+    cp=$(fmedian ${C[off,$o]})
+    ct=$(fmedian ${C[on,$o]})
+    # A TLS transfer does all the plain one does and seals and opens
+    # every byte: on n cores it cannot move more than this.
+    most=$(python3 -c "print(round($BYTES/1e6 / (($cp + $aes) / $(nproc))))")
+    echo "| $o | $p | $t | $(ratio "$t" "$p") | $(ratio "$t" "$tt") | $cp / $ct | $most | $(ratio "$most" "$p") | $(ratio "$most" "$tt") |"
   done
   echo; echo "raw: $(for k in "${!T[@]}"; do echo -n "$k: ${T[$k]}; "; done)"
+  echo "cpu: $(for k in "${!C[@]}"; do echo -n "$k: ${C[$k]}; "; done)"
   # One repetition a line, MB/s: put and get over plain TCP and over TLS,
-  # and crypto/tls alone's plain and TLS streams, measured after each.
+  # and crypto/tls alone's plain and TLS streams, measured after each;
+  # the core-seconds of each put and get (client and server), and of
+  # AES-GCM alone on the same bytes.
   for i in $(seq 0 $((REPS - 1))); do
     v() { local a=(${T[$1]}); echo "${a[$i]}"; }
+    c() { local a=(${C[$1]}); echo "${a[$i]}"; }
     echo "{\"put_plain\": $(v off,put), \"put_tls\": $(v on,put), \"get_plain\": $(v off,get), \"get_tls\": $(v on,get)," \
-      "\"alone_plain\": [$(v off,plain), $(v on,plain)], \"alone_tls\": [$(v off,tls), $(v on,tls)]}"
+      "\"alone_plain\": [$(v off,plain), $(v on,plain)], \"alone_tls\": [$(v off,tls), $(v on,tls)]," \
+      "\"cpu_s\": {\"put_plain\": $(c off,put), \"put_tls\": $(c on,put), \"get_plain\": $(c off,get), \"get_tls\": $(c on,get), \"aes_gcm\": $(c aead)}}"
   done | save_results auth-tls size_mb=$SIZE_MB
 fi

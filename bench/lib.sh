@@ -18,8 +18,20 @@ bench_setup() {
 now() { date +%s.%N; }
 rate() { python3 -c "print(round($1/1e6/($3-$2)))"; }          # bytes t0 t1 -> MB/s
 ops() { python3 -c "print(round($1/($3-$2)))"; }               # count t0 t1 -> per second
+fmedian() { python3 -c "import sys,statistics; print(round(statistics.median(float(x) for x in sys.argv[1:]), 2))" "$@"; }
 median() { python3 -c "import sys,statistics; print(round(statistics.median(float(x) for x in sys.argv[1:])))" "$@"; }
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+# cpu_of PID: the core-seconds (user + system) a running process has used.
+cpu_of() { awk -v t="$(getconf CLK_TCK)" '{print ($14+$15)/t}' "/proc/$1/stat"; }
+# with_cpu CMD...: runs CMD (its output where the caller sends it) and
+# leaves in CPU the core-seconds it and its children used.
+with_cpu() {
+  local f; f=$(mktemp)
+  ( "$@" && times > "$f" ) || { rm -f "$f"; return 1; }
+  CPU=$(awk 'NR==2{ s=0; for (i=1;i<=2;i++) { split($i, a, "m"); s+=a[1]*60+a[2] } print s }' "$f")
+  rm -f "$f"
+}
+sum() { python3 -c "import sys; print(round(sum(float(x) for x in sys.argv[1:]), 2))" "$@"; }
 # drop empties the page cache (as root; elsewhere it does nothing).
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
 # source_file PATH BYTES: a file of random bytes of that size, made once

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
 	"github.com/strata-storage/strata/internal/moverconn"
+	"github.com/strata-storage/strata/internal/pki"
 	"github.com/strata-storage/strata/internal/testutil/tlstest"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
@@ -64,7 +65,7 @@ func startWith(t *testing.T, o disk.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go m.Serve(tls.NewListener(tl, srv))
+	go m.Serve(pki.NewDataListener(tl, srv))
 	f := &fixture{m: m, signer: signer, addr: ln.Addr().String(), pool: moverconn.NewPool(), dir: dir, tr: "tcp"}
 	f.plain = moverconn.Endpoint{Addr: f.addr, Socket: sock, Host: moverconn.HostID()}
 	f.tlsEP, f.tlsCfg = moverconn.Endpoint{Addr: tl.Addr().String(), TLS: true}, cli

@@ -43,7 +43,7 @@ func TestTLSDataPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go m.Serve(tls.NewListener(ln, srv))
+	go m.Serve(pki.NewDataListener(ln, srv))
 	ep := moverconn.Endpoint{Addr: ln.Addr().String(), TLS: true}
 	f := &fixture{m: m, signer: signer, ep: ep}
 
@@ -85,5 +85,21 @@ func TestTLSDataPath(t *testing.T) {
 				t.Fatalf("read back over TLS: %d bytes, %v", len(got), err)
 			}
 		})
+	}
+
+	// A port that speaks TLS records after the handshake (not the data
+	// channel) is refused in the handshake, before a request is sent.
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m.Serve(tls.NewListener(ln2, srv))
+	pool := moverconn.NewPool()
+	defer pool.Close()
+	if pool.TLS, err = pki.ClientConfig(mine.CA, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Get(context.Background(), moverconn.Endpoint{Addr: ln2.Addr().String(), TLS: true}); err == nil || !strings.Contains(err.Error(), "does not speak "+pki.DataProtocol) {
+		t.Fatalf("a TLS-records port: got %v", err)
 	}
 }

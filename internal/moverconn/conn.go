@@ -237,7 +237,7 @@ func (p *Pool) handshake(ctx context.Context, nc net.Conn, addr string) (net.Con
 	if cfg.ServerName == "" {
 		cfg.ServerName, _, _ = net.SplitHostPort(addr)
 	}
-	tc := pki.Client(nc, cfg)
+	tc := pki.DataClient(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("TLS: %w", err)

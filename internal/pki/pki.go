@@ -10,9 +10,11 @@
 // (what it issues), reissued when a configured host name is missing.
 // A site with its own PKI configures its certificate and key instead.
 //
-// Conn (conn.go) is the TLS connection of the data path: crypto/tls with
-// its records gathered into large writes, measured faster than crypto/tls
-// alone.
+// Channel (channel.go) is the movers' data channel: a crypto/tls
+// handshake, then the bytes in AES-GCM frames keyed from it, at about
+// the CPU of the cipher alone. Conn (conn.go) is crypto/tls with its
+// records gathered into large writes and read in large reads, measured
+// faster than crypto/tls alone: the tape server's HTTPS.
 package pki
 
 import (

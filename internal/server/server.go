@@ -307,7 +307,7 @@ func listenMover(cfg config.Config, tc *tls.Config, log *slog.Logger) (*moverNet
 	}
 	mn := &moverNet{tcp: ln, adv: listenAddr(cfg.Mover.Advertise, ln), tls: tc != nil}
 	if tc != nil {
-		mn.tcp = pki.NewListener(ln, tc)
+		mn.tcp = pki.NewDataListener(ln, tc)
 	}
 	if p := cfg.Mover.Socket; p != "" {
 		if len(p) > maxSocketPath {
