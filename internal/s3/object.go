@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"crypto/md5"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
@@ -186,10 +185,11 @@ func (q *request) putObject() *Error {
 // into its tree nodes (tree) and, for also, a checksum the client did not
 // send.
 func (q *request) store(p string, o client.PutOptions, attrs map[string][]byte, tree *partHash, also string) *Error {
-	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
+	bc, e := newBodyCheck(q.body, q.r, q.sig.payload, q.size)
 	if e != nil {
 		return e
 	}
+	defer bc.close()
 	bc.also(also)
 	bc.trailer = q.trl
 	if q.size == 0 {
@@ -311,10 +311,11 @@ func (q *request) putFolder() *Error {
 	if q.size != 0 {
 		return errInvalidArgument("An object whose key ends in '/' is a folder here and holds no data")
 	}
-	bc, e := newBodyCheck(q.body, q.r, q.sig.payload)
+	bc, e := newBodyCheck(q.body, q.r, q.sig.payload, q.size)
 	if e != nil {
 		return e
 	}
+	defer bc.close()
 	bc.trailer = q.trl
 	if e := q.readBody(io.Discard, bc, make([]byte, 512)); e != nil {
 		return e
@@ -901,7 +902,8 @@ func (q *request) writeCopy(p string, rd *client.Reader, off, n int64, o client.
 	if e != nil {
 		return nil, "", e
 	}
-	h := md5.New()
+	h, free := newMD5(n)
+	defer free()
 	if n > 0 {
 		q.slow()
 		if err := copyRange(io.MultiWriter(u, h), rd, off, n, copyAhead); err != nil {
