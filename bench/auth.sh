@@ -7,10 +7,12 @@
 #
 # md:  metadata rates with permission checks and token verification
 #      against the same operations on the build before them (BEFORE, a
-#      git revision; default a6da868), servers taking turns. The client is
-#      an ordinary user (uid 2001, not an admin, so every check runs),
-#      over the core's Unix socket (kernel credentials) and over loopback
-#      TCP (a bearer token).
+#      git revision; default a6da868: what everything added since costs)
+#      and against root on this build (an admin, whom no check stops: what
+#      the checks cost), servers taking turns. The client is an ordinary
+#      user (uid 2001, not an admin, so every check runs), over the core's
+#      Unix socket (kernel credentials) and over loopback TCP (a bearer
+#      token).
 # tls: put and get of a SIZE_MB file over TCP, as from another host, with
 #      TLS 1.3 against plain TCP, taking turns; and the baseline: what
 #      crypto/tls alone moves between two processes here (bench/tlsbench:
@@ -35,9 +37,10 @@ trap stop EXIT
 export STRATA_SERVER=127.0.0.1:$PORT
 as_user() { setpriv --reuid 2001 --regid 2001 --clear-groups "$@"; }
 
-config() { # data-dir tls
+config() { # data-dir tls: the md part's (no tls) is one the build before reads too
   local f=$OUT/auth.toml
-  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""; echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'
+  { echo "listen = \"127.0.0.1:$PORT\""; echo "data_dir = \"$1\""
+    [ -n "$2" ] && { echo 'reclaim_every = "1s"'; echo 'reclaim_grace = "0s"'; }
     echo "[mover]"; echo "listen = \"127.0.0.1:$((PORT+1))\""
     [ -n "$2" ] && { echo "[tls]"; echo "enabled = \"$2\""; }
     echo "[library]"; echo "drives = 0"
@@ -52,14 +55,20 @@ if [[ " $PARTS " == *" md "* ]]; then
   git worktree remove --force "$OUT/before"
   declare -A R
   for r in $(seq "$REPS"); do
-    for build in before after; do
+    # before: the build before access control, the client claiming uid
+    # 2001; after: this build, uid 2001 checked on every request; admin:
+    # this build, root (an administrator, whom no permission stops), over
+    # the socket by its credentials and over TCP with a token of its own.
+    for build in before after admin; do
       bin=$OUT/strata; [ $build = before ] && bin=$OUT/strata-before
       S=$bin; rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" "")"
       "$S" mkdir /u; "$S" chmod 777 /u
       tok=""; [ $build = after ] && tok=$("$S" token create --user bench --uid 2001 --gid 2001 --ttl 1h 2>/dev/null)
+      [ $build = admin ] && tok=$STRATA_TOKEN
+      who=(as_user); [ $build = admin ] && who=()
       for tr in socket tcp; do
         flags=(); [ $tr = tcp ] && flags=(--tcp)
-        j=$(STRATA_TOKEN=$tok as_user "$OUT/corebench" md --server 127.0.0.1:$PORT "${flags[@]}" --clients 8 --files 3000 --under /u)
+        j=$(STRATA_TOKEN=$tok "${who[@]}" "$OUT/corebench" md --server 127.0.0.1:$PORT "${flags[@]}" --clients 8 --files 3000 --under /u)
         for ph in create stat remove; do
           R[$build,$tr,$ph]+="$(echo "$j" | python3 -c "import json,sys;print(json.load(sys.stdin)['${ph}_per_s'])") "
         done
@@ -68,12 +77,13 @@ if [[ " $PARTS " == *" md "* ]]; then
     done
   done
   S=$OUT/strata
-  echo; echo "## Metadata with permission checks and token verification (8 clients as uid 2001, ops/s, median of $REPS, builds taking turns)"
-  echo; echo "| path | op | before ($BEFORE) | after | after / before |"; echo "|---|---|---|---|---|"
+  echo; echo "## Metadata with permission checks and token verification (8 clients, ops/s, median of $REPS, servers taking turns)"
+  echo; echo "uid 2001 (not an admin: every check runs) on this build, against the same on the build before access control ($BEFORE, which believed the uid the client claimed) and against root on this build (an admin: no permission is checked)."
+  echo; echo "| path | op | before ($BEFORE) | this build, uid 2001 | / before | this build, root | uid 2001 / root |"; echo "|---|---|---|---|---|---|---|"
   for tr in socket tcp; do
     for ph in create stat remove; do
-      b=$(median ${R[before,$tr,$ph]}); a=$(median ${R[after,$tr,$ph]})
-      echo "| $tr | $ph | $b | $a | $(ratio "$a" "$b") |"
+      b=$(median ${R[before,$tr,$ph]}); a=$(median ${R[after,$tr,$ph]}); m=$(median ${R[admin,$tr,$ph]})
+      echo "| $tr | $ph | $b | $a | $(ratio "$a" "$b") | $m | $(ratio "$a" "$m") |"
     done
   done
   echo; echo "raw: $(for k in "${!R[@]}"; do echo -n "$k: ${R[$k]}; "; done)"
