@@ -102,7 +102,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.get(w, r, size)
 	default:
-		http.Error(w, "not implemented", http.StatusNotImplemented)
+		http.Error(w, "s3sink answers only the calls of a copy each way", http.StatusNotImplemented)
 	}
 }
 
