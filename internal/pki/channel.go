@@ -126,20 +126,7 @@ func DataServer(nc net.Conn, cfg *tls.Config) *Channel {
 // NewDataListener returns a listener whose connections are server
 // Channels.
 func NewDataListener(ln net.Listener, cfg *tls.Config) net.Listener {
-	return &dataListener{Listener: ln, cfg: cfg}
-}
-
-type dataListener struct {
-	net.Listener
-	cfg *tls.Config
-}
-
-func (l *dataListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return DataServer(c, l.cfg), nil
+	return &listener{Listener: ln, cfg: cfg, server: func(nc net.Conn, cfg *tls.Config) net.Conn { return DataServer(nc, cfg) }}
 }
 
 // HandshakeContext runs the handshake if it has not run: TLS 1.3, the

@@ -68,29 +68,7 @@ func TestChannelIntegrity(t *testing.T) {
 	scfg, ccfg, _, _ := material(t)
 	c, s := dataPair(t, scfg, ccfg, nil)
 	sizes := []int{1, 16, MaxFrame - 1, MaxFrame, MaxFrame + 1, 100 << 10, 1 << 20, 3<<20 + 5, stageSize - lenSize - tagSize, stageSize}
-	var total int64
-	for _, n := range sizes {
-		total += int64(n)
-	}
-	send := func(w *Channel) ([32]byte, error) {
-		h := sha256.New()
-		for i, n := range sizes {
-			p := make([]byte, n)
-			rand.Read(p)
-			h.Write(p)
-			var err error
-			if i%2 == 0 {
-				_, err = w.Write(p)
-			} else {
-				_, err = w.WriteBuffers(p[:n/3], p[n/3:])
-			}
-			if err != nil {
-				return [32]byte{}, err
-			}
-		}
-		return [32]byte(h.Sum(nil)), nil
-	}
-	recv := func(r *Channel) [32]byte {
+	exchange(t, c, s, sizes, func(r bulkConn, total int64) ([32]byte, error) {
 		h := sha256.New()
 		for got, i := int64(0), 0; got < total; i++ {
 			p := make([]byte, []int{7, 4096, MaxFrame, MaxFrame + 100, 1 << 20}[i%5])
@@ -98,30 +76,11 @@ func TestChannelIntegrity(t *testing.T) {
 			h.Write(p[:n])
 			got += int64(n)
 			if err != nil {
-				t.Error(err)
-				break
+				return [32]byte{}, err
 			}
 		}
-		return [32]byte(h.Sum(nil))
-	}
-	var wg sync.WaitGroup
-	var sentC, sentS, gotC, gotS [32]byte
-	var errC, errS error
-	wg.Add(4)
-	go func() { defer wg.Done(); sentC, errC = send(c) }()
-	go func() { defer wg.Done(); sentS, errS = send(s) }()
-	go func() { defer wg.Done(); gotS = recv(s) }()
-	go func() { defer wg.Done(); gotC = recv(c) }()
-	wg.Wait()
-	if errC != nil || errS != nil {
-		t.Fatal(errC, errS)
-	}
-	if sentC != gotS || sentS != gotC {
-		t.Fatal("bytes changed on the way")
-	}
-	if certs := s.ConnectionState().PeerCertificates; len(certs) == 0 || certs[0].Subject.CommonName != "alice" {
-		t.Errorf("server sees client certificate %v", certs)
-	}
+		return [32]byte(h.Sum(nil)), nil
+	})
 	// The end of the stream is the end: EOF, not an error of the frames.
 	c.Close()
 	if n, err := s.Read(make([]byte, 10)); n != 0 || err != io.EOF {

@@ -57,12 +57,15 @@ func Server(nc net.Conn, cfg *tls.Config) *Conn {
 // NewListener returns a listener whose connections are Server Conns, as
 // tls.NewListener does for tls.Conns.
 func NewListener(ln net.Listener, cfg *tls.Config) net.Listener {
-	return &listener{Listener: ln, cfg: cfg}
+	return &listener{Listener: ln, cfg: cfg, server: func(nc net.Conn, cfg *tls.Config) net.Conn { return Server(nc, cfg) }}
 }
 
+// listener starts the server side of its kind of connection on each one
+// it accepts.
 type listener struct {
 	net.Listener
-	cfg *tls.Config
+	cfg    *tls.Config
+	server func(net.Conn, *tls.Config) net.Conn
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -70,7 +73,7 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Server(c, l.cfg), nil
+	return l.server(c, l.cfg), nil
 }
 
 // Write seals p and sends it, its records gathered.

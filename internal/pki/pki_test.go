@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -119,7 +120,31 @@ func TestConnIntegrity(t *testing.T) {
 	scfg, ccfg, _, _ := material(t)
 	c, s := pair(t, scfg, ccfg)
 	sizes := []int{1, maxRecord - 1, maxRecord, maxRecord + 1, 100 << 10, gatherSize - 7, gatherSize, gatherSize + 1, 1 << 20, 3<<20 + 5}
-	send := func(w *Conn) ([32]byte, error) {
+	exchange(t, c, s, sizes, func(r bulkConn, total int64) ([32]byte, error) {
+		h := sha256.New()
+		_, err := io.CopyN(h, r, total)
+		return [32]byte(h.Sum(nil)), err
+	})
+}
+
+// bulkConn is a data connection under test: Conn or Channel.
+type bulkConn interface {
+	io.ReadWriter
+	WriteBuffers(bufs ...[]byte) (int64, error)
+	ConnectionState() tls.ConnectionState
+}
+
+// exchange writes random bytes of sizes from c to s and from s to c at
+// once, by Write and WriteBuffers in turn, reads them with recv (which
+// returns their SHA-256), and checks both ways; the server must see the
+// client's certificate ("alice").
+func exchange(t *testing.T, c, s bulkConn, sizes []int, recv func(r bulkConn, total int64) ([32]byte, error)) {
+	t.Helper()
+	var total int64
+	for _, n := range sizes {
+		total += int64(n)
+	}
+	send := func(w bulkConn) ([32]byte, error) {
 		h := sha256.New()
 		for i, n := range sizes {
 			p := make([]byte, n)
@@ -137,30 +162,19 @@ func TestConnIntegrity(t *testing.T) {
 		}
 		return [32]byte(h.Sum(nil)), nil
 	}
-	total := int64(0)
-	for _, n := range sizes {
-		total += int64(n)
-	}
-	recv := func(r *Conn) [32]byte {
-		h := sha256.New()
-		if _, err := io.CopyN(h, r, total); err != nil {
-			t.Error(err)
-		}
-		return [32]byte(h.Sum(nil))
-	}
 	var wg sync.WaitGroup
-	var sentC, sentS, gotC, gotS [32]byte
-	var errC, errS error
+	var sent, got [2][32]byte
+	var errs [4]error
 	wg.Add(4)
-	go func() { defer wg.Done(); sentC, errC = send(c) }()
-	go func() { defer wg.Done(); sentS, errS = send(s) }()
-	go func() { defer wg.Done(); gotS = recv(s) }()
-	go func() { defer wg.Done(); gotC = recv(c) }()
+	go func() { defer wg.Done(); sent[0], errs[0] = send(c) }()
+	go func() { defer wg.Done(); sent[1], errs[1] = send(s) }()
+	go func() { defer wg.Done(); got[0], errs[2] = recv(s, total) }()
+	go func() { defer wg.Done(); got[1], errs[3] = recv(c, total) }()
 	wg.Wait()
-	if errC != nil || errS != nil {
-		t.Fatal(errC, errS)
+	if err := errors.Join(errs[:]...); err != nil {
+		t.Fatal(err)
 	}
-	if sentC != gotS || sentS != gotC {
+	if sent != got {
 		t.Fatal("bytes changed on the way")
 	}
 	if certs := s.ConnectionState().PeerCertificates; len(certs) == 0 || certs[0].Subject.CommonName != "alice" {
