@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -518,12 +519,18 @@ func TestQuota(t *testing.T) {
 	if _, errs, code := as("put", src, "/home/a"); code != 0 {
 		t.Fatalf("first put: %s", errs)
 	}
+	// The quota names the user as the host does: by name where it has
+	// one for uid 2001, else by number.
+	name := "uid:2001"
+	if u, err := user.LookupId("2001"); err == nil {
+		name = u.Username
+	}
 	_, errs, code := as("put", src, "/home/b")
-	if code == 0 || !strings.Contains(errs, "quota exceeded") || !strings.Contains(errs, "user uid:2001 may hold 1.0 MiB") || strings.Count(errs, "\n") != 1 {
+	if code == 0 || !strings.Contains(errs, "quota exceeded") || !strings.Contains(errs, "user "+name+" may hold 1.0 MiB") || strings.Count(errs, "\n") != 1 {
 		t.Fatalf("put past the quota: exit %d %q", code, errs)
 	}
 	out, _, _ := as("quota")
-	if !strings.Contains(out, "uid:2001") || !strings.Contains(out, "600.0 KiB") || !strings.Contains(out, "1.0 MiB") {
+	if !strings.Contains(out, name) || !strings.Contains(out, "600.0 KiB") || !strings.Contains(out, "1.0 MiB") {
 		t.Errorf("strata quota:\n%s", out)
 	}
 	if out, _, _ := as("df"); !strings.Contains(out, "QUOTA") || !strings.Contains(out, "600.0 KiB") {
