@@ -2,7 +2,6 @@ package pki
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/tls"
 	"encoding/binary"
@@ -12,6 +11,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/strata-storage/strata/internal/aesgcm"
 )
 
 // Channel is the movers' data channel. It opens with a TLS 1.3 handshake
@@ -209,11 +210,7 @@ func (h *half) next() (cipher.AEAD, [12]byte, error) {
 		if err != nil {
 			return nil, nonce, fmt.Errorf("data channel: keys: %w", err)
 		}
-		b, err := aes.NewCipher(m[:16])
-		if err != nil {
-			return nil, nonce, err
-		}
-		if h.aead, err = cipher.NewGCM(b); err != nil {
+		if h.aead, err = aesgcm.New(m[:16]); err != nil {
 			return nil, nonce, err
 		}
 		copy(h.iv[:], m[16:])
