@@ -136,6 +136,15 @@ ctrdone:
 	VZEROUPPER
 	RET
 
+// MUL(X, K, LO, MI, HI, T): the unreduced products of the blocks X by
+// the key powers K, lane by lane, into LO, MI and HI (see MUL4).
+#define MUL(X, K, LO, MI, HI, T) \
+	VPCLMULQDQ $0x00, K, X, LO; \
+	VPCLMULQDQ $0x01, K, X, MI; \
+	VPCLMULQDQ $0x10, K, X, T; \
+	VPCLMULQDQ $0x11, K, X, HI; \
+	VPXORD     T, MI, MI
+
 // MUL4(X, K): the unreduced products of four blocks X by four key powers
 // K, added into LO (Z4), MI (Z5) and HI (Z7): LO = x_L·k_L, MI = x_L·k_H
 // + x_H·k_L, HI = x_H·k_H, lane by lane.
@@ -194,11 +203,7 @@ g256:
 	VPSHUFB Z27, Z2, Z2
 	VPSHUFB Z27, Z3, Z3
 	VPXORD  Z20, Z0, Z0
-	VPCLMULQDQ $0x00, Z16, Z0, Z4
-	VPCLMULQDQ $0x01, Z16, Z0, Z5
-	VPCLMULQDQ $0x10, Z16, Z0, Z6
-	VPCLMULQDQ $0x11, Z16, Z0, Z7
-	VPXORD     Z6, Z5, Z5
+	MUL(Z0, Z16, Z4, Z5, Z7, Z6)
 	MUL4(Z1, Z17)
 	MUL4(Z2, Z18)
 	MUL4(Z3, Z19)
@@ -221,11 +226,7 @@ g16:
 	VMOVDQU64  0(SI), X0
 	VPSHUFB    X27, X0, X0
 	VPXORQ     X20, X0, X0
-	VPCLMULQDQ $0x00, X21, X0, X4
-	VPCLMULQDQ $0x01, X21, X0, X5
-	VPCLMULQDQ $0x10, X21, X0, X6
-	VPCLMULQDQ $0x11, X21, X0, X7
-	VPXORQ     X6, X5, X5
+	MUL(X0, X21, X4, X5, X7, X6)
 	REDUCE(X4, X5, X7, X8, X26)
 	VMOVDQA64  X7, X20
 	ADDQ $16, SI
