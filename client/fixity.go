@@ -234,14 +234,22 @@ type TreeWriter struct {
 	buf []byte
 }
 
+// Write hashes whole blocks of p where they start a block, and gathers
+// the rest in its buffer.
 func (w *TreeWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
+		if len(w.buf) == 0 && len(p) >= treeBlock {
+			w.hash(p[:treeBlock])
+			p = p[treeBlock:]
+			continue
+		}
 		k := min(len(p), treeBlock-len(w.buf))
 		w.buf = append(w.buf, p[:k]...)
 		p = p[k:]
 		if len(w.buf) == treeBlock {
-			w.hash()
+			w.hash(w.buf)
+			w.buf = w.buf[:0]
 		}
 	}
 	return n, nil
@@ -250,18 +258,19 @@ func (w *TreeWriter) Write(p []byte) (int, error) {
 // Close hashes what is left.
 func (w *TreeWriter) Close() error {
 	if len(w.buf) > 0 {
-		w.hash()
+		w.hash(w.buf)
+		w.buf = w.buf[:0]
 	}
 	return nil
 }
 
-func (w *TreeWriter) hash() {
-	node := blake3Node(w.buf, uint64(w.off/guts.ChunkSize))
+// hash adds b, the block at w.off, to the tree.
+func (w *TreeWriter) hash(b []byte) {
+	node := blake3Node(b, uint64(w.off/guts.ChunkSize))
 	w.t.mu.Lock()
-	w.t.pieces[w.off] = treePiece{n: int64(len(w.buf)), node: node}
+	w.t.pieces[w.off] = treePiece{n: int64(len(b)), node: node}
 	w.t.mu.Unlock()
-	w.off += int64(len(w.buf))
-	w.buf = w.buf[:0]
+	w.off += int64(len(b))
 }
 
 // Node returns the node of bytes [lo, hi), encoded for AddNode, or false

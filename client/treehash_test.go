@@ -37,8 +37,12 @@ func TestTreeHashJoinsParts(t *testing.T) {
 				h := client.NewTreeHash()
 				off := int64(i * tc.part)
 				w := h.At(off)
-				for b := p; len(b) > 0; b = b[min(len(b), 70001):] { // writes that do not fall on blocks
-					w.Write(b[:min(len(b), 70001)])
+				// Writes that do not fall on blocks, writes of whole
+				// blocks (hashed where they lie), and writes of a block
+				// and a bit (both ways in one write).
+				step := []int{70001, 4 << 20, 1<<20 + 5}[i%3]
+				for b := p; len(b) > 0; b = b[min(len(b), step):] {
+					w.Write(b[:min(len(b), step)])
 				}
 				w.Close()
 				enc, ok := h.Node(off, off+int64(tc.part))

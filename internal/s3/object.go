@@ -119,7 +119,7 @@ func (q *request) objectOp() *Error {
 // and trailer are), and verifies it. Nothing may be committed unless it
 // returns nil.
 func (q *request) readBody(dst io.Writer, bc *bodyCheck, buf []byte) *Error {
-	n, err := io.CopyBuffer(dst, io.LimitReader(bc, q.size), buf)
+	n, err := copyFull(dst, io.LimitReader(bc, q.size), buf)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -145,6 +145,29 @@ func (q *request) readBody(dst io.Writer, bc *bodyCheck, buf []byte) *Error {
 		return s3err("InvalidRequest", 400, "The body is longer than its declared length")
 	}
 	return bc.verify()
+}
+
+// copyFull copies src to dst in writes of all of buf but the last, as
+// io.Copy does in writes of whatever each read returned: a write of a
+// whole buffer is hashed into BLAKE3's tree where it lies, and streamed
+// into every stripe, without being gathered again.
+func copyFull(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
+	var written int64
+	for {
+		n, err := io.ReadFull(src, buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return written, werr
+			}
+			written += int64(n)
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return written, nil // the caller compares written with what was declared
+		case err != nil:
+			return written, err
+		}
+	}
 }
 
 // copyBuf is the buffer a PUT's body is copied through: large writes
