@@ -907,3 +907,58 @@ func TestCartridgeOutOfService(t *testing.T) {
 		t.Fatalf("an unknown drive: %v", err)
 	}
 }
+
+// A policy pass over more candidates than one catalog page (1,000) packs
+// them into tape files as the pages come and hands each to a drive as soon
+// as it is packed: every file gets the copies its class wants, and files
+// keep their write order within and across the tape files of a cartridge,
+// the classes of each number of copies in turn.
+func TestMigrationPassAcrossPages(t *testing.T) {
+	t.Parallel()
+	c, _ := newClient(t, func(cfg *config.Config) { cfg.HSM.Aggregate = 64 << 10 })
+	const files, size = 2500, 2000
+	type put struct {
+		path   string
+		copies int
+	}
+	var puts []put
+	for i := 0; i < files; i++ {
+		p := put{fmt.Sprintf("/p%04d", i), 1}
+		cos := "single"
+		if i%500 == 7 {
+			p.copies, cos = 2, "dual" // another group of classes, between the others
+		}
+		if _, err := c.Put(ctx, p.path, bytes.NewReader(randBytes(uint64(i), size)), size, client.PutOptions{COS: cos}); err != nil {
+			t.Fatal(err)
+		}
+		puts = append(puts, p)
+	}
+	res, err := c.Migrate(ctx)
+	if err != nil || res.Files < files {
+		t.Fatalf("migration: %+v, %v", res, err)
+	}
+	type place struct {
+		vol    string
+		seq    int
+		offset int64
+	}
+	type key struct {
+		vol    string
+		copies int
+	}
+	last := map[key]place{} // a cartridge's last copy of a group, in write order
+	for _, p := range puts {
+		fi := residency(t, c, p.path)
+		if len(fi.Layout.Tapes) != p.copies {
+			t.Fatalf("%s: %d tape copies, want %d", p.path, len(fi.Layout.Tapes), p.copies)
+		}
+		for _, tc := range fi.Layout.Tapes {
+			at := place{tc.Volume, tc.Seq, tc.Offset}
+			k := key{tc.Volume, p.copies}
+			if prev, ok := last[k]; ok && (at.seq < prev.seq || at.seq == prev.seq && at.offset <= prev.offset) {
+				t.Fatalf("%s is at tape file %d offset %d of %s, before a file written earlier (tape file %d offset %d)", p.path, at.seq, at.offset, tc.Volume, prev.seq, prev.offset)
+			}
+			last[k] = at
+		}
+	}
+}

@@ -1,10 +1,10 @@
 package hsm
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -59,20 +59,29 @@ func (h *Engine) migrate(ctx context.Context, paths []string, age time.Duration)
 	defer h.migrateMu.Unlock()
 	var total api.HSMResult
 	for pass := 0; ; pass++ {
-		cands, err := h.candidates(ctx, paths, age)
-		if err != nil || len(cands) == 0 {
-			return total, err
-		}
-		var whole []catalog.Candidate
+		// Files of one stripe go to the drives as the catalog's pages
+		// come (the first tape file is written while the next page is
+		// read); striped files, each written over several drives, after.
 		var striped []catalog.Candidate
-		for _, cd := range cands {
-			if h.stripes(cd.Bitfile) > 1 {
-				striped = append(striped, cd)
-			} else {
-				whole = append(whole, cd)
-			}
+		found := 0
+		var listErr error
+		whole := func(yield func(catalog.Candidate) bool) {
+			listErr = h.candidates(ctx, paths, age, func(cd catalog.Candidate) bool {
+				found++
+				if h.stripes(cd.Bitfile) > 1 {
+					striped = append(striped, cd)
+					return true
+				}
+				return yield(cd)
+			})
 		}
 		res, err := h.migratePass(ctx, whole)
+		if listErr != nil {
+			return total, errors.Join(listErr, err)
+		}
+		if found == 0 {
+			return total, err
+		}
 		for _, cd := range striped {
 			if err != nil {
 				break
@@ -105,59 +114,72 @@ func (h *Engine) migrate(ctx context.Context, paths []string, age time.Duration)
 	}
 }
 
-// candidates returns the files that need another tape copy.
-func (h *Engine) candidates(ctx context.Context, paths []string, age time.Duration) ([]catalog.Candidate, error) {
+// maxPass bounds the candidates of one migration pass; the next pass
+// takes those after.
+const maxPass = 100000
+
+// candidates hands emit the files that need another tape copy, until
+// emit returns false. Files named by paths are all checked before the
+// first is handed on (a bad name migrates nothing); the policy's are
+// handed on a page at a time, in bitfile order within each group of
+// classes (files written together stay together on tape; see batches).
+func (h *Engine) candidates(ctx context.Context, paths []string, age time.Duration, emit func(catalog.Candidate) bool) error {
 	if paths != nil {
 		var out []catalog.Candidate
 		for _, p := range paths {
 			in, err := h.c.Stat(ctx, p)
 			if err != nil {
-				return nil, fmt.Errorf("migrate: %w", err)
+				return fmt.Errorf("migrate: %w", err)
 			}
 			if in.Kind == catalog.KindDir {
-				return nil, api.Errorf(api.ErrIsDir, "migrate %s", p)
+				return api.Errorf(api.ErrIsDir, "migrate %s", p)
 			}
 			if in.Bitfile == 0 {
 				continue // empty: nothing to copy
 			}
 			b, err := h.store.Bitfile(ctx, in.Bitfile)
 			if err != nil {
-				return nil, fmt.Errorf("migrate %s: %w", p, err)
+				return fmt.Errorf("migrate %s: %w", p, err)
 			}
 			if len(b.Tapes) < h.copiesWanted(in.COS, true) && b.OnDisk && h.c.Lost(b.ID) == "" {
 				out = append(out, catalog.Candidate{Inode: in, Bitfile: b})
 			}
 		}
-		return out, nil
+		for _, cd := range out {
+			if !emit(cd) {
+				break
+			}
+		}
+		return nil
 	}
 	before := h.c.Now().Add(-age).UnixNano() // file times are wall-clock
-	var out []catalog.Candidate
 	groups := h.tapeCOSByCopies()
+	n := 0
 	for _, copies := range slices.Sorted(maps.Keys(groups)) {
 		var after int64
 		for {
 			page, err := h.store.MigrationCandidates(ctx, groups[copies], copies, before, after, 1000)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for _, cd := range page {
-				if len(cd.Bitfile.Tapes) < h.copiesWanted(cd.Inode.COS, false) && h.c.Lost(cd.Bitfile.ID) == "" {
-					out = append(out, cd)
-				}
 				after = cd.Bitfile.ID
+				if len(cd.Bitfile.Tapes) >= h.copiesWanted(cd.Inode.COS, false) || h.c.Lost(cd.Bitfile.ID) != "" {
+					continue
+				}
+				if n++; !emit(cd) {
+					return nil
+				}
 			}
-			if len(out) >= 100000 {
-				return out, nil
+			if n >= maxPass {
+				return nil
 			}
 			if len(page) < 1000 {
 				break
 			}
 		}
 	}
-	// Bitfile order across the groups: files written together stay
-	// together on tape (see batches).
-	slices.SortFunc(out, func(a, b catalog.Candidate) int { return cmp.Compare(a.Bitfile.ID, b.Bitfile.ID) })
-	return out, nil
+	return nil
 }
 
 // batch is one tape file's worth of files.
@@ -168,28 +190,27 @@ type batch struct {
 
 // batches groups files into tape files of about cfg.Aggregate bytes, in
 // the order given (bitfile order: files written together stay together),
-// by sched.Aggregate — the rule strata sim models migration with.
-func (h *Engine) batches(cands []catalog.Candidate) []batch {
-	sizes := make([]int64, len(cands))
-	for i, cd := range cands {
-		sizes[i] = cd.Bitfile.Size
-	}
-	starts := sched.Aggregate(sizes, h.cfg.Aggregate)
-	out := make([]batch, len(starts))
-	for k, from := range starts {
-		to := len(cands)
-		if k+1 < len(starts) {
-			to = starts[k+1]
+// by sched.Aggregator — the rule strata sim models migration with — and
+// hands each to send as soon as it is closed.
+func (h *Engine) batches(cands iter.Seq[catalog.Candidate], send func(batch)) {
+	agg := sched.Aggregator{Target: h.cfg.Aggregate}
+	var b batch
+	for cd := range cands {
+		if agg.Add(cd.Bitfile.Size) && len(b.files) > 0 {
+			send(b)
+			b = batch{}
 		}
-		for _, cd := range cands[from:to] {
-			out[k].files = append(out[k].files, cd)
-			out[k].bytes += cd.Bitfile.Size
-		}
+		b.files = append(b.files, cd)
+		b.bytes += cd.Bitfile.Size
 	}
-	return out
+	if len(b.files) > 0 {
+		send(b)
+	}
 }
 
-func (h *Engine) migratePass(ctx context.Context, cands []catalog.Candidate) (api.HSMResult, error) {
+// migratePass writes cands to tape on up to cfg.MigrateDrives drives at
+// once, a tape file at a time as batches closes them.
+func (h *Engine) migratePass(ctx context.Context, cands iter.Seq[catalog.Candidate]) (api.HSMResult, error) {
 	work := make(chan batch)
 	var mu sync.Mutex
 	var res api.HSMResult
@@ -214,12 +235,12 @@ func (h *Engine) migratePass(ctx context.Context, cands []catalog.Candidate) (ap
 			add(w.close(ctx))
 		}()
 	}
-	for _, b := range h.batches(cands) {
+	h.batches(cands, func(b batch) {
 		select {
 		case work <- b:
 		case <-ctx.Done():
 		}
-	}
+	})
 	close(work)
 	wg.Wait()
 	return res, errors.Join(errs...)

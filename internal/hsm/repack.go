@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
@@ -53,7 +54,7 @@ func (h *Engine) Repack(ctx context.Context, r api.RepackRequest) (api.HSMResult
 				return total, err
 			}
 		}
-		res, err := h.migratePass(ctx, cands)
+		res, err := h.migratePass(ctx, slices.Values(cands))
 		if err != nil {
 			return total, fmt.Errorf("repack %s: %w", r.Volume, err)
 		}

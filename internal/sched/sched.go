@@ -725,17 +725,30 @@ const DefaultFlushBytes = 16 << 30
 // group. Migration (and the simulator's model of it) both use it.
 func Aggregate(sizes []int64, target int64) []int {
 	var starts []int
-	var bytes int64
-	n := 0
+	a := Aggregator{Target: target}
 	for i, s := range sizes {
-		if n > 0 && (bytes+s > target || n >= MaxAggregateFiles) {
-			bytes, n = 0, 0
-		}
-		if n == 0 {
+		if a.Add(s) {
 			starts = append(starts, i)
 		}
-		bytes += s
-		n++
 	}
 	return starts
+}
+
+// Aggregator is Aggregate one file at a time, for files handed on as they
+// are found.
+type Aggregator struct {
+	Target int64
+	bytes  int64
+	n      int
+}
+
+// Add reports whether a file of size s starts a new tape file.
+func (a *Aggregator) Add(s int64) bool {
+	if a.n > 0 && (a.bytes+s > a.Target || a.n >= MaxAggregateFiles) {
+		a.bytes, a.n = 0, 0
+	}
+	start := a.n == 0
+	a.bytes += s
+	a.n++
+	return start
 }
