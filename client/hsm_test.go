@@ -962,3 +962,51 @@ func TestMigrationPassAcrossPages(t *testing.T) {
 		}
 	}
 }
+
+// Damage deep inside a disk copy is found while it is copied to tape,
+// whether the tape server reads the object's file (its mover is on this
+// host) or a stream: the chunks before it have gone on to the drive, the
+// mover is asked to read on from the damaged chunk and check it at rest,
+// and the file is dealt with as damaged while the others migrate.
+func TestMigrationFindsDamageDeepInACopy(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel()
+			s := testutil.Start(t, nil)
+			if stream {
+				s.Core.MoverPool().SetHandles(false)
+			}
+			c := testutil.Client(t, s)
+			sizes := []int{3<<20 + 512<<10, 5 << 20, 40000}
+			var paths []string
+			for i, n := range sizes {
+				p := fmt.Sprintf("/d%d", i)
+				paths = append(paths, p)
+				if _, err := c.Put(ctx, p, bytes.NewReader(randBytes(uint64(500+i), n)), int64(n), client.PutOptions{COS: "single"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			victim := residency(t, c, "/d0").Layout.Segments[0].Object
+			for _, p := range objects(t, s.Cfg.DataDir) {
+				if strings.HasSuffix(p, victim) {
+					f, err := os.OpenFile(p, os.O_RDWR, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					f.WriteAt([]byte{0xff, 0x00, 0xff}, 2<<20+4321) // the third chunk
+					f.Close()
+				}
+			}
+			res, err := c.Migrate(ctx, paths...)
+			if err != nil || res.Files != len(sizes)-1 || len(res.Damaged) != 1 || !strings.Contains(res.Damaged[0], "/d0 is lost") {
+				t.Fatalf("migration over a copy damaged in its third chunk: %+v, %v", res, err)
+			}
+			for _, p := range paths[1:] {
+				if fi := residency(t, c, p); len(fi.Layout.Tapes) != 1 {
+					t.Fatalf("%s has tape copies %+v", p, fi.Layout.Tapes)
+				}
+			}
+		})
+	}
+}

@@ -261,6 +261,10 @@ func (c *Core) Epoch() int64 { return c.epoch }
 // Close releases the core's connections (not the store).
 func (c *Core) Close() { c.pool.Close() }
 
+// MoverPool is the core's connections to movers, which the tape jobs it
+// runs in its process read disk copies through (tests set its options).
+func (c *Core) MoverPool() *moverconn.Pool { return c.pool }
+
 // SetLocal announces the Unix socket the control API is also served on
 // (see api.Local); clients on this host switch to it.
 func (c *Core) SetLocal(l api.Local) {

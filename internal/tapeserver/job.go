@@ -374,21 +374,48 @@ func (u *unitWriter) flush() error {
 	}
 }
 
-// readRange writes n bytes at off of one disk object to w, the mover
-// verifying every chunk against its stored CRC.
+// readRange writes n bytes at off of one disk object to w, every chunk
+// checked once against its stored CRC32C: by this reader, from the
+// object's file when the mover is on this host and hands it over (one
+// copy out of the page cache), else from frames that carry the stored
+// CRCs. A chunk that fails the check is asked for again with
+// Request.Verify, so that the mover reads and checks it at rest and
+// reports damage there as corruption of the object (api.ErrCorrupt), the
+// way a client's get does.
 func (x *Exec) readRange(ctx context.Context, s Source, off, n int64, w io.Writer, buf []byte) error {
-	conn, err := x.Pool.Get(ctx, s.Endpoint)
-	if err != nil {
-		return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
+	req := wire.Request{Op: token.OpRead, Token: s.Token, Device: s.Device, Object: s.Object}
+	cw := &countingWriter{w: w} // what has been delivered: a second try reads on from there
+	for {
+		req.Offset, req.Length = off+cw.n, n-cw.n
+		conn, err := x.Pool.Get(ctx, s.Endpoint)
+		if err != nil {
+			return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
+		}
+		st, err := conn.Read(ctx, req, cw, buf)
+		x.Pool.Put(conn)
+		var de *moverconn.DamagedError
+		if errors.As(err, &de) && !req.Verify {
+			req.Verify = true
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
+		}
+		if st.Length != req.Length {
+			return fmt.Errorf("read %s/%s: %d bytes at %d, want %d", s.Device, s.Object, st.Length, req.Offset, req.Length)
+		}
+		return nil
 	}
-	req := wire.Request{Op: token.OpRead, Token: s.Token, Device: s.Device, Object: s.Object, Offset: off, Length: n, Verify: true}
-	st, err := conn.Read(ctx, req, w, buf)
-	x.Pool.Put(conn)
-	if err != nil {
-		return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
-	}
-	if st.Length != n {
-		return fmt.Errorf("read %s/%s: %d bytes at %d, want %d", s.Device, s.Object, st.Length, off, n)
-	}
-	return nil
+}
+
+// countingWriter counts what it passes on.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	return k, err
 }
