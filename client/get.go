@@ -56,13 +56,13 @@ func (c *Client) Get(ctx context.Context, path string, dst io.Writer, o GetOptio
 			return nil, fmt.Errorf("get %s: %w", path, err)
 		}
 	}
-	out := &countingWriter{w: dst}
+	out := &moverconn.CountingWriter{W: dst}
 	err = c.get(ctx, path, or, out, h, o.Progress)
 	// A copy damaged at rest: once the core has it repaired (see repair),
 	// the rest comes from the good copy.
 	for tries := 0; err != nil && tries < maxRepairs; tries++ {
 		if or, err = c.repair(ctx, path, or, err, o); err == nil {
-			err = c.resume(ctx, path, or, out.n, &hashWriter{w: out, h: h, progress: o.Progress}, o)
+			err = c.resume(ctx, path, or, out.N, &hashWriter{w: out, h: h, progress: o.Progress}, o)
 		}
 	}
 	if err != nil {

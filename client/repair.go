@@ -71,18 +71,6 @@ func (c *Client) reopen(ctx context.Context, path string, had api.OpenResponse, 
 	return or, nil
 }
 
-// countingWriter counts what reached w.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n += int64(n)
-	return n, err
-}
-
 // resume writes the rest of the file, from off, to dst through a Reader on
 // layout or, a stripe width at a time.
 func (c *Client) resume(ctx context.Context, path string, or api.OpenResponse, off int64, dst io.Writer, o GetOptions) error {

@@ -803,3 +803,16 @@ func (c *Conn) status(ctx context.Context) (wire.Status, error) {
 	}
 	return st, nil
 }
+
+// CountingWriter counts what reached W: how far a read got before it was
+// cut off, so that the next try reads on from there.
+type CountingWriter struct {
+	W io.Writer
+	N int64
+}
+
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
+	return n, err
+}

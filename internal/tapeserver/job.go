@@ -384,9 +384,9 @@ func (u *unitWriter) flush() error {
 // way a client's get does.
 func (x *Exec) readRange(ctx context.Context, s Source, off, n int64, w io.Writer, buf []byte) error {
 	req := wire.Request{Op: token.OpRead, Token: s.Token, Device: s.Device, Object: s.Object}
-	cw := &countingWriter{w: w} // what has been delivered: a second try reads on from there
+	cw := &moverconn.CountingWriter{W: w} // what has been delivered: a second try reads on from there
 	for {
-		req.Offset, req.Length = off+cw.n, n-cw.n
+		req.Offset, req.Length = off+cw.N, n-cw.N
 		conn, err := x.Pool.Get(ctx, s.Endpoint)
 		if err != nil {
 			return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
@@ -406,16 +406,4 @@ func (x *Exec) readRange(ctx context.Context, s Source, off, n int64, w io.Write
 		}
 		return nil
 	}
-}
-
-// countingWriter counts what it passes on.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	k, err := c.w.Write(p)
-	c.n += int64(k)
-	return k, err
 }
