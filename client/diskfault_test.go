@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-storage/strata/internal/fsio"
 	"github.com/strata-storage/strata/internal/fsio/faultfs"
 	"github.com/strata-storage/strata/internal/server"
+	"github.com/strata-storage/strata/internal/tape"
 	"github.com/strata-storage/strata/internal/testutil"
 )
 
@@ -375,6 +377,40 @@ func TestMigrationSurvivesTapeFaults(t *testing.T) {
 				t.Fatalf("get from tape: %v", err)
 			}
 		})
+	}
+}
+
+// A drive that fails while it writes a file's data (the tape file's
+// second write: the first is its header) is taken out of
+// service, as one that fails at its mount is, and the file migrates on the
+// other drive.
+func TestDriveFailingMidWriteLeavesService(t *testing.T) {
+	t.Parallel()
+	_, cl, fs := faultServer(t, nil)
+	data := randBytes(9, 300<<10)
+	roundTrip(t, cl, "/f", data, client.PutOptions{COS: "single"}) // one stripe: the aggregating path
+	fs.Inject(faultfs.Rule{Op: faultfs.OpWrite, Name: "*.partial", Nth: 2, Count: 1, Err: tape.ErrDriveFailed})
+	if res, err := cl.Migrate(ctx, "/f"); err == nil || !errors.Is(err, tape.ErrDriveFailed) && !strings.Contains(err.Error(), tape.ErrDriveFailed.Error()) {
+		t.Fatalf("migrate through a failing drive: %+v, %v", res, err)
+	}
+	lib, err := cl.Library(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range lib.Drives {
+		if strings.HasPrefix(d.OutOfService, "failed") {
+			out = append(out, d.ID)
+		}
+	}
+	if len(out) != 1 {
+		t.Fatalf("drives out of service after a failure mid-write: %v (%+v)", out, lib.Drives)
+	}
+	if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {
+		t.Fatalf("migrate on the other drive: %+v, %v", res, err)
+	}
+	if fi := residency(t, cl, "/f"); len(fi.Layout.Tapes) != 1 {
+		t.Fatalf("tape copies: %+v", fi.Layout.Tapes)
 	}
 }
 

@@ -360,6 +360,12 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
 	r, err := h.jobs.Write(ctx, tapeserver.WriteJob{Drive: w.drive, Header: hdr, Files: files})
+	if errors.Is(err, tape.ErrDriveFailed) {
+		// Also when it failed while a file was being written: the
+		// job names that file, but the drive is what failed.
+		h.driveFailed(ctx, w.drive, err)
+		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
+	}
 	if fe := (*tapeserver.FileError)(nil); errors.As(err, &fe) {
 		i := fe.Index
 		if errors.Is(err, api.ErrCorrupt) && i >= 0 && i < len(b.files) {
@@ -372,9 +378,6 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 		}
 	}
 	if err != nil {
-		if errors.Is(err, tape.ErrDriveFailed) {
-			h.driveFailed(ctx, w.drive, err)
-		}
 		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
 	}
 	// What the drive's entry CRC must equal: for a file of one stripe,
