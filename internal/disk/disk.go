@@ -827,7 +827,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 	}
 	r := &Reader{d: d, dev: d.id, f: f, object: object, ctx: ctx}
 	if err := r.readTrailer(); err != nil {
-		f.Close()
+		r.Close() // f, and the buffer a small object was read into
 		return nil, err
 	}
 	return r, nil
@@ -841,7 +841,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 func OpenFile(ctx context.Context, f *os.File, dev, object string) (*Reader, error) {
 	r := &Reader{dev: dev, f: fsio.FromOS(f), object: object, ctx: ctx}
 	if err := r.readTrailer(); err != nil {
-		f.Close()
+		r.Close()
 		return nil, err
 	}
 	return r, nil
