@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/auth.sh — what identity and access control cost, for
-# docs/PERFORMANCE.md ("Security").
+# docs/SECURITY.md ("What checks and encryption cost") and docs/PERFORMANCE.md ("Front ends").
 #
 #   bench/auth.sh               # both parts; prints a Markdown report
 #   PARTS=tls bench/auth.sh     # only some of: md tls

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/mount.sh — the POSIX mount against the API it is built on, for
-# docs/PERFORMANCE.md ("POSIX mount").
+# docs/POSIX.md ("Performance") and docs/PERFORMANCE.md ("Front ends").
 #
 #   bench/mount.sh               # both parts; prints a Markdown report
 #   PARTS=md bench/mount.sh      # only some of: seq md

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/s3.sh — the S3 gateway against the client API it is built on, for
-# docs/PERFORMANCE.md ("S3 gateway").
+# docs/S3.md ("Performance") and docs/PERFORMANCE.md ("Front ends").
 #
 #   bench/s3.sh                  # both parts; prints a Markdown report
 #   PARTS=small bench/s3.sh      # only some of: seq small
