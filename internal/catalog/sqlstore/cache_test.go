@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/strata-storage/strata/internal/catalog"
 )
@@ -47,5 +49,36 @@ func TestInodeCacheCap(t *testing.T) {
 	}
 	if n, _, _ := c.stats(); n > 64 {
 		t.Fatalf("%d entries after shrinking to 64", n)
+	}
+}
+
+// What the cache gives back is the entry it was given, every field a read
+// has (a new field of catalog.Inode fails here until the cache keeps it),
+// and its values stay small enough for Go's map to hold in place.
+func TestInodeCacheKeepsEveryField(t *testing.T) {
+	if n := unsafe.Sizeof(cached{}); n > 128 {
+		t.Fatalf("a cached entry is %d bytes: over 128, each is a heap object of its own", n)
+	}
+	var in catalog.Inode
+	v := reflect.ValueOf(&in).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch name := v.Type().Field(i).Name; {
+		case name == "Xattrs" || name == "Replaced": // never part of a read
+		case f.Kind() == reflect.String:
+			f.SetString("s" + name)
+		case f.CanInt():
+			f.SetInt(int64(i + 1))
+		case f.CanUint():
+			f.SetUint(uint64(i + 100))
+		default:
+			t.Fatalf("catalog.Inode.%s: a field of kind %s this test does not fill", name, f.Kind())
+		}
+	}
+	c := newInodeCache()
+	c.set(in)
+	got, _, ok := c.get(in.Parent, in.Name)
+	if !ok || !reflect.DeepEqual(got, in) {
+		t.Fatalf("cached %+v, got back %+v", in, got)
 	}
 }
