@@ -414,6 +414,70 @@ func TestDriveFailingMidWriteLeavesService(t *testing.T) {
 	}
 }
 
+// A cartridge that fails a write (its drive not reported failed) takes no
+// more writes and the migration goes on on another cartridge; when the
+// write fails there too, the drive is the likelier cause and leaves
+// service instead, and the file migrates on the other drive. A striped
+// file's stripes, written on several drives at once, go to other
+// cartridges at the next pass.
+func TestCartridgeFailingAWrite(t *testing.T) {
+	t.Parallel()
+	striped := func(c *config.Config) { c.HSM.StripeMin, c.HSM.MigrateDrives = 100<<10, 2 }
+	for _, c := range []struct {
+		name      string
+		edit      func(*config.Config)
+		cos       string
+		failures  int  // writes that fail, from the first tape file's first data write on
+		migrated  bool // by the first migrate
+		drivesOut int
+	}{
+		{"once", nil, "single", 1, true, 0},
+		{"on two cartridges", nil, "single", 2, false, 1},
+		{"a striped file's", striped, "", 1, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, cl, fs := faultServer(t, c.edit)
+			roundTrip(t, cl, "/f", randBytes(9, 4*64<<10+5000), client.PutOptions{COS: c.cos})
+			fs.Inject(faultfs.Rule{Op: faultfs.OpWrite, Name: "*.partial", Nth: 2, Count: c.failures, Err: syscall.EIO})
+			res, err := cl.Migrate(ctx, "/f")
+			if c.migrated != (err == nil) {
+				t.Fatalf("migrate with %d failing writes: %+v, %v", c.failures, res, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tape.ErrWriteFailed.Error()) {
+				t.Fatalf("a cartridge's failure not said to be one: %v", err)
+			}
+			lib, err := cl.Library(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var readOnly, drivesOut []string
+			for _, ct := range lib.Cartridges {
+				if strings.HasPrefix(ct.OutOfService, "read-only: a write in") {
+					readOnly = append(readOnly, ct.Volume)
+				}
+			}
+			for _, d := range lib.Drives {
+				if d.OutOfService != "" {
+					drivesOut = append(drivesOut, d.ID)
+				}
+			}
+			if len(readOnly) != 1 || len(drivesOut) != c.drivesOut {
+				t.Fatalf("read-only cartridges %v, drives out %v (%+v %+v)", readOnly, drivesOut, lib.Cartridges, lib.Drives)
+			}
+			if !c.migrated {
+				if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {
+					t.Fatalf("migrate on the other drive: %+v, %v", res, err)
+				}
+			}
+			tapes := residency(t, cl, "/f").Layout.Tapes
+			if len(tapes) == 0 || slices.ContainsFunc(tapes, func(tc api.TapeCopy) bool { return tc.Volume == readOnly[0] }) {
+				t.Fatalf("tape copies %+v with %s read-only", tapes, readOnly[0])
+			}
+		})
+	}
+}
+
 // A crash during a migration, or just after it, loses nothing: after the
 // restart every file reads back from disk, and every tape copy the catalog
 // recorded reads back from tape once the disk copy is purged.

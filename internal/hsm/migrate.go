@@ -317,8 +317,39 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		}
 		w.volume = vol
 	}
+	failed := "" // a cartridge a write of this batch failed on
 	for len(b.files) > 0 {
 		bad, damaged, err := w.append(ctx, b)
+		if errors.Is(err, tape.ErrWriteFailed) {
+			if failed != "" {
+				// Two cartridges in a row: the drive is the likelier
+				// cause, and this cartridge keeps taking writes.
+				h.driveFailed(ctx, w.drive, fmt.Errorf("writes failed on %s and %s: %w", failed, w.volume, err))
+				return res, err
+			}
+			failed = w.volume
+			h.cartridgeWriteFailed(ctx, w.volume, w.drive, err)
+			// What this stream wrote on it before is flushed and
+			// counts; the batch is written again on another cartridge.
+			r, ferr := w.flush(ctx)
+			res.Add(r)
+			if ferr != nil {
+				return res, errors.Join(err, ferr)
+			}
+			vol, perr := h.pickVolume(w.drive, w.volume, need, exclude)
+			if perr != nil {
+				return res, errors.Join(err, perr)
+			}
+			if merr := h.mountOn(ctx, w.drive, w.volume, vol); merr != nil {
+				if errors.Is(merr, tape.ErrDriveFailed) {
+					h.driveFailed(ctx, w.drive, merr)
+				}
+				return res, errors.Join(err, fmt.Errorf("migrate: mount %s: %w", vol, merr))
+			}
+			h.log.Warn("hsm: migration goes on on another cartridge", "failed", failed, "volume", vol, "drive", w.drive)
+			w.volume = vol
+			continue
+		}
 		if err != nil {
 			return res, err
 		}
@@ -633,8 +664,12 @@ func (h *Engine) writeStriped(ctx context.Context, cd catalog.Candidate) (api.HS
 	wg.Wait()
 	for _, l := range lanes {
 		if l.err != nil {
-			if errors.Is(l.err, tape.ErrDriveFailed) {
+			switch {
+			case errors.Is(l.err, tape.ErrDriveFailed):
 				h.driveFailed(ctx, l.drive, l.err)
+			case errors.Is(l.err, tape.ErrWriteFailed):
+				// The next pass writes the file on other cartridges.
+				h.cartridgeWriteFailed(ctx, l.volume, l.drive, l.err)
 			}
 			return api.HSMResult{}, fmt.Errorf("migrate %s: %w", path, l.err)
 		}

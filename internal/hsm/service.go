@@ -48,15 +48,33 @@ type readOnly struct {
 // tapes until they put it back in service (strata admin tapes online),
 // having looked at it.
 func (h *Engine) cartridgeDamaged(ctx context.Context, volume string, cause error) {
+	h.markReadOnly(ctx, volume, 1, func(n int) string {
+		return fmt.Sprintf("read-only: %d damaged tape file(s), the last: %v", n, cause)
+	}, "hsm: cartridge read-only: a tape file read from it was damaged")
+}
+
+// cartridgeWriteFailed makes volume read-only after a tape file's write on
+// it failed with its drive not reported failed (as Enstore and CTA stop
+// writing to such a volume): what it holds is still read, and an admin
+// puts it back online having looked at it.
+func (h *Engine) cartridgeWriteFailed(ctx context.Context, volume, drive string, cause error) {
+	h.markReadOnly(ctx, volume, 0, func(int) string {
+		return fmt.Sprintf("read-only: a write in %s failed: %v", drive, cause)
+	}, "hsm: cartridge read-only: a write on it failed")
+}
+
+// markReadOnly records volume read-only, counting damaged more damaged tape
+// files, for why(the count), in memory and in the catalog.
+func (h *Engine) markReadOnly(ctx context.Context, volume string, damaged int, why func(int) string, msg string) {
 	if volume == "" {
 		return
 	}
 	h.mu.Lock()
-	n := h.readOnly[volume].files + 1
-	ro := readOnly{files: n, why: fmt.Sprintf("read-only: %d damaged tape file(s), the last: %v", n, cause)}
+	n := h.readOnly[volume].files + damaged
+	ro := readOnly{files: n, why: why(n)}
 	h.readOnly[volume] = ro
 	h.mu.Unlock()
-	h.log.Warn("hsm: cartridge read-only: a tape file read from it was damaged", "volume", volume, "damaged", n)
+	h.log.Warn(msg, "volume", volume, "why", ro.why)
 	if err := h.store.SetOutOfService(ctx, catalog.OutOfService{Kind: outWrites, ID: volume, Why: ro.why, Since: h.clk.Now().UnixNano(), Count: n}); err != nil {
 		h.log.Warn("hsm: the cartridge's read-only mark is not kept (it holds until a restart)", "volume", volume, "err", err)
 	}

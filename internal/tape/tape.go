@@ -31,6 +31,11 @@ var (
 	ErrNoSuchFile   = errors.New("tape: no such tape file")
 	ErrNoSuchVolume = errors.New("tape: no such cartridge")
 	ErrNoSuchDrive  = errors.New("tape: no such drive")
+	// ErrWriteFailed is a tape file's write or its closing verification
+	// failing on the cartridge, the drive not reported failed: a
+	// library's own errors of a tape file being written, as the jobs
+	// that write them (tapeserver.Exec) mark them.
+	ErrWriteFailed = errors.New("tape: write failed")
 )
 
 // Library is a tape library: cartridges in slots, drives, a robot between.

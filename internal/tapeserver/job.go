@@ -112,6 +112,39 @@ type FileError struct {
 func (e *FileError) Error() string { return fmt.Sprintf("file %d: %v", e.Index, e.Err) }
 func (e *FileError) Unwrap() error { return e.Err }
 
+// tapeWriter keeps the first error of the tape file's own writes, so that
+// a job stopped by the cartridge or the drive is not taken for one
+// stopped by a file's disk copy.
+type tapeWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *tapeWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// writeFailed marks an error of the tape file itself (its header, data or
+// closing verification) as tape.ErrWriteFailed, unless the library named
+// it (a failed drive, which the engine handles as the drive's and not
+// the cartridge's, a full cartridge, a busy drive) or the job was
+// cancelled.
+func writeFailed(err error) error {
+	for _, t := range tapeErrors {
+		if errors.Is(err, t.err) {
+			return err
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", tape.ErrWriteFailed, err)
+}
+
 // Jobs runs transfers on a library's drives: Exec in the process that has
 // the drives, Library on a remote tape server.
 type Jobs interface {
@@ -134,18 +167,19 @@ type Exec struct {
 func (x *Exec) Write(ctx context.Context, j WriteJob) (WriteResult, error) {
 	fw, err := x.Lib.Append(ctx, j.Drive, j.Header)
 	if err != nil {
-		return WriteResult{}, err
+		return WriteResult{}, writeFailed(err)
 	}
 	res := WriteResult{CRCs: make([]uint32, len(j.Files))}
 	ra := x.readAhead(ctx, j.Files)
 	defer ra.stop()
+	tw := &tapeWriter{w: fw}
 	for i, f := range j.Files {
 		// A single stripe's bytes reach the drive through frames checked
 		// against the chunks' stored CRCs, so the drive's entry CRC ties
 		// the tape copy to the catalog's record without a pass of our
 		// own; a striped file's CRC32C in file order is computed here.
-		var dst io.Writer = fw
-		cw := &crcWriter{w: fw}
+		var dst io.Writer = tw
+		cw := &crcWriter{w: tw}
 		if !f.Single() {
 			dst = cw
 		}
@@ -160,12 +194,15 @@ func (x *Exec) Write(ctx context.Context, j WriteJob) (WriteResult, error) {
 		}
 		if err != nil {
 			fw.Abort()
+			if tw.err != nil {
+				return WriteResult{}, writeFailed(tw.err)
+			}
 			return WriteResult{}, &FileError{Index: i, Err: err}
 		}
 		res.CRCs[i] = cw.crc
 	}
 	if err := fw.Close(); err != nil {
-		return WriteResult{}, err
+		return WriteResult{}, writeFailed(err)
 	}
 	res.Seq, res.Start, res.EntryCRCs = fw.Seq(), fw.Start(), fw.EntryCRCs()
 	return res, nil

@@ -86,6 +86,7 @@ var tapeErrors = []struct {
 	err  error
 }{
 	{"drive_failed", tape.ErrDriveFailed},
+	{"write_failed", tape.ErrWriteFailed},
 	{"unreadable", tape.ErrUnreadable},
 	{"robot", tape.ErrRobot},
 	{"full", tape.ErrFull},

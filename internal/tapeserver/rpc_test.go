@@ -40,7 +40,7 @@ func TestCallSignature(t *testing.T) {
 // Errors arrive as the sentinels they were: the core tells a failed drive
 // from a full cartridge from a damaged disk copy.
 func TestErrorsTravel(t *testing.T) {
-	for _, sent := range []error{tape.ErrDriveFailed, tape.ErrFull, tape.ErrNotMounted, tape.ErrUnreadable, tape.ErrRobot,
+	for _, sent := range []error{tape.ErrDriveFailed, tape.ErrWriteFailed, tape.ErrFull, tape.ErrNotMounted, tape.ErrUnreadable, tape.ErrRobot,
 		tape.ErrBusy, tape.ErrNoSuchFile, tape.ErrNoSuchVolume, tape.ErrNoSuchDrive, api.ErrCorrupt, api.ErrOffline, api.ErrInvalid} {
 		b, _ := json.Marshal(encodeErr(&FileError{Index: 3, Err: sent}))
 		var e errBody
