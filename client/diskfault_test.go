@@ -423,6 +423,7 @@ func TestDriveFailingMidWriteLeavesService(t *testing.T) {
 func TestCartridgeFailingAWrite(t *testing.T) {
 	t.Parallel()
 	striped := func(c *config.Config) { c.HSM.StripeMin, c.HSM.MigrateDrives = 100<<10, 2 }
+	oneStream := func(c *config.Config) { c.HSM.MigrateDrives, c.HSM.Aggregate = 1, 100<<10 }
 	for _, c := range []struct {
 		name      string
 		edit      func(*config.Config)
@@ -430,17 +431,26 @@ func TestCartridgeFailingAWrite(t *testing.T) {
 		failures  int  // writes that fail, from the first tape file's first data write on
 		migrated  bool // by the first migrate
 		drivesOut int
+		next      bool // a second file, in a tape file of its own after the first's
 	}{
-		{"once", nil, "single", 1, true, 0},
-		{"on two cartridges", nil, "single", 2, false, 1},
-		{"a striped file's", striped, "", 1, false, 0},
+		{"once", nil, "single", 1, true, 0, false},
+		{"on two cartridges", nil, "single", 2, false, 1, false},
+		{"on two cartridges, the pass going on", oneStream, "single", 2, false, 1, true},
+		{"a striped file's", striped, "", 1, false, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			_, cl, fs := faultServer(t, c.edit)
 			roundTrip(t, cl, "/f", randBytes(9, 4*64<<10+5000), client.PutOptions{COS: c.cos})
+			if c.next {
+				roundTrip(t, cl, "/g", randBytes(10, 4*64<<10+5000), client.PutOptions{COS: c.cos})
+			}
 			fs.Inject(faultfs.Rule{Op: faultfs.OpWrite, Name: "*.partial", Nth: 2, Count: c.failures, Err: syscall.EIO})
-			res, err := cl.Migrate(ctx, "/f")
+			names := []string{"/f"}
+			if c.next {
+				names = nil // a pass over both
+			}
+			res, err := cl.Migrate(ctx, names...)
 			if c.migrated != (err == nil) {
 				t.Fatalf("migrate with %d failing writes: %+v, %v", c.failures, res, err)
 			}
@@ -464,6 +474,12 @@ func TestCartridgeFailingAWrite(t *testing.T) {
 			}
 			if len(readOnly) != 1 || len(drivesOut) != c.drivesOut {
 				t.Fatalf("read-only cartridges %v, drives out %v (%+v %+v)", readOnly, drivesOut, lib.Cartridges, lib.Drives)
+			}
+			if c.next {
+				// The stream's next tape file went on in the other drive.
+				if tapes := residency(t, cl, "/g").Layout.Tapes; len(tapes) != 1 || tapes[0].Volume == readOnly[0] {
+					t.Fatalf("the next file's tape copies %+v with %s read-only", tapes, readOnly[0])
+				}
 			}
 			if !c.migrated {
 				if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {

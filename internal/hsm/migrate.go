@@ -256,6 +256,9 @@ type writer struct {
 	volume  string
 	pending []written
 	bytes   int64 // pending data
+	// failed is the cartridge a write in this drive failed on during the
+	// pass: a second makes the drive the suspect.
+	failed string
 }
 
 // written is a tape file closed but not yet flushed.
@@ -317,17 +320,24 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		}
 		w.volume = vol
 	}
-	failed := "" // a cartridge a write of this batch failed on
 	for len(b.files) > 0 {
 		bad, damaged, err := w.append(ctx, b)
 		if errors.Is(err, tape.ErrWriteFailed) {
-			if failed != "" {
-				// Two cartridges in a row: the drive is the likelier
-				// cause, and this cartridge keeps taking writes.
-				h.driveFailed(ctx, w.drive, fmt.Errorf("writes failed on %s and %s: %w", failed, w.volume, err))
-				return res, err
+			if w.failed != "" {
+				// A second cartridge in this drive: the drive is the
+				// likelier cause, and this cartridge keeps taking
+				// writes. What it holds from this pass is flushed
+				// (and counts if that works), and the stream's next
+				// batch takes another drive.
+				r, ferr := w.flush(ctx)
+				res.Add(r)
+				h.driveFailed(ctx, w.drive, fmt.Errorf("writes failed on %s and %s: %w", w.failed, w.volume, err))
+				h.releaseDrive(w.drive)
+				w.drive, w.volume, w.failed = "", "", ""
+				return res, errors.Join(err, ferr)
 			}
-			failed = w.volume
+			failed := w.volume
+			w.failed = failed
 			h.cartridgeWriteFailed(ctx, w.volume, w.drive, err)
 			// What this stream wrote on it before is flushed and
 			// counts; the batch is written again on another cartridge.
