@@ -383,34 +383,60 @@ func TestMigrationSurvivesTapeFaults(t *testing.T) {
 // A drive that fails while it writes a file's data (the tape file's
 // second write: the first is its header) is taken out of
 // service, as one that fails at its mount is, and the file migrates on the
-// other drive.
+// other drive; the stream's next tape file of the same pass goes on in
+// the other drive at once.
 func TestDriveFailingMidWriteLeavesService(t *testing.T) {
 	t.Parallel()
-	_, cl, fs := faultServer(t, nil)
-	data := randBytes(9, 300<<10)
-	roundTrip(t, cl, "/f", data, client.PutOptions{COS: "single"}) // one stripe: the aggregating path
-	fs.Inject(faultfs.Rule{Op: faultfs.OpWrite, Name: "*.partial", Nth: 2, Count: 1, Err: tape.ErrDriveFailed})
-	if res, err := cl.Migrate(ctx, "/f"); err == nil || !errors.Is(err, tape.ErrDriveFailed) && !strings.Contains(err.Error(), tape.ErrDriveFailed.Error()) {
-		t.Fatalf("migrate through a failing drive: %+v, %v", res, err)
-	}
-	lib, err := cl.Library(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, d := range lib.Drives {
-		if strings.HasPrefix(d.OutOfService, "failed") {
-			out = append(out, d.ID)
-		}
-	}
-	if len(out) != 1 {
-		t.Fatalf("drives out of service after a failure mid-write: %v (%+v)", out, lib.Drives)
-	}
-	if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {
-		t.Fatalf("migrate on the other drive: %+v, %v", res, err)
-	}
-	if fi := residency(t, cl, "/f"); len(fi.Layout.Tapes) != 1 {
-		t.Fatalf("tape copies: %+v", fi.Layout.Tapes)
+	for _, c := range []struct {
+		name string
+		next bool // a second file, in a tape file of its own after the first's
+	}{
+		{"one file", false},
+		{"the pass going on", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, cl, fs := faultServer(t, func(c *config.Config) { c.HSM.MigrateDrives, c.HSM.Aggregate = 1, 100<<10 })
+			roundTrip(t, cl, "/f", randBytes(9, 300<<10), client.PutOptions{COS: "single"}) // one stripe: the aggregating path
+			names := []string{"/f"}
+			if c.next {
+				roundTrip(t, cl, "/g", randBytes(10, 300<<10), client.PutOptions{COS: "single"})
+				names = nil // a pass over both
+			}
+			fs.Inject(faultfs.Rule{Op: faultfs.OpWrite, Name: "*.partial", Nth: 2, Count: 1, Err: tape.ErrDriveFailed})
+			if res, err := cl.Migrate(ctx, names...); err == nil || !errors.Is(err, tape.ErrDriveFailed) && !strings.Contains(err.Error(), tape.ErrDriveFailed.Error()) {
+				t.Fatalf("migrate through a failing drive: %+v, %v", res, err)
+			}
+			lib, err := cl.Library(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, d := range lib.Drives {
+				if strings.HasPrefix(d.OutOfService, "failed") {
+					out = append(out, d.ID)
+				}
+			}
+			if len(out) != 1 {
+				t.Fatalf("drives out of service after a failure mid-write: %v (%+v)", out, lib.Drives)
+			}
+			if c.next {
+				if tapes := residency(t, cl, "/g").Layout.Tapes; len(tapes) != 1 {
+					t.Fatalf("the next file's tape copies: %+v", tapes)
+				}
+				for _, d := range lib.Drives {
+					if d.ID != out[0] && d.BytesWrite == 0 {
+						t.Fatalf("the next tape file was not written in %s: %+v", d.ID, lib.Drives)
+					}
+				}
+			}
+			if res, err := cl.Migrate(ctx, "/f"); err != nil || res.Files != 1 {
+				t.Fatalf("migrate on the other drive: %+v, %v", res, err)
+			}
+			if fi := residency(t, cl, "/f"); len(fi.Layout.Tapes) != 1 {
+				t.Fatalf("tape copies: %+v", fi.Layout.Tapes)
+			}
+		})
 	}
 }
 

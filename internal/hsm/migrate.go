@@ -314,7 +314,7 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 		}
 		if err := h.mountOn(ctx, w.drive, w.volume, vol); err != nil {
 			if errors.Is(err, tape.ErrDriveFailed) {
-				h.driveFailed(ctx, w.drive, err)
+				w.leaveDrive(ctx, err)
 			}
 			return res, fmt.Errorf("migrate: mount %s: %w", vol, err)
 		}
@@ -331,9 +331,7 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 				// batch takes another drive.
 				r, ferr := w.flush(ctx)
 				res.Add(r)
-				h.driveFailed(ctx, w.drive, fmt.Errorf("writes failed on %s and %s: %w", w.failed, w.volume, err))
-				h.releaseDrive(w.drive)
-				w.drive, w.volume, w.failed = "", "", ""
+				w.leaveDrive(ctx, fmt.Errorf("writes failed on %s and %s: %w", w.failed, w.volume, err))
 				return res, errors.Join(err, ferr)
 			}
 			failed := w.volume
@@ -352,7 +350,7 @@ func (w *writer) write(ctx context.Context, b batch) (api.HSMResult, error) {
 			}
 			if merr := h.mountOn(ctx, w.drive, w.volume, vol); merr != nil {
 				if errors.Is(merr, tape.ErrDriveFailed) {
-					h.driveFailed(ctx, w.drive, merr)
+					w.leaveDrive(ctx, merr)
 				}
 				return res, errors.Join(err, fmt.Errorf("migrate: mount %s: %w", vol, merr))
 			}
@@ -403,9 +401,10 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 	r, err := h.jobs.Write(ctx, tapeserver.WriteJob{Drive: w.drive, Header: hdr, Files: files})
 	if errors.Is(err, tape.ErrDriveFailed) {
 		// Also when it failed while a file was being written: the
-		// job names that file, but the drive is what failed.
-		h.driveFailed(ctx, w.drive, err)
-		return -1, "", fmt.Errorf("migrate to %s: %w", w.volume, err)
+		// drive is what failed, not the file.
+		vol := w.volume
+		w.leaveDrive(ctx, err)
+		return -1, "", fmt.Errorf("migrate to %s: %w", vol, err)
 	}
 	if fe := (*tapeserver.FileError)(nil); errors.As(err, &fe) {
 		i := fe.Index
@@ -433,6 +432,15 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 	w.pending = append(w.pending, written{b: b, hdr: hdr, crcs: crcs, tapes: r.EntryCRCs, seq: r.Seq, start: r.Start})
 	w.bytes += b.bytes
 	return -1, "", nil
+}
+
+// leaveDrive takes the stream's drive out of service for cause and gives
+// it back, dropping the tape files it has not flushed (their files stay
+// candidates, on disk): the stream's next tape file takes another drive.
+func (w *writer) leaveDrive(ctx context.Context, cause error) {
+	w.h.driveFailed(ctx, w.drive, cause)
+	w.h.releaseDrive(w.drive)
+	w.drive, w.volume, w.failed, w.pending, w.bytes = "", "", "", nil, 0
 }
 
 // flush forces the pending tape files to tape and records their copies.
