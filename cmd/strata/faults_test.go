@@ -107,6 +107,64 @@ func TestTapeFaultsThroughTheCLI(t *testing.T) {
 	same("recall once the robot works")
 }
 
+// A cartridge whose writes fail, as a site rehearses it: the migration
+// goes on on another cartridge, "admin tapes" says why the first is
+// read-only, and "online" puts it back once an admin has looked at it.
+func TestCartridgeWriteErrorsThroughTheCLI(t *testing.T) {
+	s := newServer(t, "")
+	src := filepath.Join(s.dir, "src")
+	writeRandom(t, src, 1<<20)
+	s.ok("put", src, "/f")
+	var tapes []struct {
+		Volume       string
+		OutOfService string `json:"out_of_service"`
+	}
+	json.Unmarshal([]byte(s.ok("admin", "tapes", "--json")), &tapes)
+	if len(tapes) < 2 {
+		t.Fatalf("tapes: %+v", tapes)
+	}
+	// A new library's cartridges are all empty: a migration takes the
+	// first.
+	bad := tapes[0].Volume
+	s.ok("admin", "library", "write-errors", bad)
+	s.ok("migrate", "/f")
+	var st struct {
+		Layout struct{ Tapes []struct{ Volume string } }
+	}
+	json.Unmarshal([]byte(s.ok("stat", "--json", "/f")), &st)
+	if len(st.Layout.Tapes) != 1 || st.Layout.Tapes[0].Volume == bad {
+		t.Fatalf("migrated to %+v with %s failing writes", st.Layout.Tapes, bad)
+	}
+	state := func(vol string) string {
+		var now []struct {
+			Volume       string
+			OutOfService string `json:"out_of_service"`
+		}
+		json.Unmarshal([]byte(s.ok("admin", "tapes", "--json")), &now)
+		for _, tp := range now {
+			if tp.Volume == vol {
+				return tp.OutOfService
+			}
+		}
+		return "no such cartridge"
+	}
+	if why := state(bad); !strings.HasPrefix(why, "read-only: a write in") {
+		t.Fatalf("%s after a failed write: %q", bad, why)
+	}
+	if v := s.ok("admin", "tapes"); !strings.Contains(v, "read-only: a write in") {
+		t.Fatalf("admin tapes does not say why:\n%s", v)
+	}
+	s.ok("admin", "library", "writable", bad)
+	s.ok("admin", "tapes", "online", bad)
+	if why := state(bad); why != "" {
+		t.Fatalf("%s back online: %q", bad, why)
+	}
+	_, errs, code := s.run("admin", "library", "write-errors", "T99999")
+	if code == 0 || !strings.Contains(errs, "T99999") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("write-errors on no such cartridge: exit %d, %q", code, errs)
+	}
+}
+
 // What an admin takes out of service stays out when the server restarts
 // (a cartridge sent off site, a drive waiting for its engineer), until the
 // admin brings it back: the catalog keeps it.

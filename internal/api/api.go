@@ -534,6 +534,8 @@ type LibraryFault struct {
 	RepairDrive string `json:"repair_drive,omitempty"` // and works again
 	Unreadable  string `json:"unreadable,omitempty"`   // every read of the cartridge fails
 	Readable    string `json:"readable,omitempty"`     // and works again
+	WriteErrors string `json:"write_errors,omitempty"` // every write on the cartridge fails, its drive working
+	Writable    string `json:"writable,omitempty"`     // and writes work again
 	// RobotFailures makes the next n robot moves fail (0: none).
 	RobotFailures *int `json:"robot_failures,omitempty"`
 }

@@ -337,12 +337,14 @@ a cartridge out of service: it is neither read nor written, and recalls
 queued on it go to another copy or fail; "online" puts it back. A drive
 that fails under a transfer is taken out of service by the server and put
 back the same way. A cartridge a damaged tape file was read from is
-read-only (read, not written) until "online" puts it back. What an admin
-takes out, and read-only cartridges, stay so across restarts.
+read-only (read, not written) until "online" puts it back, and so is one
+a write failed on (the tape file goes to another cartridge). What an
+admin takes out, and read-only cartridges, stay so across restarts.
 
 "admin library" injects faults into the emulated library, to rehearse:
 fail-drive DRIVE, repair-drive DRIVE, unreadable VOLUME, readable VOLUME,
-robot-fail N (the next N robot moves fail; 0 stops it).`,
+write-errors VOLUME (every write on it fails, its drive working),
+writable VOLUME, robot-fail N (the next N robot moves fail; 0 stops it).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 || (len(args) == 3 && (args[0] == "cos" && args[1] == "set" || args[0] == "drives" || args[0] == "tapes" || args[0] == "library")) {
 				return nil
@@ -494,6 +496,10 @@ func injectFault(ctx context.Context, c *client.Client, fault, arg string) error
 		f.Unreadable = arg
 	case "readable":
 		f.Readable = arg
+	case "write-errors":
+		f.WriteErrors = arg
+	case "writable":
+		f.Writable = arg
 	case "robot-fail":
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 0 {
@@ -501,7 +507,7 @@ func injectFault(ctx context.Context, c *client.Client, fault, arg string) error
 		}
 		f.RobotFailures = &n
 	default:
-		return fmt.Errorf("admin library: unknown fault %q (want fail-drive, repair-drive, unreadable, readable or robot-fail)", fault)
+		return fmt.Errorf("admin library: unknown fault %q (want fail-drive, repair-drive, unreadable, readable, write-errors, writable or robot-fail)", fault)
 	}
 	return c.InjectFault(ctx, f)
 }

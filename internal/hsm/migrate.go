@@ -579,7 +579,7 @@ func (h *Engine) pickVolume(drive, have string, need int64, exclude map[string]b
 	}
 	if pick == "" {
 		if len(h.readOnly) > 0 {
-			return "", api.Errorf(api.ErrNoSpace, "migrate: no writable cartridge has %d bytes free (%d read-only after damage: strata admin tapes)", need, len(h.readOnly))
+			return "", api.Errorf(api.ErrNoSpace, "migrate: no writable cartridge has %d bytes free (%d read-only after damage or a failed write: strata admin tapes)", need, len(h.readOnly))
 		}
 		return "", api.Errorf(api.ErrNoSpace, "migrate: no cartridge has %d bytes free", need)
 	}

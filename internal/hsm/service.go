@@ -265,6 +265,8 @@ func (h *Engine) InjectFault(r api.LibraryFault) error {
 		{r.RepairDrive, func() error { return fi.FailDrive(r.RepairDrive, false) }},
 		{r.Unreadable, func() error { return fi.SetUnreadable(r.Unreadable, true) }},
 		{r.Readable, func() error { return fi.SetUnreadable(r.Readable, false) }},
+		{r.WriteErrors, func() error { return fi.SetWriteErrors(r.WriteErrors, true) }},
+		{r.Writable, func() error { return fi.SetWriteErrors(r.Writable, false) }},
 	} {
 		if f.name == "" {
 			continue
@@ -285,7 +287,7 @@ func (h *Engine) InjectFault(r api.LibraryFault) error {
 		robot = *r.RobotFailures
 	}
 	h.log.Warn("hsm: faults injected into the emulated library", "fail_drive", r.FailDrive, "repair_drive", r.RepairDrive,
-		"unreadable", r.Unreadable, "readable", r.Readable, "robot_failures", robot)
+		"unreadable", r.Unreadable, "readable", r.Readable, "write_errors", r.WriteErrors, "writable", r.Writable, "robot_failures", robot)
 	h.poke()
 	return errors.Join(errs...)
 }

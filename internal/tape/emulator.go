@@ -72,6 +72,7 @@ type cartridge struct {
 	end        int64      // end of data, bytes from BOT
 	drive      *drive
 	unreadable bool // injected fault
+	writeBad   bool // injected fault: writes fail
 	known      bool // a read has failed on it since: the library reports it
 }
 
@@ -350,18 +351,34 @@ func (e *Emulator) FailDrive(id string, failed bool) error {
 // library reports the cartridge unreadable once a read has failed on it,
 // as a real one would; clearing the fault clears that too.
 func (e *Emulator) SetUnreadable(volume string, bad bool) error {
+	return e.withCartridge(volume, func(c *cartridge) {
+		c.unreadable = bad
+		if !bad {
+			c.known = false
+		}
+	})
+}
+
+// SetWriteErrors makes every write on volume fail as a medium error would,
+// the drive working (or the writes work again).
+func (e *Emulator) SetWriteErrors(volume string, bad bool) error {
+	return e.withCartridge(volume, func(c *cartridge) { c.writeBad = bad })
+}
+
+// withCartridge runs set on volume's cartridge under the library's lock.
+func (e *Emulator) withCartridge(volume string, set func(*cartridge)) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.carts[volume]
 	if c == nil {
 		return fmt.Errorf("%w: %s", ErrNoSuchVolume, volume)
 	}
-	c.unreadable = bad
-	if !bad {
-		c.known = false
-	}
+	set(c)
 	return nil
 }
+
+// errWriteInjected is the medium error of a cartridge whose writes fail.
+var errWriteInjected = errors.New("medium error (injected)")
 
 // FailRobot makes the next n robot moves time out.
 func (e *Emulator) FailRobot(n int) {
@@ -661,6 +678,13 @@ func (e *Emulator) Append(ctx context.Context, driveID string, h *Header) (FileW
 		e.release(d)
 		return nil, err
 	}
+	e.mu.Lock()
+	bad := c.writeBad
+	e.mu.Unlock()
+	if bad {
+		e.release(d)
+		return nil, fmt.Errorf("tape: write %s: %w", c.volume, errWriteInjected)
+	}
 	final := filepath.Join(c.dir, fileName(h.Seq))
 	e.fs.Remove(final + ".partial") // an earlier attempt's, if any
 	f, err := e.fs.Create(final+".partial", 0, 0o600)
@@ -757,10 +781,13 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 		return 0, fmt.Errorf("tape: %s: %d bytes written, header declared %d", w.c.volume, w.n+int64(len(p)), w.want)
 	}
 	w.e.mu.Lock()
-	failed := w.d.failed
+	failed, bad := w.d.failed, w.c.writeBad
 	w.e.mu.Unlock()
 	if failed {
 		return 0, fmt.Errorf("%w: %s", ErrDriveFailed, w.d.id)
+	}
+	if bad {
+		return 0, fmt.Errorf("tape: write %s: %w", w.c.volume, errWriteInjected)
 	}
 	n, err := w.write(p)
 	if err == nil {

@@ -106,6 +106,9 @@ type FaultInjector interface {
 	FailDrive(id string, failed bool) error
 	// SetUnreadable makes every read of a cartridge fail (or work again).
 	SetUnreadable(volume string, bad bool) error
+	// SetWriteErrors makes every write on a cartridge fail, its drive
+	// working (or the writes work again).
+	SetWriteErrors(volume string, bad bool) error
 	// FailRobot makes the next n robot moves fail.
 	FailRobot(n int)
 }

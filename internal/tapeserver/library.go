@@ -567,6 +567,26 @@ func (l *Library) FailDrive(id string, failed bool) error {
 // SetUnreadable makes a cartridge unreadable (or readable) in every tape
 // server's drives: it may be mounted in any of them.
 func (l *Library) SetUnreadable(volume string, bad bool) error {
+	if err := l.everyServer(volume, driveReq{Volume: volume, Unreadable: &bad}); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if !bad {
+		l.carts[volume].Unreadable = false
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// SetWriteErrors makes every write on a cartridge fail (or work again) in
+// every tape server's drives.
+func (l *Library) SetWriteErrors(volume string, bad bool) error {
+	return l.everyServer(volume, driveReq{Volume: volume, WriteBad: &bad})
+}
+
+// everyServer sends fault q about volume to every tape server not lost,
+// through one of its drives.
+func (l *Library) everyServer(volume string, q driveReq) error {
 	l.mu.Lock()
 	known := l.carts[volume] != nil
 	var drives []string
@@ -584,17 +604,10 @@ func (l *Library) SetUnreadable(volume string, bad bool) error {
 	slices.Sort(drives)
 	var errs []error
 	for _, id := range drives {
-		errs = append(errs, l.call(context.Background(), id, "fault", driveReq{Drive: id, Volume: volume, Unreadable: &bad}, nil))
+		q.Drive = id
+		errs = append(errs, l.call(context.Background(), id, "fault", q, nil))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	if !bad {
-		l.carts[volume].Unreadable = false
-	}
-	l.mu.Unlock()
-	return nil
+	return errors.Join(errs...)
 }
 
 // FailRobot makes the next n robot moves fail.

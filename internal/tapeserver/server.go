@@ -57,6 +57,7 @@ type driveReq struct {
 	Length     int64  `json:"length,omitempty"`
 	Failed     *bool  `json:"failed,omitempty"`
 	Unreadable *bool  `json:"unreadable,omitempty"`
+	WriteBad   *bool  `json:"write_errors,omitempty"`
 }
 
 // State is the drives and cartridges a tape server sees.
@@ -120,6 +121,9 @@ func (s *Server) fault(ctx context.Context, q driveReq) (any, error) {
 	}
 	if q.Unreadable != nil {
 		return nil, s.lib.SetUnreadable(q.Volume, *q.Unreadable)
+	}
+	if q.WriteBad != nil {
+		return nil, s.lib.SetWriteErrors(q.Volume, *q.WriteBad)
 	}
 	return nil, nil
 }

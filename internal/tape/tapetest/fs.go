@@ -44,6 +44,7 @@ func FaultsOf(fi tape.FaultInjector) Faults { return injector{fi} }
 
 type injector struct{ fi tape.FaultInjector }
 
-func (f injector) FailDrive(drive string, failed bool)   { f.fi.FailDrive(drive, failed) }
-func (f injector) SetUnreadable(volume string, bad bool) { f.fi.SetUnreadable(volume, bad) }
-func (f injector) FailRobot(n int)                       { f.fi.FailRobot(n) }
+func (f injector) FailDrive(drive string, failed bool)    { f.fi.FailDrive(drive, failed) }
+func (f injector) SetUnreadable(volume string, bad bool)  { f.fi.SetUnreadable(volume, bad) }
+func (f injector) SetWriteErrors(volume string, bad bool) { f.fi.SetWriteErrors(volume, bad) }
+func (f injector) FailRobot(n int)                        { f.fi.FailRobot(n) }

@@ -28,7 +28,8 @@ type Options struct {
 type Faults interface {
 	FailDrive(drive string, failed bool)
 	SetUnreadable(volume string, bad bool)
-	FailRobot(n int) // the next n moves fail
+	SetWriteErrors(volume string, bad bool) // writes on the cartridge fail, the drive working
+	FailRobot(n int)                        // the next n moves fail
 }
 
 // Harness opens the library under test.
@@ -376,8 +377,9 @@ func trailerCRC(t *testing.T, h Harness) {
 	}
 }
 
-// A failed drive, an unreadable cartridge and a robot that fails a move
-// are refused with their own errors, and clear when the fault does.
+// A failed drive, an unreadable cartridge, a cartridge whose writes fail
+// and a robot that fails a move are refused with their own errors, and
+// clear when the fault does.
 func faults(t *testing.T, h Harness) {
 	if h.Faults == nil {
 		t.Skip("the harness cannot inject faults into this library")
@@ -404,6 +406,27 @@ func faults(t *testing.T, h Harness) {
 	f.SetUnreadable(v0, false)
 	if got := ReadAll(t, l, d0, 1, 0, 4); string(got) != "data" {
 		t.Fatalf("after faults cleared: %q", got)
+	}
+
+	f.SetWriteErrors(v0, true)
+	w, err := l.Append(ctx, d0, &tape.Header{Entries: []tape.Entry{{Path: "/w", Size: 4}}})
+	if err == nil {
+		if _, err = w.Write([]byte("more")); err == nil {
+			err = w.Close()
+		} else {
+			w.Abort()
+		}
+	}
+	if err == nil {
+		t.Fatal("a write on a cartridge whose writes fail succeeded")
+	}
+	if errors.Is(err, tape.ErrDriveFailed) {
+		t.Fatalf("a cartridge's write error taken for the drive's: %v", err)
+	}
+	f.SetWriteErrors(v0, false)
+	AppendFile(t, l, d0, []byte("more"))
+	if got := ReadAll(t, l, d0, 1, 0, 4); string(got) != "data" {
+		t.Fatalf("after write errors cleared: %q", got)
 	}
 
 	f.FailRobot(1)
