@@ -28,6 +28,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"syscall"
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/moverconn"
@@ -131,16 +132,20 @@ func (t *tapeWriter) Write(p []byte) (int, error) {
 // writeFailed marks an error of the tape file itself (its header, data or
 // closing verification) as tape.ErrWriteFailed, unless the library named
 // it (a failed drive, which the engine handles as the drive's and not
-// the cartridge's, a full cartridge, a busy drive) or the job was
-// cancelled.
+// the cartridge's, a full cartridge, a busy drive), the job was
+// cancelled, or the host's own storage under an emulated library is full
+// (no cartridge's fault: marking each read-only in turn would empty the
+// library of writable ones).
 func writeFailed(err error) error {
 	for _, t := range tapeErrors {
 		if errors.Is(err, t.err) {
 			return err
 		}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+	for _, e := range []error{context.Canceled, context.DeadlineExceeded, syscall.ENOSPC, syscall.EDQUOT} {
+		if errors.Is(err, e) {
+			return err
+		}
 	}
 	return fmt.Errorf("%w: %w", tape.ErrWriteFailed, err)
 }
