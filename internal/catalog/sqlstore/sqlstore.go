@@ -4,10 +4,10 @@
 // the queries are plain SQL both accept.
 //
 // Writes go through one writer goroutine that groups whatever operations are
-// queued into one transaction, each inside its own SAVEPOINT (unless it
-// changes at most one row: see writeOne), so one operation's failure does
-// not undo the others and the cost of a durable commit (an fsync of the
-// WAL) is shared by the whole group. The writer is
+// queued into one transaction, where one operation's failure does not undo
+// the others (a failure rolls the group back and runs it again with each
+// operation inside a SAVEPOINT of its own: see runGroup), and the cost of a
+// durable commit (an fsync of the WAL) is shared by the whole group. The writer is
 // the one serial stage of every namespace change, so while operations queue
 // for it it has a thread of its own at raised priority, where the system
 // allows (prio_linux.go). Reads use a separate pool and never wait for the

@@ -22,10 +22,12 @@ const unboostAfter = 64
 type op struct {
 	fn  func(*Tx) error
 	err chan error
-	// one: fn changes the database in at most one statement, so when it
-	// fails nothing of it is left and it needs no savepoint of its own (a
-	// failed statement undoes itself). Two statements less for every
-	// create.
+	// one: fn fails, when it does, before it has changed a row (a create
+	// refused for its name or its directory: a failed statement undoes
+	// itself), so a group's first run answers its failure and goes on
+	// without a savepoint for it. Two statements less for every create.
+	// Should it fail after a change (Tx.wrote), the group runs again
+	// carefully.
 	one bool
 }
 
@@ -52,8 +54,8 @@ func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
 	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1)})
 }
 
-// writeOne is write for an fn that changes the database in at most one
-// statement (see op.one).
+// writeOne is write for an fn that fails, if at all, before it changes a
+// row (see op.one).
 func (s *Store) writeOne(ctx context.Context, fn func(*Tx) error) error {
 	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: true})
 }
@@ -236,9 +238,9 @@ func (s *Store) transient(err error) bool {
 // several statements), the group is rolled back unanswered and runGroup
 // reports that the batch must run again, carefully: each operation inside
 // a savepoint of its own, so that one's failure undoes only itself.
-// SQLite spares the savepoint for an operation of at most one statement
-// (op.one): a failed statement undoes itself. Failures are rare; the
-// common case does not pay for them.
+// On SQLite the first run goes on past an operation that failed before
+// changing a row (op.one, and Tx.wrote still false): a failed statement
+// undoes itself. Failures are rare; the common case does not pay for them.
 //
 // A lost connection before the COMMIT leaves the group unanswered too
 // (groupLost, with the error): nothing of it was committed; so does a
@@ -286,13 +288,17 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 	var after []func()
 	for i, o := range batch {
 		t.after = t.after[:0]
-		if single || (o.one && !s.d.AbortsOnError) || !careful {
+		if single || !careful {
+			t.wrote = false
 			errs[i] = o.fn(t)
 			if s.transient(errs[i]) {
 				tx.Rollback()
 				return groupLost, errs[i]
 			}
-			if errs[i] != nil && !single && (s.d.AbortsOnError || !o.one) {
+			// An op of one statement that failed left nothing, unless
+			// it changed rows before failing (a create whose insert went
+			// in and whose directory's times did not).
+			if errs[i] != nil && !single && (s.d.AbortsOnError || !o.one || t.wrote) {
 				tx.Rollback()
 				return groupCareful, nil
 			}
@@ -368,6 +374,9 @@ type Tx struct {
 	tx    *sql.Tx
 	ctx   context.Context
 	after []func() // cache updates of the current op, applied after commit
+	// wrote: a statement of the current op changed rows, so its failure
+	// after that leaves part of it done unless a savepoint undoes it.
+	wrote bool
 	// ids: the store's id ranges as this transaction leaves them, theirs
 	// once it commits.
 	ids [nIDSpaces]idRange
@@ -426,7 +435,11 @@ func (t *Tx) Exec(q string, args ...any) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("catalog: %s: %w", firstWord(q), err)
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if n > 0 || err != nil {
+		t.wrote = true
+	}
+	return n, err
 }
 
 // QueryRow runs a query returning one row.
