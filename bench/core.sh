@@ -9,6 +9,8 @@
 #                              # calibrated on (docs/SIMULATION.md)
 #   PARTS=mdcurve bench/core.sh # creates against clients, 1 to 64: the
 #                              # writer's groups and the CPU per create
+#   PARTS=mdload bench/core.sh # creates, stats and removes against
+#                              # clients, 1 to 64, with each side's CPU
 #
 # Every Strata figure is set against a baseline measured in the same run on
 # the same file system, alternating with it (this machine is shared and its
@@ -250,6 +252,32 @@ rs = [json.loads(l) for l in sys.stdin if l.strip()]
 cpu = [statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server")]
 print("| %s | %s | %.0f | %.0f | %s |" % (ph, c, *cpu, "-" if ph == "stat" else "%.1f" % statistics.median(gs)))' "$ph" "$c" "${gs[@]}"
     done
+  done
+  stop
+fi
+
+# Every operation at every load: ops/s, the CPU of each side per
+# operation and the writer's group, 1 to 64 clients (what the catalog
+# model is checked against, docs/SIMULATION.md).
+if [[ " $PARTS " == *" mdload "* ]]; then
+  rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
+  echo; echo "## Creates, stats and removes against clients (core's Unix socket; median of $REPS; corebench md; CPU µs an operation)"
+  echo; echo "| clients | creates/s | client | server | stats/s | client | server | removes/s | client | server |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  for c in 1 2 4 8 16 32 64; do
+    files=$((12000 / c)); [ $files -lt 300 ] && files=300
+    rows=()
+    for r in $(seq "$REPS"); do
+      rows+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients $c --files $files --server-pid "$SERVER_PID" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)
+print(*(v for ph in ('create', 'stat', 'remove') for v in (r[ph + '_per_s'], r[ph + '_cpu_us']['client'], r[ph + '_cpu_us']['server'])))")")
+    done
+    printf '%s\n' "${rows[@]}" | python3 -c '
+import statistics, sys
+rows = [[float(x) for x in l.split()] for l in sys.stdin if l.strip()]
+m = [statistics.median(col) for col in zip(*rows)]
+print("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |" % (sys.argv[1], *m))' "$c"
   done
   stop
 fi
