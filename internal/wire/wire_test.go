@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -183,4 +184,30 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A read's control messages, as every small object's read and write pays
+// them: the request (with its token) and the status.
+func BenchmarkMessages(b *testing.B) {
+	req := Request{Op: "read", Token: strings.Repeat("t", 180), Device: "d0", Object: "0000000000001234.00", Length: 65536}
+	st := Status{OK: true, Length: 65536, CRC32C: 0xdeadbeef}
+	var buf bytes.Buffer
+	fw, fr := NewWriter(&buf), NewReader(&buf)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := fw.Msg(req); err != nil {
+			b.Fatal(err)
+		}
+		if err := fw.Msg(st); err != nil {
+			b.Fatal(err)
+		}
+		var q Request
+		var s Status
+		if err := fr.ReadMsg(&q); err != nil {
+			b.Fatal(err)
+		}
+		if err := fr.ReadMsg(&s); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
