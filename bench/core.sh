@@ -256,9 +256,9 @@ print("| %s | %s | %.0f | %.0f | %s |" % (ph, c, *cpu, "-" if ph == "stat" else 
   stop
 fi
 
-# Every operation at every load: ops/s, the CPU of each side per
-# operation and the writer's group, 1 to 64 clients (what the catalog
-# model is checked against, docs/SIMULATION.md).
+# Every operation at every load: ops/s and the CPU of each side per
+# operation, 1 to 64 clients (docs/SIMULATION.md, the catalog; mdcurve
+# adds the writer's groups for creates).
 if [[ " $PARTS " == *" mdload "* ]]; then
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
   echo; echo "## Creates, stats and removes against clients (core's Unix socket; median of $REPS; corebench md; CPU µs an operation)"
