@@ -295,9 +295,9 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 				tx.Rollback()
 				return groupLost, errs[i]
 			}
-			// An op of one statement that failed left nothing, unless
-			// it changed rows before failing (a create whose insert went
-			// in and whose directory's times did not).
+			// An op.one that failed left nothing, unless it changed
+			// rows before failing (a create whose insert went in and
+			// whose directory's times did not).
 			if errs[i] != nil && !single && (s.d.AbortsOnError || !o.one || t.wrote) {
 				tx.Rollback()
 				return groupCareful, nil
