@@ -199,7 +199,7 @@ func TestSweepParallelSameAsSerial(t *testing.T) {
 // not asserted here.
 func TestCeMSSScaleRuns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a few seconds")
+		t.Skip("one goroutine for a few seconds (105 s under the race detector); go test without -short runs it")
 	}
 	s := load(t, "cemss-1tb.toml")
 	r := run(t, s.Config)
