@@ -16,7 +16,9 @@
 // Control messages are JSON, encoded with github.com/goccy/go-json, the
 // control API's codec: a read's request and status cost a quarter of
 // what encoding/json takes (BenchmarkMessages: 1.9–2.2 against 8.1–9.8
-// µs), and a small object's transfer is little else.
+// µs), and a small object's transfer is little else. A Request, sent
+// mostly from new goroutines, is encoded by hand (request_json.go says
+// why).
 package wire
 
 import (
@@ -316,10 +318,21 @@ func (fw *Writer) Msg(v any) error { return fw.json(TypeMsg, v) }
 // Error writes an error frame carrying st.
 func (fw *Writer) Error(st Status) error { st.OK = false; return fw.json(TypeError, st) }
 
+// msgBufs holds the buffers hand-encoded messages are built in.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
 func (fw *Writer) json(t byte, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("wire: encode message: %w", err)
+	var b []byte
+	if r, ok := v.(Request); ok {
+		bp := msgBufs.Get().(*[]byte)
+		defer msgBufs.Put(bp)
+		b = r.appendJSON((*bp)[:0])
+		*bp = b
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("wire: encode message: %w", err)
+		}
 	}
 	if len(b) > MaxMsg {
 		return fmt.Errorf("wire: message of %d bytes exceeds %d", len(b), MaxMsg)
