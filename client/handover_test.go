@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -161,5 +163,44 @@ func TestRingSize(t *testing.T) {
 		if got := client.RingSize(tc.n, tc.unit); got != tc.want {
 			t.Errorf("ringSize(%d, %d) = %d, want %d", tc.n, tc.unit, got, tc.want)
 		}
+	}
+}
+
+// A damaged trailer is found whether the mover hands the object's file
+// over (it does not read the file; the client checks the trailer) or
+// streams it: the get fails as corrupt, either way.
+func TestDamagedTrailerHandedOver(t *testing.T) {
+	t.Parallel()
+	for _, handover := range []bool{true, false} {
+		t.Run(fmt.Sprintf("handover=%v", handover), func(t *testing.T) {
+			s := testutil.Start(t, nil)
+			c, err := client.New(s.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.Handover(handover)
+			data := randBytes(61, 70000)
+			if _, err := c.Put(ctx, "/t", bytes.NewReader(data), int64(len(data)), client.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			object := residency(t, c, "/t").Layout.Segments[0].Object
+			for _, p := range objects(t, s.Cfg.DataDir) {
+				if strings.HasSuffix(p, object) {
+					fi, err := os.Stat(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					flip(t, p, fi.Size()-1) // the trailer's own CRC
+				}
+			}
+			handed := s.Mover.Stats().FilesHanded
+			if _, err := getBytes(c, "/t"); !errors.Is(err, client.ErrCorrupt) {
+				t.Fatalf("get of an object with a damaged trailer: %v, want corrupt", err)
+			}
+			if got := s.Mover.Stats().FilesHanded > handed; got != handover {
+				t.Fatalf("handover %v, but the mover handed the file over: %v", handover, got)
+			}
+		})
 	}
 }

@@ -814,6 +814,22 @@ var wholeBufs = sync.Pool{New: func() any { b := make([]byte, wholeMax); return 
 
 // OpenObject opens object for reading and checks its trailer.
 func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error) {
+	f, err := d.OpenObjectFile(object)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{d: d, dev: d.id, f: f, object: object, ctx: ctx}
+	if err := r.readTrailer(); err != nil {
+		r.Close() // f, and the buffer a small object was read into
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenObjectFile opens object's file without reading it, for a mover to
+// hand over to a client on its host, which reads and checks it with
+// OpenFile.
+func (d *Device) OpenObjectFile(object string) (fsio.File, error) {
 	p, err := d.path(object)
 	if err != nil {
 		return nil, err
@@ -825,12 +841,7 @@ func (d *Device) OpenObject(ctx context.Context, object string) (*Reader, error)
 	if err != nil {
 		return nil, fmt.Errorf("disk %s: open %s: %w", d.id, object, err)
 	}
-	r := &Reader{d: d, dev: d.id, f: f, object: object, ctx: ctx}
-	if err := r.readTrailer(); err != nil {
-		r.Close() // f, and the buffer a small object was read into
-		return nil, err
-	}
-	return r, nil
+	return f, nil
 }
 
 // OpenFile reads object of device dev from f, an object file opened by

@@ -41,6 +41,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/disk"
+	"github.com/strata-storage/strata/internal/fsio"
 	"github.com/strata-storage/strata/internal/token"
 	"github.com/strata-storage/strata/internal/wire"
 )
@@ -478,33 +479,35 @@ func (st *storer) abort() {
 
 func (m *Mover) read(req wire.Request, c net.Conn, fw *wire.Writer) error {
 	d, _, err := m.authorize(req, token.OpRead)
+	if uc, ok := c.(*net.UnixConn); ok && req.Handle {
+		// Hand the file of an uncapped device to the client, which then
+		// reads and verifies it itself (disk.OpenFile checks the trailer
+		// and every chunk): one copy from the page cache instead of three
+		// through a socket, and the mover reads nothing of the object. A
+		// capped device streams, so its cap holds.
+		if err == nil && d.Bandwidth() == 0 {
+			var f fsio.File
+			if f, err = d.OpenObjectFile(req.Object); err == nil {
+				defer f.Close()
+				if err := handOver(uc, fw, f.OS()); err != nil {
+					return sendError{err}
+				}
+				m.handed.Add(1)
+				return fw.Msg(wire.Status{OK: true})
+			}
+		}
+		if err := handOver(uc, fw, nil); err != nil {
+			return sendError{err}
+		}
+	}
 	var r *disk.Reader
 	if err == nil {
 		r, err = d.OpenObject(m.ctx, req.Object)
 	}
-	if r != nil {
-		defer r.Close()
-	}
-	if uc, ok := c.(*net.UnixConn); ok && req.Handle {
-		// Hand the file of an uncapped device to the client, which then
-		// reads and verifies it itself: one copy from the page cache
-		// instead of three through a socket. A capped device streams, so
-		// its cap holds.
-		var f *os.File
-		if err == nil && d.Bandwidth() == 0 {
-			f = r.File()
-		}
-		if err := handOver(uc, fw, f); err != nil {
-			return sendError{err}
-		}
-		if f != nil {
-			m.handed.Add(1)
-			return fw.Msg(wire.Status{OK: true, Length: r.Len(), CRC32C: r.CRC()})
-		}
-	}
 	if err != nil {
 		return fw.Error(status(err))
 	}
+	defer r.Close()
 	off, n := req.Offset, req.Length
 	if off < 0 || off > r.Len() || n < 0 {
 		return fw.Error(status(api.Errorf(api.ErrInvalid, "mover %s: read %s/%s: range %d+%d outside %d bytes", m.id, req.Device, req.Object, off, n, r.Len())))

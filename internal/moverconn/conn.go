@@ -719,6 +719,10 @@ func (c *Conn) receiveFile(ctx context.Context) (*os.File, error) {
 // dst as Read would from a stream.
 func readFile(ctx context.Context, f *os.File, req wire.Request, dst io.Writer, buf []byte) (wire.Status, error) {
 	r, err := disk.OpenFile(ctx, f, req.Device, req.Object)
+	var ce *disk.CorruptError
+	if errors.As(err, &ce) { // the mover hands over without reading the trailer
+		return wire.Status{}, &DamagedError{Msg: ce.Error()}
+	}
 	if err != nil {
 		return wire.Status{}, err
 	}
@@ -748,7 +752,6 @@ func readFile(ctx context.Context, f *os.File, req wire.Request, dst io.Writer, 
 			into = sink.Buffer(int(size)) // read in place, handed over as is
 		}
 		chunk, err := r.Chunk(idx, into)
-		var ce *disk.CorruptError
 		if errors.As(err, &ce) {
 			return st, &DamagedError{Msg: ce.Error()}
 		}

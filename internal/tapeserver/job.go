@@ -426,14 +426,23 @@ func (u *unitWriter) flush() error {
 // way a client's get does.
 func (x *Exec) readRange(ctx context.Context, s Source, off, n int64, w io.Writer, buf []byte) error {
 	req := wire.Request{Op: token.OpRead, Token: s.Token, Device: s.Device, Object: s.Object}
-	cw := &moverconn.CountingWriter{W: w} // what has been delivered: a second try reads on from there
+	// What has been delivered: a second try reads on from there. A
+	// fixedBuffer counts itself, and stays a FrameSink.
+	var dst io.Writer
+	var got func() int64
+	if fb, ok := w.(*fixedBuffer); ok {
+		dst, got = fb, fb.count
+	} else {
+		cw := &moverconn.CountingWriter{W: w}
+		dst, got = cw, func() int64 { return cw.N }
+	}
 	for {
-		req.Offset, req.Length = off+cw.N, n-cw.N
+		req.Offset, req.Length = off+got(), n-got()
 		conn, err := x.Pool.Get(ctx, s.Endpoint)
 		if err != nil {
 			return fmt.Errorf("read %s/%s: %w", s.Device, s.Object, err)
 		}
-		st, err := conn.Read(ctx, req, cw, buf)
+		st, err := conn.Read(ctx, req, dst, buf)
 		x.Pool.Put(conn)
 		var de *moverconn.DamagedError
 		if errors.As(err, &de) && !req.Verify {
