@@ -22,3 +22,13 @@ func BenchmarkCommitEmpty(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddTapeCopies: see catalogtest.AddTapeCopies.
+func BenchmarkAddTapeCopies(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	catalogtest.AddTapeCopies(b, s)
+}
