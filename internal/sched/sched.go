@@ -718,11 +718,18 @@ const MaxAggregateFiles = 10000
 // of gigabytes, not per tape file, as CTA does.
 const DefaultFlushBytes = 16 << 30
 
+// FirstAggregateFiles bounds the files in a pass's first tape file: one
+// page of the catalog's candidates. The drive starts on it while the
+// catalog lists the rest, instead of waiting for MaxAggregateFiles of
+// them (16,384 files of 64 KiB waited 0.15–0.19 s of their 2.4 s).
+const FirstAggregateFiles = 1000
+
 // Aggregate groups files, in the order given, into tape files of about
 // target bytes: a tape file is closed when the next file would take it
-// past target or past MaxAggregateFiles (a file larger than target is a
-// tape file of its own). It returns the index of the first file of each
-// group. Migration (and the simulator's model of it) both use it.
+// past target or past MaxAggregateFiles, or the first one past
+// FirstAggregateFiles (a file larger than target is a tape file of its
+// own). It returns the index of the first file of each group. Migration
+// (and the simulator's model of it) both use it.
 func Aggregate(sizes []int64, target int64) []int {
 	var starts []int
 	a := Aggregator{Target: target}
@@ -740,12 +747,18 @@ type Aggregator struct {
 	Target int64
 	bytes  int64
 	n      int
+	closed int // tape files closed so far
 }
 
 // Add reports whether a file of size s starts a new tape file.
 func (a *Aggregator) Add(s int64) bool {
-	if a.n > 0 && (a.bytes+s > a.Target || a.n >= MaxAggregateFiles) {
+	most := MaxAggregateFiles
+	if a.closed == 0 {
+		most = FirstAggregateFiles
+	}
+	if a.n > 0 && (a.bytes+s > a.Target || a.n >= most) {
 		a.bytes, a.n = 0, 0
+		a.closed++
 	}
 	start := a.n == 0
 	a.bytes += s

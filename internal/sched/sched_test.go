@@ -347,8 +347,11 @@ func TestAggregate(t *testing.T) {
 			t.Errorf("sched.Aggregate(%v, %d) = %v, want %v", c.sizes, c.target, got, c.want)
 		}
 	}
-	many := make([]int64, sched.MaxAggregateFiles+1)
-	if got := sched.Aggregate(many, 1<<30); !slices.Equal(got, []int{0, sched.MaxAggregateFiles}) {
+	// The first tape file holds one catalog page, the others up to
+	// MaxAggregateFiles.
+	first, most := sched.FirstAggregateFiles, sched.MaxAggregateFiles
+	many := make([]int64, first+2*most+1)
+	if got := sched.Aggregate(many, 1<<30); !slices.Equal(got, []int{0, first, first + most, first + 2*most}) {
 		t.Errorf("%d empty files: groups start at %v", len(many), got)
 	}
 }
