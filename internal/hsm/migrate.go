@@ -195,10 +195,17 @@ type batch struct {
 	files []catalog.Candidate
 	bytes int64
 	// sources: the files' disk copies with their capabilities, made
-	// while the drive writes the batch before (see migratePass); nil
-	// when not made, or no longer matching files.
+	// at made while the drive writes the batch before (see
+	// migratePass); nil when not made.
 	sources []tapeserver.File
+	made    time.Time
 }
+
+// sourcesFresh is how long a batch's sources made ahead are used: a batch
+// that waited longer (a cartridge change, a busy library) has them made
+// again, so no capability it carries is near its end and no mover it
+// names has moved.
+const sourcesFresh = time.Minute
 
 // batches groups files into tape files of about cfg.Aggregate bytes, in
 // the order given (bitfile order: files written together stay together),
@@ -253,7 +260,7 @@ func (h *Engine) migratePass(ctx context.Context, cands iter.Seq[catalog.Candida
 		// (25–50 ms for 10,000 files). A failure leaves them to the
 		// writer, which reports it.
 		if src, err := h.filesOf(ctx, b.files); err == nil {
-			b.sources = src
+			b.sources, b.made = src, h.c.Now()
 		}
 		select {
 		case work <- b:
@@ -417,7 +424,7 @@ func (w *writer) append(ctx context.Context, b batch) (int, string, error) {
 		off += cd.Bitfile.Size
 	}
 	files, err := b.sources, error(nil)
-	if files == nil {
+	if files == nil || h.c.Now().Sub(b.made) > sourcesFresh {
 		files, err = h.filesOf(ctx, b.files)
 	}
 	if err != nil {
