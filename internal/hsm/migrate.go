@@ -52,10 +52,8 @@ func (h *Engine) copiesWanted(cos string, explicit bool) int {
 // migrate copies to tape the files named by paths, or every file of a
 // tape class of service unmodified for age. Each pass writes one more copy
 // of each file that needs it, filling tape files of cfg.Aggregate bytes on
-// up to MigrateDrives drives at once; passes repeat while one leaves files
-// lacking copies (and progress is made): files wanting more than one more
-// copy, files not written, candidates beyond maxPass. Files that become
-// due during a pass wait for the next (strata sim models the same).
+// up to MigrateDrives drives at once; passes repeat while files still lack
+// copies and progress is made.
 func (h *Engine) migrate(ctx context.Context, paths []string, age time.Duration) (api.HSMResult, error) {
 	h.migrateMu.Lock()
 	defer h.migrateMu.Unlock()

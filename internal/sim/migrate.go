@@ -15,7 +15,7 @@ import (
 // Migration in virtual time. Files are created (all at once or as a
 // Poisson stream), become candidates migrate_after later, and a policy
 // pass every migrate_every (and, as core's migrate loops, again at once
-// while a pass leaves files) takes the candidates in creation order, groups
+// while files are due) takes the candidates in creation order, groups
 // them into tape files with sched.Aggregate — the function strata serve's
 // migrator calls — and hands the tape files to migrate_drives streams.
 // Each stream does what core's migration writer does: hold a drive for the
@@ -116,7 +116,6 @@ type migModel struct {
 	site      *siteModel // set when the migration is part of a site study
 	tick      bool       // a policy tick came while a pass ran
 	chained   int        // passes run after the tick's first, without a tick
-	cut       bool       // the running pass took its most, 100,000 files
 	every     des.Time
 	after     des.Time
 	migrated  int
@@ -252,7 +251,6 @@ func (m *migModel) pass() {
 	if len(take) == 0 {
 		return
 	}
-	m.cut = len(take) == 100000 // the next pass takes those after
 	batches := m.tapeFilesOf(take)
 	m.tapeFiles += len(batches)
 	m.passes++
@@ -290,12 +288,10 @@ func (m *migModel) pass() {
 		// priority 1): core's pass first asks the catalog for its
 		// candidates, which the recaller's decision does not wait for.
 		switch {
-		case !failed && m.chained < maxChained && (len(m.retry) > 0 || m.cut && m.candidates()):
-			// core's migrate loops while a pass leaves files (ones to
-			// write again, or beyond the 100,000 it takes), nine passes
-			// at most, before it waits for the next tick; files due
-			// meanwhile wait for it too; a pass that found no cartridge
-			// ends the loop with its error
+		case !failed && m.chained < maxChained && m.candidates():
+			// core's migrate loops while a pass finds files, nine
+			// passes at most, before it waits for the next tick; a
+			// pass that found no cartridge ends the loop with its error
 			m.chained++
 			m.sim.Schedule(m.sim.Now(), 2, evMigTick, 0, m.pass)
 		case m.tick:
