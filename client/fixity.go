@@ -36,16 +36,28 @@ const (
 
 // newHash returns a hash for algorithm alg ("" for the default).
 func newHash(alg string) (hash.Hash, string, error) {
-	if alg == "" {
-		alg = DefaultFixity
-	}
-	switch alg {
-	case FixityBLAKE3:
+	alg, err := fixityAlg(alg)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case alg == FixityBLAKE3:
 		return blake3.New(32, nil), alg, nil
-	case FixitySHA256:
-		return sha256.New(), alg, nil
 	}
-	return nil, "", api.Errorf(api.ErrInvalid, "unknown fixity algorithm %q (have %s, %s)", alg, FixityBLAKE3, FixitySHA256)
+	return sha256.New(), alg, nil
+}
+
+// fixityAlg returns the algorithm alg names ("" for the default), or an
+// error if there is none such: what a put checks before anything moves,
+// without the hash's state (a BLAKE3 hasher is a few KiB, made for every
+// empty file too).
+func fixityAlg(alg string) (string, error) {
+	switch alg {
+	case "":
+		return DefaultFixity, nil
+	case FixityBLAKE3, FixitySHA256:
+		return alg, nil
+	}
+	return "", api.Errorf(api.ErrInvalid, "unknown fixity algorithm %q (have %s, %s)", alg, FixityBLAKE3, FixitySHA256)
 }
 
 // fixityString is the recorded form of a finished hash.

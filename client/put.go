@@ -72,7 +72,7 @@ func (c *Client) Put(ctx context.Context, path string, src io.ReaderAt, size int
 const maxRestarts = 3
 
 func (c *Client) put(ctx context.Context, path string, src io.ReaderAt, size int64, o PutOptions) (*FileInfo, error) {
-	if _, _, err := newHash(o.Fixity); err != nil && !o.NoFixity {
+	if _, err := fixityAlg(o.Fixity); err != nil && !o.NoFixity {
 		return nil, fmt.Errorf("put %s: %w", path, err)
 	}
 	q := api.CreateRequest{Path: path, Size: size, COS: o.COS, Stripes: o.Stripes, StripeUnit: o.StripeUnit,

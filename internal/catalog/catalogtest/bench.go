@@ -14,24 +14,43 @@ import (
 // empty file, on s: 4 goroutines per -cpu (8 on this machine's two,
 // corebench md's clients), each in its own directory. It reports the
 // writer's group size when s counts its groups.
-func CommitEmpty(b *testing.B, s catalog.Store) {
+func CommitEmpty(b *testing.B, s catalog.Store) { commitEmpty(b, s, false) }
+
+// CommitEmptyOneDir is CommitEmpty with every goroutine creating in one
+// directory, 32 goroutines per -cpu, as a put of many files into one
+// directory has them in flight: a group's creates share their
+// directory's new times.
+func CommitEmptyOneDir(b *testing.B, s catalog.Store) { commitEmpty(b, s, true) }
+
+func commitEmpty(b *testing.B, s catalog.Store, oneDir bool) {
 	ctx := context.Background()
 	var next atomic.Int64
 	b.SetParallelism(4)
+	if oneDir {
+		b.SetParallelism(32) // 64 goroutines on 2 cores: a put's files in flight
+	}
 	gc, counts := s.(catalog.GroupCounter)
 	var g0, n0 int64
 	if counts {
 		g0, n0 = gc.Groups()
 	}
 	b.ResetTimer()
+	shared, err := s.Mkdir(ctx, catalog.Inode{Parent: catalog.RootID, Name: fmt.Sprintf("shared%d", b.N), Mode: 0o755})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.RunParallel(func(pb *testing.PB) {
-		d, err := s.Mkdir(ctx, catalog.Inode{Parent: catalog.RootID, Name: fmt.Sprintf("c%d", next.Add(1)), Mode: 0o755})
+		g := next.Add(1)
+		d, err := shared, error(nil)
+		if !oneDir {
+			d, err = s.Mkdir(ctx, catalog.Inode{Parent: catalog.RootID, Name: fmt.Sprintf("c%d", g), Mode: 0o755})
+		}
 		if err != nil {
 			b.Error(err)
 			return
 		}
 		for i := 0; pb.Next(); i++ {
-			if _, err := s.Commit(ctx, catalog.Inode{Parent: d.ID, Name: fmt.Sprintf("f%07d", i), Mode: 0o644}, nil, false); err != nil {
+			if _, err := s.Commit(ctx, catalog.Inode{Parent: d.ID, Name: fmt.Sprintf("f%d-%07d", g, i), Mode: 0o644}, nil, false); err != nil {
 				b.Error(err)
 				return
 			}

@@ -23,6 +23,16 @@ func BenchmarkCommitEmpty(b *testing.B) {
 	}
 }
 
+// BenchmarkCommitEmptyOneDir: see catalogtest.CommitEmptyOneDir.
+func BenchmarkCommitEmptyOneDir(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	catalogtest.CommitEmptyOneDir(b, s)
+}
+
 // BenchmarkAddTapeCopies: see catalogtest.AddTapeCopies.
 func BenchmarkAddTapeCopies(b *testing.B) {
 	s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{})

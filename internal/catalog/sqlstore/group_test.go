@@ -73,3 +73,69 @@ func TestCreateFailingInItsGroupLeavesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The directory times of a group's creates and removes are written once,
+// at the end of the group, yet the directory ends as if each had been
+// written in turn: an operation that sets them (utimes) between them sees
+// and leaves them in order.
+func TestDirectoryTimesInAGroupFollowItsOrder(t *testing.T) {
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	d, err := s.Mkdir(ctx, catalog.Inode{Parent: catalog.RootID, Name: "d", Mode: 0o755, Mtime: 1, Ctime: 1, Atime: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string, when int64) func() error {
+		return func() error {
+			_, err := s.Commit(ctx, catalog.Inode{Parent: d.ID, Name: name, Mode: 0o644, Mtime: when, Ctime: when, Atime: when}, nil, false)
+			return err
+		}
+	}
+	utimes := func(mtime, ctime int64) func() error {
+		return func() error {
+			in, err := s.SetAttr(ctx, d.ID, catalog.Attr{Mtime: &mtime, Ctime: ctime})
+			if err == nil && (in.Mtime != mtime || in.Ctime != ctime) {
+				err = fmt.Errorf("utimes answered mtime %d, ctime %d", in.Mtime, in.Ctime)
+			}
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		ops          []func() error
+		mtime, ctime int64
+	}{
+		{"creates", []func() error{create("a", 100), create("b", 200), create("c", 150)}, 150, 150},
+		{"utimes last", []func() error{create("e", 300), utimes(50, 310)}, 50, 310},
+		{"utimes between", []func() error{create("f", 400), utimes(60, 410), create("g", 420)}, 420, 420},
+		{"a failed create", []func() error{create("h", 500), create("h", 510)}, 500, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			waiting, release := s.Hold()
+			errs := make([]error, len(tc.ops))
+			var wg sync.WaitGroup
+			for i, op := range tc.ops {
+				wg.Go(func() { errs[i] = op() })
+				waiting(i + 1) // in this order, in one group
+			}
+			release()
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil && !(tc.name == "a failed create" && i == 1) {
+					t.Errorf("op %d: %v", i, err)
+				}
+			}
+			got, err := s.Get(ctx, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Mtime != tc.mtime || got.Ctime != tc.ctime {
+				t.Errorf("directory mtime %d, ctime %d; want %d, %d", got.Mtime, got.Ctime, tc.mtime, tc.ctime)
+			}
+		})
+	}
+}

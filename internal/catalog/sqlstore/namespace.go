@@ -225,6 +225,14 @@ func (t *Tx) touchDir(id, when int64) error {
 	if when == 0 {
 		when = time.Now().UnixNano()
 	}
+	if t.deferTouch {
+		t.opTouches = append(t.opTouches, dirTouch{id, when})
+		return nil
+	}
+	return t.setDirTimes(id, when)
+}
+
+func (t *Tx) setDirTimes(id, when int64) error {
 	_, err := t.Exec("UPDATE inodes SET mtime = ?, ctime = ? WHERE id = ?", when, when, id)
 	return err
 }
@@ -249,12 +257,10 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 		}
 		return t.replaceXattrs(in.ID, attrs)
 	}
-	// A new empty file is one insert (the common create); anything else
-	// writes several rows and needs its savepoint.
-	if b == nil && !replace && attrs == nil {
-		return in, s.writeOne(ctx, fn)
-	}
-	return in, s.write(ctx, fn)
+	// A new empty file is one insert (the common create; its directory's
+	// times wait for the end of the group); anything else writes several
+	// rows and needs its savepoint.
+	return in, s.writeTimes(ctx, b == nil && !replace && attrs == nil, fn)
 }
 
 // commitInode makes in visible at its name: inserted, or with replace
@@ -475,7 +481,7 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 // Remove implements catalog.Store.
 func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive bool) (catalog.Inode, error) {
 	var in catalog.Inode
-	err := s.write(ctx, func(t *Tx) error {
+	err := s.writeTimes(ctx, false, func(t *Tx) error {
 		var ok bool
 		var err error
 		in, ok, err = t.lookup(parent, name)

@@ -29,6 +29,10 @@ type op struct {
 	// Should it fail after a change (Tx.wrote), the group runs again
 	// carefully.
 	one bool
+	// dirTimes: fn changes directory rows only through Tx.touchDir and
+	// reads no directory's times, so its touches may wait for the end of
+	// the group (see Tx.touched).
+	dirTimes bool
 }
 
 // The id spaces the writer issues from, and their rows in the ids table.
@@ -54,10 +58,11 @@ func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
 	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1)})
 }
 
-// writeOne is write for an fn that fails, if at all, before it changes a
-// row (see op.one).
-func (s *Store) writeOne(ctx context.Context, fn func(*Tx) error) error {
-	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: true})
+// writeTimes is write for an fn that changes directories only by
+// touching them (op.dirTimes); one: it fails, if at all, before it changes
+// a row (op.one).
+func (s *Store) writeTimes(ctx context.Context, one bool, fn func(*Tx) error) error {
+	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: one, dirTimes: true})
 }
 
 // writeAll is write for several functions, queued in order before the
@@ -289,8 +294,17 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 	for i, o := range batch {
 		t.after = t.after[:0]
 		if single || !careful {
-			t.wrote = false
+			if !o.dirTimes {
+				if out, err := t.flushTouches(); out != groupDone {
+					return out, err
+				}
+			}
+			t.wrote, t.deferTouch, t.opTouches = false, o.dirTimes, t.opTouches[:0]
 			errs[i] = o.fn(t)
+			t.deferTouch = false
+			if errs[i] == nil {
+				t.keepTouches()
+			}
 			if s.transient(errs[i]) {
 				tx.Rollback()
 				return groupLost, errs[i]
@@ -329,6 +343,9 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 		tx.Rollback()
 		batch[0].err <- errs[0]
 		return groupDone, nil
+	}
+	if out, err := t.flushTouches(); out != groupDone {
+		return out, err
 	}
 	err = tx.Commit()
 	if s.transient(err) {
@@ -381,6 +398,51 @@ type Tx struct {
 	// ids: the store's id ranges as this transaction leaves them, theirs
 	// once it commits.
 	ids [nIDSpaces]idRange
+	// Directory times set by op.dirTimes operations wait for the end of
+	// the group, or for an operation that may read or set them: one
+	// UPDATE per directory a group, not one per entry added or removed
+	// (in a group of creates in one directory, a third of the writer's
+	// statements). deferTouch: the current op's touches wait; opTouches:
+	// those, kept (touched, the latest time a directory) once it
+	// succeeds; order: touched's directories in first-touched order.
+	deferTouch bool
+	opTouches  []dirTouch
+	touched    map[int64]int64
+	order      []int64
+}
+
+type dirTouch struct{ dir, when int64 }
+
+// keepTouches adds the current op's deferred touches to the group's.
+func (t *Tx) keepTouches() {
+	for _, d := range t.opTouches {
+		if t.touched == nil {
+			t.touched = map[int64]int64{}
+		}
+		if _, ok := t.touched[d.dir]; !ok {
+			t.order = append(t.order, d.dir)
+		}
+		t.touched[d.dir] = d.when
+	}
+	t.opTouches = t.opTouches[:0]
+}
+
+// flushTouches writes the group's deferred directory times. A failure
+// runs the group again carefully, where nothing waits; a lost database
+// leaves it unanswered (see runGroup).
+func (t *Tx) flushTouches() (groupOutcome, error) {
+	for _, dir := range t.order {
+		if err := t.setDirTimes(dir, t.touched[dir]); err != nil {
+			t.tx.Rollback()
+			if t.s.transient(err) {
+				return groupLost, err
+			}
+			return groupCareful, nil
+		}
+	}
+	clear(t.touched)
+	t.order = t.order[:0]
+	return groupDone, nil
 }
 
 // reserveIDs makes sure each id space can issue n ids in this transaction
