@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/catalogtest"
 )
 
@@ -12,33 +13,22 @@ import (
 // not (normal).
 func BenchmarkCommitEmpty(b *testing.B) {
 	for _, sync := range []string{"full", "normal"} {
-		b.Run(sync, func(b *testing.B) {
-			s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{Sync: sync})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			catalogtest.CommitEmpty(b, s)
-		})
+		b.Run(sync, func(b *testing.B) { onStore(b, sync, catalogtest.CommitEmpty) })
 	}
 }
 
 // BenchmarkCommitEmptyOneDir: see catalogtest.CommitEmptyOneDir.
-func BenchmarkCommitEmptyOneDir(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	catalogtest.CommitEmptyOneDir(b, s)
-}
+func BenchmarkCommitEmptyOneDir(b *testing.B) { onStore(b, "", catalogtest.CommitEmptyOneDir) }
 
 // BenchmarkAddTapeCopies: see catalogtest.AddTapeCopies.
-func BenchmarkAddTapeCopies(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{})
+func BenchmarkAddTapeCopies(b *testing.B) { onStore(b, "", catalogtest.AddTapeCopies) }
+
+// onStore runs bench on a new catalog synced as sync says ("": the default).
+func onStore(b *testing.B, sync string, bench func(*testing.B, catalog.Store)) {
+	s, err := Open(filepath.Join(b.TempDir(), "c.db"), Options{Sync: sync})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	catalogtest.AddTapeCopies(b, s)
+	bench(b, s)
 }
