@@ -205,7 +205,7 @@ func parseCore(addr string) (*coreAddr, error) {
 		return nil, fmt.Errorf("bad server address %q: want host:port or http://host:port", addr)
 	}
 	base := strings.TrimRight(u.String(), "/")
-	return &coreAddr{base: base, name: base, tr: newTransport(u.Host)}, nil
+	return &coreAddr{base: base, name: base, prefix: strings.TrimRight(u.EscapedPath(), "/"), tr: newTransport(u.Host)}, nil
 }
 
 // TokenFile is where `strata login` keeps a user's bearer token:
@@ -353,28 +353,15 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 
 // send makes one request of the core at ca.
 func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q url.Values, in []byte, hasBody bool, out any) (http.Header, error) {
-	u := ca.base + path
+	uri := ca.prefix + path
 	if q != nil {
-		u += "?" + q.Encode()
+		uri += "?" + q.Encode()
 	}
-	var body io.Reader
-	if hasBody {
-		body = bytes.NewReader(in)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	if hasBody {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	r := &request{method: method, uri: uri, token: c.token, body: in, hasBody: hasBody}
 	if a, ok := ctx.Value(actorKey{}).(string); ok {
-		req.Header.Set(api.OnBehalfOf, a)
+		r.actor = a
 	}
-	resp, err := ca.tr.RoundTrip(req)
+	resp, body, err := ca.tr.roundTrip(ctx, r)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -388,34 +375,34 @@ func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q 
 			return nil, &unreachable{base: ca.name, err: err}
 		}
 		if errors.Is(err, errSpeaksTLS) {
-			return nil, speaksTLS(ca.name, req.URL.Host)
+			return nil, speaksTLS(ca.name, ca.tr.addr)
 		}
 		return nil, fmt.Errorf("strata server %s: %w", ca.name, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10)) // an error is a line
+	defer body.Close()
+	if resp.status != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.body, 64<<10)) // an error is a line
 		var e api.Error
 		if err := api.NewDecoder(bytes.NewReader(body)).Decode(&e); err != nil || e.Code == "" {
 			switch {
-			case resp.StatusCode == http.StatusNotFound:
+			case resp.status == http.StatusNotFound:
 				return nil, fmt.Errorf("strata server %s: %s %s: %w", ca.name, method, path, errNoRoute)
 			case bytes.HasPrefix(body, []byte(plainToTLS)):
-				return nil, speaksTLS(ca.name, req.URL.Host)
+				return nil, speaksTLS(ca.name, ca.tr.addr)
 			}
-			return nil, fmt.Errorf("strata server %s: %s", ca.name, resp.Status)
+			return nil, fmt.Errorf("strata server %s: %s", ca.name, resp.statusText)
 		}
 		return nil, &e
 	}
 	if out == nil {
-		io.Copy(io.Discard, resp.Body)
-		return resp.Header, nil
+		io.Copy(io.Discard, resp.body)
+		return resp.header, nil
 	}
-	if err := api.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := api.NewDecoder(resp.body).Decode(out); err != nil {
 		return nil, fmt.Errorf("strata server %s: bad reply: %w", ca.name, err)
 	}
-	io.Copy(io.Discard, resp.Body) // the encoder's newline: read to EOF so the connection is reused
-	return resp.Header, nil
+	io.Copy(io.Discard, resp.body) // the encoder's newline: read to EOF so the connection is reused
+	return resp.header, nil
 }
 
 func pathQuery(p string) url.Values { return url.Values{"path": {p}} }

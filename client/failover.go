@@ -21,7 +21,10 @@ import (
 type coreAddr struct {
 	base string // http(s)://host:port, or http://localhost for unix:PATH
 	name string // as messages name it: base, or unix:PATH
-	tr   *transport
+	// prefix: the path base names below its host ("" for most), which
+	// every route follows
+	prefix string
+	tr     *transport
 }
 
 // core is the core the client talks to now.

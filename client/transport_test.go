@@ -111,13 +111,12 @@ func TestTransportReplaysOnlyWhatCannotRunTwice(t *testing.T) {
 			tr := newTransport(f.ln.Addr().String())
 			defer tr.CloseIdleConnections()
 			do := func() error {
-				req, _ := http.NewRequestWithContext(context.Background(), tc.method, "http://"+f.ln.Addr().String()+"/v1/create", strings.NewReader(`{"path":"/f"}`))
-				resp, err := tr.RoundTrip(req)
+				resp, body, err := tr.roundTrip(context.Background(), &request{method: tc.method, uri: "/v1/create", body: []byte(`{"path":"/f"}`), hasBody: true})
 				if err != nil {
 					return err
 				}
-				io.Copy(io.Discard, resp.Body)
-				return resp.Body.Close()
+				io.Copy(io.Discard, resp.body)
+				return body.Close()
 			}
 			if err := do(); err != nil {
 				t.Fatal(err)
@@ -143,13 +142,12 @@ func TestTransportChecksIdleConnectionBeforeCreate(t *testing.T) {
 	tr := newTransport(f.ln.Addr().String())
 	defer tr.CloseIdleConnections()
 	post := func() error {
-		req, _ := http.NewRequest("POST", "http://"+f.ln.Addr().String()+"/v1/create", strings.NewReader(`{}`))
-		resp, err := tr.RoundTrip(req)
+		resp, body, err := tr.roundTrip(context.Background(), &request{method: "POST", uri: "/v1/create", body: []byte(`{}`), hasBody: true})
 		if err != nil {
 			return err
 		}
-		io.Copy(io.Discard, resp.Body)
-		return resp.Body.Close()
+		io.Copy(io.Discard, resp.body)
+		return body.Close()
 	}
 	if err := post(); err != nil {
 		t.Fatal(err)
@@ -175,26 +173,24 @@ func TestTransportPoolsNoConnectionACancelBroke(t *testing.T) {
 	f := newFakeCore(t, 0)
 	tr := newTransport(f.ln.Addr().String())
 	defer tr.CloseIdleConnections()
-	url := "http://" + f.ln.Addr().String() + "/v1/stat"
-	get := func(ctx context.Context) (*http.Response, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		return tr.RoundTrip(req)
+	get := func(ctx context.Context) (*response, io.Closer, error) {
+		return tr.roundTrip(ctx, &request{method: http.MethodGet, uri: "/v1/stat"})
 	}
 	for i := range 300 {
 		ctx, cancel := context.WithCancel(context.Background())
-		resp, err := get(ctx)
+		resp, body, err := get(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		io.Copy(io.Discard, resp.body)
 		cancel()
-		resp.Body.Close()
-		resp, err = get(context.Background())
+		body.Close()
+		resp, body, err = get(context.Background())
 		if err != nil {
 			t.Fatalf("request %d, on a live context after a cancelled one: %v", i, err)
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		io.Copy(io.Discard, resp.body)
+		body.Close()
 		f.requests() // the core's log holds a hundred
 	}
 }
