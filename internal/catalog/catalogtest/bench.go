@@ -62,34 +62,56 @@ func commitEmpty(b *testing.B, s catalog.Store, oneDir bool) {
 	}
 }
 
+// SmallFiles is the catalog's share of putting small files: 16,384
+// files of 64 KiB into one directory, 64 at once (a put's files in
+// flight), each a pending bitfile on one device and its commit.
+func SmallFiles(b *testing.B, s catalog.Store) {
+	if err := s.PutDevice(context.Background(), catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: 1 << 50}); err != nil {
+		b.Fatal(err)
+	}
+	const files = 16384
+	for i := 0; b.Loop(); i++ {
+		putSmall(s, fmt.Sprintf("d%d", i), files)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*files), "µs/file")
+}
+
+// putSmall creates directory name and puts files of 64 KiB on device d0
+// into it, 64 at once, and returns their bitfiles.
+func putSmall(s catalog.Store, name string, files int) []int64 {
+	ctx := context.Background()
+	d := must(s.Mkdir(ctx, dir(catalog.RootID, name)))
+	ids := make([]int64, files)
+	var wg sync.WaitGroup
+	for k := range 64 { // 64 at once: the writer commits them in groups
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := k; j < files; j += 64 {
+				p := must(s.CreatePending(ctx, catalog.Bitfile{Size: 65536, StripeWidth: 1, StripeUnit: 1 << 20, Epoch: 1, Lease: 100,
+					Segments: []catalog.Segment{{Device: "d0", Length: 65536}}}))
+				must(s.Commit(ctx, file(d.ID, fmt.Sprintf("f%05d", j)), finish(p, 65536), false))
+				ids[j] = p.ID
+			}
+		}()
+	}
+	wg.Wait()
+	return ids
+}
+
 // AddTapeCopies records the copies of a migration's 16,384 small files,
 // one tape file of 10,000 and one of 6,384, as a migration stream does
 // after its flush: the time a small-file migration spends after its
 // last byte reached the drive.
 func AddTapeCopies(b *testing.B, s catalog.Store) {
 	ctx := context.Background()
-	if err := s.PutDevice(ctx, catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: 1 << 40}); err != nil {
+	if err := s.PutDevice(ctx, catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: 1 << 50}); err != nil {
 		b.Fatal(err)
 	}
 	const files = 16384
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
-		d := must(s.Mkdir(ctx, dir(catalog.RootID, fmt.Sprintf("d%d", i))))
-		ids := make([]int64, files)
-		var wg sync.WaitGroup
-		for k := range 64 { // 64 at once: the writer commits them in groups
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := k; j < files; j += 64 {
-					p := must(s.CreatePending(ctx, catalog.Bitfile{Size: 65536, StripeWidth: 1, StripeUnit: 1 << 20, Epoch: 1, Lease: 100,
-						Segments: []catalog.Segment{{Device: "d0", Length: 65536}}}))
-					must(s.Commit(ctx, file(d.ID, fmt.Sprintf("f%05d", j)), finish(p, 65536), false))
-					ids[j] = p.ID
-				}
-			}()
-		}
-		wg.Wait()
+		ids := putSmall(s, fmt.Sprintf("d%d", i), files)
 		tapes := [][]catalog.NewTapeCopy{nil, nil}
 		for j, id := range ids {
 			tc := catalog.TapeCopy{Volume: "T00001", Seq: 1 + j/10000, Position: 4096, Offset: int64(j%10000) << 16, Length: 65536, CRC32C: uint32(j)}

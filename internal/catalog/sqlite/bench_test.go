@@ -20,6 +20,9 @@ func BenchmarkCommitEmpty(b *testing.B) {
 // BenchmarkCommitEmptyOneDir: see catalogtest.CommitEmptyOneDir.
 func BenchmarkCommitEmptyOneDir(b *testing.B) { onStore(b, "", catalogtest.CommitEmptyOneDir) }
 
+// BenchmarkSmallFiles: see catalogtest.SmallFiles.
+func BenchmarkSmallFiles(b *testing.B) { onStore(b, "", catalogtest.SmallFiles) }
+
 // BenchmarkAddTapeCopies: see catalogtest.AddTapeCopies.
 func BenchmarkAddTapeCopies(b *testing.B) { onStore(b, "", catalogtest.AddTapeCopies) }
 
