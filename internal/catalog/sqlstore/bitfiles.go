@@ -13,7 +13,7 @@ import (
 // CreatePending implements catalog.Store.
 func (s *Store) CreatePending(ctx context.Context, b catalog.Bitfile) (catalog.Bitfile, error) {
 	b.State = catalog.Pending
-	err := s.write(ctx, func(t *Tx) error {
+	err := s.writeLate(ctx, false, func(t *Tx) error {
 		id, err := t.newID(bitfileIDs)
 		if err != nil {
 			return err
@@ -32,26 +32,13 @@ func (s *Store) CreatePending(ctx context.Context, b catalog.Bitfile) (catalog.B
 				b.ID, sg.Copy, sg.Stripe, sg.Device, sg.Object, sg.Length); err != nil {
 				return err
 			}
-			n, err := t.Exec("UPDATE devices SET used = used + ? WHERE id = ? AND used + ? <= capacity", sg.Length, sg.Device, sg.Length)
-			if err != nil {
+			if err := t.reserveSpace(sg.Device, sg.Length); err != nil {
 				return err
-			}
-			if n == 0 {
-				return t.whyFull(sg.Device, sg.Length)
 			}
 		}
 		return nil
 	})
 	return b, err
-}
-
-// whyFull explains a reservation of n bytes on dev that updated no row.
-func (t *Tx) whyFull(dev string, n int64) error {
-	var capacity, used int64
-	if err := t.QueryRow("SELECT capacity, used FROM devices WHERE id = ?", dev).Scan(&capacity, &used); err != nil {
-		return notFound(err, "device %q", dev)
-	}
-	return api.Errorf(api.ErrNoSpace, "device %s: %d bytes to reserve, %d free", dev, n, max(capacity-used, 0))
 }
 
 const bitfileCols = "id, state, size, stripe_width, stripe_unit, fixity, epoch, lease, on_disk, disk_gen, pinned_until"

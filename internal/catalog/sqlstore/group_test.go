@@ -3,12 +3,15 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
 )
@@ -135,6 +138,79 @@ func TestDirectoryTimesInAGroupFollowItsOrder(t *testing.T) {
 			}
 			if got.Mtime != tc.mtime || got.Ctime != tc.ctime {
 				t.Errorf("directory mtime %d, ctime %d; want %d, %d", got.Mtime, got.Ctime, tc.mtime, tc.ctime)
+			}
+		})
+	}
+}
+
+// The space a group's reservations take is counted as they come, though
+// written once a device at the end of the group: what does not fit is
+// refused, a change of the device's row between them (a new capacity)
+// is seen by those after it, and a commit shorter than its reservation
+// gives the rest back.
+func TestDeviceSpaceInAGroup(t *testing.T) {
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	dev := func(capacity int64) func() error {
+		return func() error {
+			return s.PutDevice(ctx, catalog.Device{ID: "d0", Pool: "disk", Mover: "m0", Capacity: capacity})
+		}
+	}
+	var shortened catalog.Bitfile
+	reserve := func(n int64, keep bool) func() error {
+		return func() error {
+			b, err := s.CreatePending(ctx, catalog.Bitfile{Size: n, StripeWidth: 1, StripeUnit: 1 << 20, Epoch: 1, Lease: 1 << 62,
+				Segments: []catalog.Segment{{Device: "d0", Length: n}}})
+			if keep {
+				shortened = b
+			}
+			return err
+		}
+	}
+	commitShort := func() error {
+		b := shortened
+		b.Size, b.Segments[0].Length = 4, 4
+		_, err := s.Commit(ctx, catalog.Inode{Parent: catalog.RootID, Name: "short", Mode: 0o644}, &b, false)
+		return err
+	}
+	if err := dev(100)(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		ops    []func() error
+		noRoom []int // the ops refused for space
+		used   int64
+	}{
+		{"what fits", []func() error{reserve(30, false), reserve(30, false), reserve(30, false), reserve(30, false), reserve(10, false)}, []int{3}, 100},
+		{"a new capacity between", []func() error{dev(200), reserve(60, false), dev(170), reserve(20, false), reserve(10, true)}, []int{3}, 170},
+		{"a commit shorter than reserved", []func() error{commitShort, reserve(7, false), reserve(6, false)}, []int{1}, 170},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			waiting, release := s.Hold()
+			errs := make([]error, len(tc.ops))
+			var wg sync.WaitGroup
+			for i, op := range tc.ops {
+				wg.Go(func() { errs[i] = op() })
+				waiting(i + 1) // in this order, in one group
+			}
+			release()
+			wg.Wait()
+			for i, err := range errs {
+				if want := slices.Contains(tc.noRoom, i); want != errors.Is(err, api.ErrNoSpace) || !want && err != nil {
+					t.Errorf("op %d: %v (refused for space: want %v)", i, err, want)
+				}
+			}
+			devs, err := s.Devices(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(devs) != 1 || devs[0].Used != tc.used {
+				t.Errorf("devices %+v, want d0 with %d used", devs, tc.used)
 			}
 		})
 	}

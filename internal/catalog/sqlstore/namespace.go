@@ -225,8 +225,8 @@ func (t *Tx) touchDir(id, when int64) error {
 	if when == 0 {
 		when = time.Now().UnixNano()
 	}
-	if t.deferTouch {
-		t.opTouches = append(t.opTouches, dirTouch{id, when})
+	if t.late.on {
+		t.late.touches = append(t.late.touches, dirTouch{id, when})
 		return nil
 	}
 	return t.setDirTimes(id, when)
@@ -260,7 +260,7 @@ func (s *Store) Commit(ctx context.Context, in catalog.Inode, b *catalog.Bitfile
 	// A new empty file is one insert (the common create; its directory's
 	// times wait for the end of the group); anything else writes several
 	// rows and needs its savepoint.
-	return in, s.writeTimes(ctx, b == nil && !replace && attrs == nil, fn)
+	return in, s.writeLate(ctx, b == nil && !replace && attrs == nil, fn)
 }
 
 // commitInode makes in visible at its name: inserted, or with replace
@@ -352,8 +352,20 @@ func (t *Tx) commitBitfile(b *catalog.Bitfile) error {
 		return api.Errorf(api.ErrInvalid, "write %d is no longer pending (expired or aborted; state %d)", b.ID, state)
 	}
 	for _, sg := range b.Segments {
+		// Most segments come to the length reserved for them: only their
+		// checksum changes, and their device's use stays.
+		n, err := t.Exec("UPDATE segments SET crc32c = ? WHERE bitfile = ? AND copy = ? AND stripe = ? AND length = ?", int64(sg.CRC32C), b.ID, sg.Copy, sg.Stripe, sg.Length)
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			continue
+		}
+		if err := t.writeLate(); err != nil { // the device's row as read is about to change
+			return err
+		}
 		const seg = "FROM segments WHERE bitfile = ? AND copy = ? AND stripe = ?"
-		n, err := t.Exec("UPDATE devices SET used = used + ? - (SELECT length "+seg+") WHERE id = (SELECT device "+seg+")",
+		n, err = t.Exec("UPDATE devices SET used = used + ? - (SELECT length "+seg+") WHERE id = (SELECT device "+seg+")",
 			sg.Length, b.ID, sg.Copy, sg.Stripe, b.ID, sg.Copy, sg.Stripe)
 		if err != nil {
 			return err
@@ -481,7 +493,7 @@ func (s *Store) Rename(ctx context.Context, srcParent int64, srcName string, dst
 // Remove implements catalog.Store.
 func (s *Store) Remove(ctx context.Context, parent int64, name string, recursive bool) (catalog.Inode, error) {
 	var in catalog.Inode
-	err := s.writeTimes(ctx, false, func(t *Tx) error {
+	err := s.writeLate(ctx, false, func(t *Tx) error {
 		var ok bool
 		var err error
 		in, ok, err = t.lookup(parent, name)

@@ -29,10 +29,9 @@ type op struct {
 	// Should it fail after a change (Tx.wrote), the group runs again
 	// carefully.
 	one bool
-	// dirTimes: fn changes directory rows only through Tx.touchDir and
-	// reads no directory's times, so its touches may wait for the end of
-	// the group (see Tx.touched).
-	dirTimes bool
+	// late: fn's directory times and device reservations may wait for
+	// the end of its group (see late.go).
+	late bool
 }
 
 // The id spaces the writer issues from, and their rows in the ids table.
@@ -58,11 +57,11 @@ func (s *Store) write(ctx context.Context, fn func(*Tx) error) error {
 	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1)})
 }
 
-// writeTimes is write for an fn that changes directories only by
-// touching them (op.dirTimes); one: it fails, if at all, before it changes
-// a row (op.one).
-func (s *Store) writeTimes(ctx context.Context, one bool, fn func(*Tx) error) error {
-	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: one, dirTimes: true})
+// writeLate is write for an fn whose directory times and device
+// reservations may wait (op.late); one: it fails, if at all, before it
+// changes a row (op.one).
+func (s *Store) writeLate(ctx context.Context, one bool, fn func(*Tx) error) error {
+	return s.queue(ctx, &op{fn: fn, err: make(chan error, 1), one: one, late: true})
 }
 
 // writeAll is write for several functions, queued in order before the
@@ -294,17 +293,15 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 	for i, o := range batch {
 		t.after = t.after[:0]
 		if single || !careful {
-			if !o.dirTimes {
-				if out, err := t.flushTouches(); out != groupDone {
+			if !o.late {
+				if out, err := t.flushLate(); out != groupDone {
 					return out, err
 				}
 			}
-			t.wrote, t.deferTouch, t.opTouches = false, o.dirTimes, t.opTouches[:0]
+			t.wrote = false
+			t.beginLate(o.late)
 			errs[i] = o.fn(t)
-			t.deferTouch = false
-			if errs[i] == nil {
-				t.keepTouches()
-			}
+			t.endLate(errs[i] == nil)
 			if s.transient(errs[i]) {
 				tx.Rollback()
 				return groupLost, errs[i]
@@ -344,7 +341,7 @@ func (s *Store) runGroup(batch []*op, careful bool) (groupOutcome, error) {
 		batch[0].err <- errs[0]
 		return groupDone, nil
 	}
-	if out, err := t.flushTouches(); out != groupDone {
+	if out, err := t.flushLate(); out != groupDone {
 		return out, err
 	}
 	err = tx.Commit()
@@ -397,52 +394,8 @@ type Tx struct {
 	wrote bool
 	// ids: the store's id ranges as this transaction leaves them, theirs
 	// once it commits.
-	ids [nIDSpaces]idRange
-	// Directory times set by op.dirTimes operations wait for the end of
-	// the group, or for an operation that may read or set them: one
-	// UPDATE per directory a group, not one per entry added or removed
-	// (in a group of creates in one directory, a third of the writer's
-	// statements). deferTouch: the current op's touches wait; opTouches:
-	// those, kept (touched, the latest time a directory) once it
-	// succeeds; order: touched's directories in first-touched order.
-	deferTouch bool
-	opTouches  []dirTouch
-	touched    map[int64]int64
-	order      []int64
-}
-
-type dirTouch struct{ dir, when int64 }
-
-// keepTouches adds the current op's deferred touches to the group's.
-func (t *Tx) keepTouches() {
-	for _, d := range t.opTouches {
-		if t.touched == nil {
-			t.touched = map[int64]int64{}
-		}
-		if _, ok := t.touched[d.dir]; !ok {
-			t.order = append(t.order, d.dir)
-		}
-		t.touched[d.dir] = d.when
-	}
-	t.opTouches = t.opTouches[:0]
-}
-
-// flushTouches writes the group's deferred directory times. A failure
-// runs the group again carefully, where nothing waits; a lost database
-// leaves it unanswered (see runGroup).
-func (t *Tx) flushTouches() (groupOutcome, error) {
-	for _, dir := range t.order {
-		if err := t.setDirTimes(dir, t.touched[dir]); err != nil {
-			t.tx.Rollback()
-			if t.s.transient(err) {
-				return groupLost, err
-			}
-			return groupCareful, nil
-		}
-	}
-	clear(t.touched)
-	t.order = t.order[:0]
-	return groupDone, nil
+	ids  [nIDSpaces]idRange
+	late // what op.late operations leave for the end of the group
 }
 
 // reserveIDs makes sure each id space can issue n ids in this transaction
