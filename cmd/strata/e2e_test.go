@@ -332,7 +332,14 @@ func TestPutMany(t *testing.T) {
 		locals = append(locals, filepath.Join(src, name))
 	}
 	s.ok("mkdir", "/in")
-	s.ok(append(append([]string{"put"}, locals...), "/in/")...)
+	// STRATA_CPUPROFILE: the command writes its CPU profile (gzipped).
+	prof := filepath.Join(s.dir, "put.prof")
+	if _, errs, code := s.runAs(nil, []string{"STRATA_CPUPROFILE=" + prof}, append(append([]string{"put"}, locals...), "/in/")...); code != 0 {
+		t.Fatalf("put: exit %d: %s", code, errs)
+	}
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("STRATA_CPUPROFILE: %d bytes, %v; want a gzipped profile", len(b), err)
+	}
 	for name, data := range want {
 		out := filepath.Join(s.dir, "out-"+name)
 		s.ok("get", "/in/"+name, out)
