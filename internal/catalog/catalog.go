@@ -243,6 +243,16 @@ type GroupObserver interface {
 	ObserveGroups(fn func(ops int, took time.Duration))
 }
 
+// Expecter is told of a write on its way: the caller will make one
+// catalog change under ctx soon (a call of a batch that arrived with
+// others). While such writes are coming, the writer waits briefly for
+// them before it starts a group without them, so that the calls of a
+// batch share one group and its sync. release (idempotent) says the
+// caller will write nothing more under ctx; the first write does too.
+type Expecter interface {
+	Expecting(ctx context.Context) (_ context.Context, release func())
+}
+
 // CacheReporter reports the inode cache's entries, hits and misses.
 type CacheReporter interface {
 	CacheStats() (entries, hits, misses int64)

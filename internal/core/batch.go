@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/auth"
+	"github.com/strata-storage/strata/internal/catalog"
 )
 
 // batchRoutes carry several calls each (api.Batch): the calls are audited
@@ -31,8 +32,18 @@ func batched[Req, Resp any](c *Core, op string, fn func(context.Context, Req) (R
 			return
 		}
 		out := make([]api.BatchResult[Resp], len(req.Items))
+		// Each call makes one catalog change at most; announced together,
+		// they share the writer's group (catalog.Expecter).
+		ctxs, releases := make([]context.Context, len(req.Items)), make([]func(), len(req.Items))
+		for i := range req.Items {
+			ctxs[i], releases[i] = r.Context(), func() {}
+			if e, ok := c.store.(catalog.Expecter); ok && len(req.Items) > 1 {
+				ctxs[i], releases[i] = e.Expecting(r.Context())
+			}
+		}
 		call := func(i int, it Req) {
-			resp, err := fn(r.Context(), it)
+			defer releases[i]()
+			resp, err := fn(ctxs[i], it)
 			status, msg := http.StatusOK, ""
 			if err != nil {
 				e, st := c.errorOf(err)

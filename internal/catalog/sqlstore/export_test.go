@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"runtime"
+	"time"
 )
 
 // Hold keeps the writer busy in a group of its own until release is
@@ -19,4 +20,11 @@ func (s *Store) Hold() (waiting func(n int), release func()) {
 		}, func() {
 			close(rel)
 		}
+}
+
+// SetLinger sets how long the writer waits for announced writes.
+func SetLinger(d time.Duration) (restore func()) {
+	old := lingerFor
+	lingerFor = d
+	return func() { lingerFor = old }
 }

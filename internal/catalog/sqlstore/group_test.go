@@ -14,6 +14,7 @@ import (
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/catalog"
 	"github.com/strata-storage/strata/internal/catalog/sqlite"
+	"github.com/strata-storage/strata/internal/catalog/sqlstore"
 )
 
 // A create is an insert and its directory's new times. When the second
@@ -211,6 +212,48 @@ func TestDeviceSpaceInAGroup(t *testing.T) {
 			}
 			if len(devs) != 1 || devs[0].Used != tc.used {
 				t.Errorf("devices %+v, want d0 with %d used", devs, tc.used)
+			}
+		})
+	}
+}
+
+// Writes announced together (a batch's calls, Expecting) share a group
+// though they reach the writer one after another; one whose caller
+// releases it without writing does not hold the others.
+func TestAnnouncedWritesShareAGroup(t *testing.T) {
+	defer sqlstore.SetLinger(time.Minute)() // long: only the writes' arrival ends the wait
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		writes int // of the announced, the rest released unwritten
+		of     int
+	}{{"all write", 4, 4}, {"one does not", 3, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctxs, releases := make([]context.Context, tc.of), make([]func(), tc.of)
+			for i := range tc.of {
+				ctxs[i], releases[i] = s.Expecting(ctx)
+			}
+			g0, n0 := s.Groups()
+			var wg sync.WaitGroup
+			for i := range tc.of {
+				wg.Go(func() {
+					defer releases[i]()
+					time.Sleep(time.Duration(i) * 20 * time.Millisecond) // one after another
+					if i < tc.writes {
+						if _, err := s.Commit(ctxs[i], catalog.Inode{Parent: catalog.RootID, Name: fmt.Sprintf("%s-%d", tc.name, i), Mode: 0o644}, nil, false); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if g1, n1 := s.Groups(); g1-g0 != 1 || n1-n0 != int64(tc.writes) {
+				t.Errorf("%d writes in %d groups, want %d in one", n1-n0, g1-g0, tc.writes)
 			}
 		})
 	}

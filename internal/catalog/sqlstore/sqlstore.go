@@ -59,10 +59,14 @@ type Dialect struct {
 
 // Store is a catalog.Store over database/sql.
 type Store struct {
-	d       Dialect
-	wdb     *sql.DB // exactly one connection
-	rdb     *sql.DB
-	ops     chan *op
+	d   Dialect
+	wdb *sql.DB // exactly one connection
+	rdb *sql.DB
+	ops chan *op
+	// coming counts writes announced (Expecting) and not yet queued;
+	// arrived is kicked when the count falls to zero (see writer).
+	coming  atomic.Int64
+	arrived chan struct{}
 	closing chan struct{}
 	done    chan struct{}
 
@@ -118,7 +122,7 @@ var (
 // New starts a store on wdb (which must allow a single connection) and rdb.
 // The schema must have the ids table.
 func New(d Dialect, wdb, rdb *sql.DB) (*Store, error) {
-	s := &Store{d: d, wdb: wdb, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}),
+	s := &Store{d: d, wdb: wdb, rdb: rdb, ops: make(chan *op, MaxBatch), closing: make(chan struct{}), done: make(chan struct{}), arrived: make(chan struct{}, 1),
 		rstmt: map[string]*sql.Stmt{}, wstmt: map[string]*sql.Stmt{}, unprepared: map[string]bool{}, cache: newInodeCache(), dirs: map[int64]struct{}{}}
 	for i, name := range idNames {
 		// Nothing at or past the reserved end was ever issued; what lay
