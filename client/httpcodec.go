@@ -141,32 +141,22 @@ func readResponse(br *bufio.Reader) (*response, error) {
 	}
 	resp.statusText = string(line[9:])
 	length, chunked := int64(-1), false
-	for n := 0; ; n++ {
-		line, err := readLine(br)
-		if err != nil {
-			return nil, err
-		}
-		if len(line) == 0 {
-			break
-		}
-		if n == maxHeaderLines {
-			return nil, fmt.Errorf("%w: more than %d header lines", errMalformed, maxHeaderLines)
-		}
+	err = eachLine(br, "header", func(line []byte) error {
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok || len(k) == 0 || bytes.ContainsAny(k, " \t") {
-			return nil, fmt.Errorf("%w: header line %q", errMalformed, line)
+			return fmt.Errorf("%w: header line %q", errMalformed, line)
 		}
 		v = bytes.Trim(v, " \t")
 		switch {
 		case equalFold(k, "Content-Length"):
 			l, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || l < 0 || length >= 0 && l != length {
-				return nil, fmt.Errorf("%w: Content-Length %q", errMalformed, v)
+				return fmt.Errorf("%w: Content-Length %q", errMalformed, v)
 			}
 			length = l
 		case equalFold(k, "Transfer-Encoding"):
 			if !equalFold(v, "chunked") {
-				return nil, fmt.Errorf("%w: Transfer-Encoding %q", errMalformed, v)
+				return fmt.Errorf("%w: Transfer-Encoding %q", errMalformed, v)
 			}
 			chunked = !http10 // HTTP/1.0 has no chunks (RFC 9112, 6.1)
 		case equalFold(k, "Connection"):
@@ -178,13 +168,17 @@ func readResponse(br *bufio.Reader) (*response, error) {
 			}
 		default:
 			if !validHeaderValue(string(v)) {
-				return nil, fmt.Errorf("%w: header line %q", errMalformed, line)
+				return fmt.Errorf("%w: header line %q", errMalformed, line)
 			}
 			if resp.header == nil {
 				resp.header = http.Header{}
 			}
 			resp.header.Add(string(k), string(v))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case resp.status < 200:
@@ -217,20 +211,31 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 	if err != io.EOF {
 		return n, err
 	}
-	for i := 0; ; i++ {
-		line, err := readLine(b.br)
-		if err != nil {
-			return n, err
-		}
-		if len(line) == 0 {
-			break
-		}
-		if i == maxHeaderLines {
-			return n, fmt.Errorf("%w: more than %d trailer lines", errMalformed, maxHeaderLines)
-		}
+	if err := eachLine(b.br, "trailer", func([]byte) error { return nil }); err != nil {
+		return n, err
 	}
 	b.r = eof{}
 	return n, io.EOF
+}
+
+// eachLine calls fn with each line up to a blank one, at most
+// maxHeaderLines of them (what names them in an error).
+func eachLine(br *bufio.Reader, what string, fn func([]byte) error) error {
+	for n := 0; ; n++ {
+		line, err := readLine(br)
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		if n == maxHeaderLines {
+			return fmt.Errorf("%w: more than %d %s lines", errMalformed, maxHeaderLines, what)
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
 }
 
 // eof is an empty body.

@@ -119,15 +119,7 @@ func TestDirectoryTimesInAGroupFollowItsOrder(t *testing.T) {
 		{"a failed create", []func() error{create("h", 500), create("h", 510)}, 500, 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			waiting, release := s.Hold()
-			errs := make([]error, len(tc.ops))
-			var wg sync.WaitGroup
-			for i, op := range tc.ops {
-				wg.Go(func() { errs[i] = op() })
-				waiting(i + 1) // in this order, in one group
-			}
-			release()
-			wg.Wait()
+			errs := inOneGroup(s, tc.ops)
 			for i, err := range errs {
 				if err != nil && !(tc.name == "a failed create" && i == 1) {
 					t.Errorf("op %d: %v", i, err)
@@ -192,15 +184,7 @@ func TestDeviceSpaceInAGroup(t *testing.T) {
 		{"a commit shorter than reserved", []func() error{commitShort, reserve(7, false), reserve(6, false)}, []int{1}, 170},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			waiting, release := s.Hold()
-			errs := make([]error, len(tc.ops))
-			var wg sync.WaitGroup
-			for i, op := range tc.ops {
-				wg.Go(func() { errs[i] = op() })
-				waiting(i + 1) // in this order, in one group
-			}
-			release()
-			wg.Wait()
+			errs := inOneGroup(s, tc.ops)
 			for i, err := range errs {
 				if want := slices.Contains(tc.noRoom, i); want != errors.Is(err, api.ErrNoSpace) || !want && err != nil {
 					t.Errorf("op %d: %v (refused for space: want %v)", i, err, want)
@@ -257,4 +241,19 @@ func TestAnnouncedWritesShareAGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inOneGroup runs ops in one group of the writer, in this order, and
+// returns their errors.
+func inOneGroup(s *sqlstore.Store, ops []func() error) []error {
+	waiting, release := s.Hold()
+	errs := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Go(func() { errs[i] = op() })
+		waiting(i + 1)
+	}
+	release()
+	wg.Wait()
+	return errs
 }
