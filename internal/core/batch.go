@@ -32,12 +32,16 @@ func batched[Req, Resp any](c *Core, op string, fn func(context.Context, Req) (R
 			return
 		}
 		out := make([]api.BatchResult[Resp], len(req.Items))
-		// Each call makes one catalog change at most; announced together,
-		// they share the writer's group (catalog.Expecter).
+		// Each call makes one catalog change at most; announced, the
+		// calls of this batch and of others arriving meanwhile share the
+		// writer's group (catalog.Expecter). A batch of one is announced
+		// too: a client below its window of requests sends each call
+		// alone (a put of 10,000 small files: 3,468–3,974 files/s
+		// against 2,803–3,269 announcing only batches of several).
 		ctxs, releases := make([]context.Context, len(req.Items)), make([]func(), len(req.Items))
 		for i := range req.Items {
 			ctxs[i], releases[i] = r.Context(), func() {}
-			if e, ok := c.store.(catalog.Expecter); ok && len(req.Items) > 1 {
+			if e, ok := c.store.(catalog.Expecter); ok {
 				ctxs[i], releases[i] = e.Expecting(r.Context())
 			}
 		}
