@@ -134,10 +134,11 @@ func (e *expected) release() {
 }
 
 // lingerFor bounds how long the writer waits for announced writes
-// (Store.Expecting) before it runs a group without them: the calls of a
-// batch reach the writer over a few hundred microseconds (each checks,
-// places and signs first) and, joined, share a group's BEGIN, COMMIT and
-// sync, where alone they made groups of four or five.
+// (Store.Expecting) before it runs a group without them: a client's
+// creates and commits reach the writer some hundred microseconds after
+// they arrive (each checks, places and signs first) and, joined, share a
+// group's BEGIN, COMMIT and sync, where without the wait a put of many
+// small files made groups of four or five.
 var lingerFor = 300 * time.Microsecond
 
 func (s *Store) writer() {
