@@ -205,19 +205,46 @@ if [[ " $PARTS " == *" stripe "* ]]; then
   stop
 fi
 
-# The terms of strata sim's catalog model, each from the run that isolates
-# it: the group commit from the catalog alone at 4 to 32 goroutines
-# (time per commit against commits per group), the round trip from one
-# client's stats (no commit), CPU per operation from 8 clients.
+# The terms of strata sim's catalog model (examples/sim/catalog.toml), each
+# from the run that isolates it, printed as the study's [catalog] lines:
+#  - the group commit from the catalog alone, 4 to 32 goroutines: time per
+#    commit against commits per group is a line in 1/group (the group's
+#    time, sync_us + group_us, and commit_us), and the CPU per commit the
+#    same way (group_us: the group's part that is CPU);
+#  - an idle core's wake-up from corebench wake (wake_us, spin_us);
+#  - the CPU of a request from 64 clients' stats (a stat is a request and
+#    a cached lookup; at 64 clients no core idles, so none of its CPU is a
+#    thread spinning for work), each side's, the kernel's with the server's;
+#  - the round trip from one client's stats, less that CPU;
+#  - a create's and a remove's own CPU from 8 clients, less a stat's at 8
+#    and the writer's share (commit_us and group_us over the measured
+#    commits per group).
+# The client's window and the writer's linger are the code's constants.
 if [[ " $PARTS " == *" mdcal "* ]]; then
   echo; echo "## The catalog model's inputs"
+  go test -c -o "$OUT/sqlite.test" ./internal/catalog/sqlite
   echo; echo "The catalog alone (go test -bench CommitEmpty/full ./internal/catalog/sqlite; goroutines = 4 × -cpu), median of $REPS:"; echo
-  echo "| goroutines | µs per commit | commits per group |"; echo "|---|---|---|"
+  echo "| goroutines | µs per commit | commits per group | CPU µs per commit |"; echo "|---|---|---|---|"
+  alone=()
   for cpu in 1 2 4 8; do
-    out=$(go test -run XXX -bench 'CommitEmpty/full' -benchtime 20000x -count "$REPS" -cpu "$cpu" ./internal/catalog/sqlite | grep ns/op)
-    per=$(echo "$out" | awk '{print $5}' | python3 -c 'import sys,statistics; print(round(statistics.median(float(x) for x in sys.stdin), 2))')
-    echo "| $((4*cpu)) | $(echo "$out" | awk '{print $3/1000}' | python3 -c 'import sys,statistics; print(round(statistics.median(float(x) for x in sys.stdin), 1))') | $per |"
+    rows=()
+    for r in $(seq "$REPS"); do
+      line=$( { /usr/bin/time -f "TIME %U %S" "$OUT/sqlite.test" -test.run XXX -test.bench 'CommitEmpty/full' -test.benchtime 20000x -test.cpu "$cpu"; } 2>&1 | grep -E "ns/op|^TIME")
+      rows+=("$(echo "$line" | awk '/ns\/op/{t=$3/1000; g=$5} /^TIME/{c=($2+$3)*1e6/20000} END{print t, g, c}')")
+    done
+    m=$(printf '%s\n' "${rows[@]}" | python3 -c 'import statistics,sys; rows=[[float(x) for x in l.split()] for l in sys.stdin if l.strip()]; print(*(round(statistics.median(c), 2) for c in zip(*rows)))')
+    alone+=("$m"); read -r t g c <<< "$m"
+    echo "| $((4*cpu)) | $t | $g | $c |"
   done
+  wk=()
+  for r in $(seq "$REPS"); do wk+=("$("$OUT/corebench" wake)"); done
+  echo; echo "A hand-off's round trip between two processes on a Unix socket against how long the receiving side was idle (corebench wake; µs, median of $REPS runs of 2,000):"; echo
+  printf '%s\n' "${wk[@]}" | python3 -c '
+import json, statistics, sys
+runs = [json.loads(l)["gap_us_to_round_trip_us"] for l in sys.stdin if l.strip()]
+gaps = sorted(runs[0], key=int)
+print("| idle µs | " + " | ".join(gaps) + " |"); print("|---" * (len(gaps) + 1) + "|")
+print("| round trip µs | " + " | ".join("%.1f" % statistics.median(r[g] for r in runs) for g in gaps) + " |")'
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
   st=()
   for r in $(seq "$REPS"); do
@@ -227,8 +254,9 @@ if [[ " $PARTS " == *" mdcal "* ]]; then
   # the catalog's group commits so far (groups, operations), from /metrics
   groups() { curl -s -H "Authorization: Bearer $STRATA_TOKEN" "http://127.0.0.1:$PORT/metrics" |
     awk '/^strata_catalog_group_operations_count/{c=$2} /^strata_catalog_group_operations_sum/{s=$2} END{print c, s}'; }
-  echo; echo "CPU per operation, µs, against the commits per group (core's Unix socket; median of $REPS; stat: 8 clients):"
-  echo; echo "| phase | clients | client µs | server µs | commits per group |"; echo "|---|---|---|---|---|"
+  echo; echo "CPU per operation, µs, and the commits per group (core's Unix socket; median of $REPS; machine: every process, the kernel's threads too):"
+  echo; echo "| phase | clients | client | server | machine | commits per group |"; echo "|---|---|---|---|---|---|"
+  cal=()
   for c in 8 64; do
     files=$((c == 8 ? 6000 : 1000))
     cj=(); rj=(); cg=(); rg=()
@@ -243,17 +271,63 @@ if [[ " $PARTS " == *" mdcal "* ]]; then
       rg+=("$(python3 -c "g=($g2-$g1)-($g1-$g0); print((($n2-$n1)-($n1-$n0))/g if g > 0 else 0)")")
     done
     for ph in create remove stat; do
-      [ "$ph" = stat ] && [ "$c" != 8 ] && continue
+      [ "$c" = 64 ] && [ "$ph" != stat ] && continue
       if [ "$ph" = create ]; then js=("${cj[@]}"); gs=("${cg[@]}"); else js=("${rj[@]}"); gs=("${rg[@]}"); fi
-      printf '%s\n' "${js[@]}" | python3 -c '
+      row=$(printf '%s\n' "${js[@]}" | python3 -c '
 import json, statistics, sys
-ph, c, gs = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3:]]
+ph, gs = sys.argv[1], [float(x) for x in sys.argv[2:]]
 rs = [json.loads(l) for l in sys.stdin if l.strip()]
-cpu = [statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server")]
-print("| %s | %s | %.0f | %.0f | %s |" % (ph, c, *cpu, "-" if ph == "stat" else "%.1f" % statistics.median(gs)))' "$ph" "$c" "${gs[@]}"
+print(*("%.1f" % statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("client", "server", "machine")), "%.2f" % (statistics.median(gs) if ph != "stat" else 0))' "$ph" "${gs[@]}")
+      cal+=("$ph $c $row")
+      read -r cl sv ma gp <<< "$row"
+      echo "| $ph | $c | $cl | $sv | $ma | $([ "$ph" = stat ] && echo - || echo "$gp") |"
     done
   done
   stop
+  echo; echo "The terms (examples/sim/catalog.toml's [catalog]; client_us and server_us are a create's, a remove's in the comment):"; echo
+  printf '%s\n' "${alone[@]}" "--" "${wk[@]}" "--" "${st[@]}" "--" "${cal[@]}" | python3 -c '
+import json, statistics, sys
+parts, cur = [], []
+for l in sys.stdin.read().splitlines():
+    if l == "--": parts.append(cur); cur = []
+    elif l.strip(): cur.append(l)
+parts.append(cur)
+alone = [[float(x) for x in l.split()] for l in parts[0]]
+wake = [json.loads(l)["gap_us_to_round_trip_us"] for l in parts[1]]
+stat1 = statistics.median(float(x) for x in parts[2])
+cal = {(l.split()[0], int(l.split()[1])): [float(x) for x in l.split()[2:]] for l in parts[3]}
+def line(xs, ys):  # least squares y = a*x + b
+    n = len(xs); mx, my = sum(xs) / n, sum(ys) / n
+    a = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return a, my - a * mx
+inv = [1 / g for _, g, _ in alone]
+per_group, commit = line(inv, [t for t, _, _ in alone])
+group, _ = line(inv, [c for _, _, c in alone])
+group = min(max(group, 0), per_group)
+gaps = sorted(wake[0], key=int)
+rt = {g: statistics.median(w[g] for w in wake) for g in gaps}
+r0 = rt[gaps[0]]; rinf = statistics.median(rt[g] for g in gaps if int(g) >= 160)
+wake_us = max(rinf - r0, 0)
+spin = max([int(g) for g in gaps if rt[g] < r0 + wake_us / 2], default=0)
+s64 = cal[("stat", 64)]
+creq, sreq = s64[0], s64[2] - s64[0]
+s8 = cal[("stat", 8)]
+def own(ph):
+    c = cal[(ph, 8)]
+    return max(c[0] - s8[0], 0), max((c[2] - c[0]) - (s8[2] - s8[0]) - commit - group / c[3], 0)
+cc, cs = own("create"); rc, rs = own("remove")
+print("rtt_us = %.0f" % max(1e6 / stat1 - creq - sreq, 0))
+print("sync_us = %.0f" % (per_group - group))
+print("group_us = %.0f" % group)
+print("commit_us = %.0f" % commit)
+print("client_request_us = %.0f" % creq)
+print("server_request_us = %.0f" % sreq)
+print("wake_us = %.0f" % wake_us)
+print("spin_us = %d" % spin)
+print("window = 8        # client/batch.go batchWindow")
+print("linger_us = 300   # internal/catalog/sqlstore lingerFor")
+print("client_us = %.0f    # remove: %.0f; stat: 0" % (cc, rc))
+print("server_us = %.0f    # remove: %.0f; stat: 0" % (cs, rs))' | sed 's/^/    /'
 fi
 
 # Every operation at every load: ops/s and the CPU of each side per

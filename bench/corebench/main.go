@@ -7,6 +7,8 @@
 //	corebench md --posix DIR --clients N --files F     the same on a local file system
 //	corebench copy SRC DST                             a plain durable copy of SRC's files
 //	                                                   into DST, one at a time (write, fsync)
+//	corebench wake                                     a hand-off's round trip against how long
+//	                                                   the core taking it was idle (wake.go)
 //
 // A create is the creation and commit of an empty file (one API call: an
 // empty file has no data to stream). With --server-pid, each phase also
@@ -219,8 +221,16 @@ func main() {
 		fmt.Println(int(r))
 		return
 	}
+	if len(os.Args) == 2 && os.Args[1] == "wake-echo" {
+		wakeEcho()
+		return
+	}
+	if len(os.Args) == 2 && os.Args[1] == "wake" {
+		wakeMain()
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "md" {
-		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)\n       corebench copy SRC DST              (files/s of a durable copy, one file at a time)")
+		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)\n       corebench copy SRC DST              (files/s of a durable copy, one file at a time)\n       corebench wake                      (a hand-off's round trip against the idle time before it)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("md", flag.ExitOnError)

@@ -3,7 +3,9 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
+	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/des"
 )
 
@@ -16,10 +18,21 @@ import (
 // group_us of CPU and one sync (the WAL fsync) on the group, and those
 // arriving meanwhile wait for the next group — so the more clients wait,
 // the more one fsync and one group's CPU cover, which is why creates
-// scale with clients although each waits for an fsync. CPU bursts queue for the server host's cores (the
-// clients' too when they run there, as strata bench's do). Seed 002's
-// N/c term is the cores over the CPU per operation; the writer's is
-// 1/commit_us.
+// scale with clients although each waits for an fsync. CPU bursts queue
+// for the server host's cores (the clients' too when they run there, as
+// strata bench's do). Seed 002's N/c term is the cores over the CPU per
+// operation; the writer's is 1/commit_us.
+//
+// Three mechanisms of the real server and client are optional terms, each
+// off at zero: the client's batching of creates (window: at most that many
+// requests in flight, the creates made meanwhile sent together in the
+// next, each request costing client_request_us and server_request_us
+// besides its operations' CPU — client/batch.go); the writer's wait for
+// operations that have reached the server and are still on their way to
+// it (linger_us — Store.Expecting); and the wake-up of an idle core
+// (wake_us, paid by a burst that finds its core idle for more than
+// spin_us: a parked thread, a halted virtual CPU), which is why an
+// operation costs more time and CPU on an idle machine than on a busy one.
 
 // CatalogConfig is a metadata study's catalog server ([catalog]);
 // examples/sim/catalog.toml holds this machine's, calibrated.
@@ -31,6 +44,15 @@ type CatalogConfig struct {
 	// the writer's statements are commit_us) and of a client.
 	ServerUS float64 `toml:"server_us"`
 	ClientUS float64 `toml:"client_us"`
+	// CPU per request, µs, of each side, besides its operations' (the
+	// HTTP exchange, the caller's identity): what a batch of creates
+	// shares.
+	ServerRequestUS float64 `toml:"server_request_us"`
+	ClientRequestUS float64 `toml:"client_request_us"`
+	// Window is how many requests of creates the clients (one process,
+	// as a put of many files or corebench md) keep in flight; the creates
+	// made while it is full go together in the next. 0: each alone.
+	Window int `toml:"window"`
 	// RTTUS is the network's round trip beyond the CPU, µs.
 	RTTUS float64 `toml:"rtt_us"`
 	// The group commit: the writer's CPU per operation and per group
@@ -39,15 +61,32 @@ type CatalogConfig struct {
 	CommitUS float64 `toml:"commit_us"`
 	GroupUS  float64 `toml:"group_us"`
 	SyncUS   float64 `toml:"sync_us"`
+	// LingerUS bounds the writer's wait, once it has an operation, for
+	// those that reached the server and are still in its CPU.
+	LingerUS float64 `toml:"linger_us"`
+	// WakeUS is how long a burst waits for a core idle for more than
+	// SpinUS to start running it.
+	WakeUS float64 `toml:"wake_us"`
+	SpinUS float64 `toml:"spin_us"`
+	// CPUCV is the CPU bursts' coefficient of variation, 0 to 1: a burst
+	// of mean d takes d·(1−cv) plus an exponential time of mean d·cv.
+	// Bursts of exactly their mean keep clients in step forever (a
+	// convoy no real server keeps: caches, preemption and interrupts
+	// vary every operation's time).
+	CPUCV float64 `toml:"cpu_cv"`
 }
 
 // MetaResult is what a metadata run reports.
 type MetaResult struct {
-	Ops     int64   `json:"ops"`
-	PerS    float64 `json:"ops_per_s"`
-	MeanUS  float64 `json:"latency_mean_us"`
-	Groups  int64   `json:"groups,omitempty"`
-	PerSync float64 `json:"ops_per_group,omitempty"`
+	Ops    int64   `json:"ops"`
+	PerS   float64 `json:"ops_per_s"`
+	MeanUS float64 `json:"latency_mean_us"`
+	Groups int64   `json:"groups,omitempty"`
+	// Requests is how many requests carried the operations (fewer when
+	// the clients batch); Wakes how many bursts woke an idle core.
+	Requests int64   `json:"requests"`
+	Wakes    int64   `json:"wakes,omitempty"`
+	PerSync  float64 `json:"ops_per_group,omitempty"`
 	// CoresBusy is the cores' utilisation; WriterBusy the writer's.
 	CoresBusy  float64 `json:"cores_busy"`
 	WriterBusy float64 `json:"writer_busy,omitempty"`
@@ -65,10 +104,18 @@ func (cc *CatalogConfig) fill() error {
 	for _, v := range []struct {
 		key string
 		v   float64
-	}{{"server_us", cc.ServerUS}, {"client_us", cc.ClientUS}, {"rtt_us", cc.RTTUS}, {"commit_us", cc.CommitUS}, {"group_us", cc.GroupUS}, {"sync_us", cc.SyncUS}} {
-		if v.v < 0 || math.IsNaN(v.v) {
+	}{{"server_us", cc.ServerUS}, {"client_us", cc.ClientUS}, {"server_request_us", cc.ServerRequestUS}, {"client_request_us", cc.ClientRequestUS},
+		{"rtt_us", cc.RTTUS}, {"commit_us", cc.CommitUS}, {"group_us", cc.GroupUS}, {"sync_us", cc.SyncUS},
+		{"linger_us", cc.LingerUS}, {"wake_us", cc.WakeUS}, {"spin_us", cc.SpinUS}} {
+		if v.v < 0 || math.IsNaN(v.v) || math.IsInf(v.v, 0) {
 			return fmt.Errorf("catalog.%s = %g: want a time ≥ 0 in µs", v.key, v.v)
 		}
+	}
+	if cc.CPUCV < 0 || cc.CPUCV > 1 || math.IsNaN(cc.CPUCV) {
+		return fmt.Errorf("catalog.cpu_cv = %g: want a coefficient of variation from 0 to 1", cc.CPUCV)
+	}
+	if cc.Window < 0 {
+		return fmt.Errorf("catalog.window = %d: want a number of requests ≥ 0 (0: every create alone)", cc.Window)
 	}
 	return nil
 }
@@ -77,13 +124,22 @@ type metaModel struct {
 	sim    *des.Sim
 	cc     CatalogConfig
 	commit bool // the operation commits (create, remove)
+	batch  bool // the clients batch it (creates, with a window)
 
-	free     int // idle cores
+	rng      *rand.Rand // the bursts' variation
+	idle     []des.Time // the idle cores, each with when it fell idle; the last fell idle last
 	cpuQueue []cpuBurst
 	coreBusy des.Time
+	wakes    int64
+	requests int64
 
-	waiting    []func() // operations waiting for the next group
+	inflight   int        // requests of batched operations in flight
+	queue      [][]func() // batches waiting for a request to end
+	coming     int        // operations at the server, not yet at the writer
+	waiting    []func()   // operations waiting for the next group
 	writing    bool
+	lingered   int64 // a linger's generation: a timer of an older one is stale
+	lingerOn   bool
 	groups     int64
 	grouped    int64
 	writerBusy des.Time
@@ -103,6 +159,7 @@ const (
 	evMetaCPU uint16 = 110 + iota
 	evMetaNet
 	evMetaCommit
+	evMetaLinger
 )
 
 func us(v float64) des.Time { return des.FromSeconds(v / 1e6) }
@@ -110,7 +167,10 @@ func us(v float64) des.Time { return des.FromSeconds(v / 1e6) }
 func runMeta(c *Config, seed uint64) (*Result, error) {
 	s := des.NewSim(seed)
 	cc := c.Catalog
-	m := &metaModel{sim: s, cc: cc, commit: c.Workload.Op != "stat", free: cc.Cores}
+	m := &metaModel{sim: s, cc: cc, commit: c.Workload.Op != "stat", batch: c.Workload.Op == "create" && cc.Window > 0, rng: s.Rand(0, 110)}
+	for range cc.Cores {
+		m.idle = append(m.idle, -des.Forever/2) // idle since long before: the first burst wakes its core
+	}
 	clients := c.Clients.Count * c.Workload.Streams
 	per := c.Workload.Files
 	for k := 0; k < clients; k++ {
@@ -123,22 +183,11 @@ func runMeta(c *Config, seed uint64) (*Result, error) {
 			}
 			left--
 			start := s.Now()
-			m.clientCPU(func() {
-				s.After(us(cc.RTTUS/2), evMetaNet, int32(k), func() {
-					m.cpu(us(cc.ServerUS), func() {
-						reply := func() {
-							s.After(us(cc.RTTUS/2), evMetaNet, int32(k), func() {
-								m.ops++
-								m.latency += s.Now() - start
-								op()
-							})
-						}
-						if m.commit {
-							m.join(reply)
-							return
-						}
-						reply()
-					})
+			m.clientCPU(us(cc.ClientUS), func() {
+				m.send(func() {
+					m.ops++
+					m.latency += s.Now() - start
+					op()
 				})
 			})
 		}
@@ -154,12 +203,83 @@ func runMeta(c *Config, seed uint64) (*Result, error) {
 	return m.result(c, seed), nil
 }
 
+// send has an operation made: in a request of its own, or, batched, in
+// the next request the window lets go (client/batch.go's batcher).
+func (m *metaModel) send(done func()) {
+	if !m.batch {
+		m.request([]func(){done})
+		return
+	}
+	if m.inflight < m.cc.Window {
+		m.inflight++
+		m.request([]func(){done})
+		return
+	}
+	if n := len(m.queue); n == 0 || len(m.queue[n-1]) >= api.MaxBatch {
+		m.queue = append(m.queue, nil)
+	}
+	m.queue[len(m.queue)-1] = append(m.queue[len(m.queue)-1], done)
+}
+
+// request carries ops to the server and back: the client's request CPU,
+// half the round trip, the server's CPU for the request, then each
+// operation's on a burst of its own (the core runs a batch's calls side by
+// side) and the group commits of those that commit, the other half; a
+// batched request ending lets the next waiting batch go.
+func (m *metaModel) request(ops []func()) {
+	cc, s, n := m.cc, m.sim, len(ops)
+	m.requests++
+	m.clientCPU(us(cc.ClientRequestUS), func() {
+		s.After(us(cc.RTTUS/2), evMetaNet, 0, func() {
+			left := n
+			reply := func() {
+				if left--; left > 0 {
+					return
+				}
+				s.After(us(cc.RTTUS/2), evMetaNet, 0, func() {
+					for _, f := range ops {
+						f()
+					}
+					if m.batch {
+						m.inflight--
+						if len(m.queue) > 0 {
+							next := m.queue[0]
+							m.queue = m.queue[1:]
+							m.inflight++
+							m.request(next)
+						}
+					}
+				})
+			}
+			m.cpu(us(cc.ServerRequestUS), func() {
+				if m.commit { // announced once the request is read (core/batch.go)
+					m.coming += n
+				}
+				for range n {
+					m.cpu(us(cc.ServerUS), func() {
+						if !m.commit {
+							reply()
+							return
+						}
+						m.coming--
+						m.waiting = append(m.waiting, reply)
+						m.write()
+					})
+				}
+			})
+		})
+	})
+}
+
 // clientCPU runs a client's CPU for an operation: on the server's cores
 // when the clients run there, else on the client's own.
-func (m *metaModel) clientCPU(then func()) {
-	d := us(m.cc.ClientUS)
+func (m *metaModel) clientCPU(d des.Time, then func()) {
 	if *m.cc.ClientsOnServer {
 		m.cpu(d, then)
+		return
+	}
+	if d <= 0 {
+		then()
 		return
 	}
 	m.sim.After(d, evMetaCPU, 0, then)
@@ -171,37 +291,63 @@ func (m *metaModel) cpu(d des.Time, then func()) {
 		then()
 		return
 	}
+	if cv := m.cc.CPUCV; cv > 0 {
+		d = des.Time(float64(d)*(1-cv) + m.rng.ExpFloat64()*float64(d)*cv)
+	}
 	m.cpuQueue = append(m.cpuQueue, cpuBurst{d, then})
 	m.dispatch()
 }
 
+// dispatch starts queued bursts on idle cores, the one that fell idle
+// last first (it may still be spinning); a core idle for longer than
+// spin_us takes wake_us to start.
 func (m *metaModel) dispatch() {
-	for m.free > 0 && len(m.cpuQueue) > 0 {
+	for len(m.idle) > 0 && len(m.cpuQueue) > 0 {
 		b := m.cpuQueue[0]
 		m.cpuQueue = m.cpuQueue[1:]
-		m.free--
+		since := m.idle[len(m.idle)-1]
+		m.idle = m.idle[:len(m.idle)-1]
+		d := b.d
+		if m.cc.WakeUS > 0 && m.sim.Now()-since > us(m.cc.SpinUS) {
+			d += us(m.cc.WakeUS)
+			m.wakes++
+		}
 		m.coreBusy += b.d
-		m.sim.After(b.d, evMetaCPU, 0, func() {
-			m.free++
+		m.sim.After(d, evMetaCPU, 0, func() {
+			m.idle = append(m.idle, m.sim.Now())
 			b.done()
 			m.dispatch()
 		})
 	}
 }
 
-// join waits for the group commit that makes the operation durable.
-func (m *metaModel) join(then func()) {
-	m.waiting = append(m.waiting, then)
-	m.write()
-}
-
 // write starts a group with every operation waiting, if the writer is
 // free: group_us and commit_us each on a core (the writer's statements
 // and the commit are CPU), then the sync's wait for the disk (no core).
+// With linger_us it first waits for the operations still in the server's
+// CPU, as long as some are and for at most linger_us.
 func (m *metaModel) write() {
 	if m.writing || len(m.waiting) == 0 {
 		return
 	}
+	if m.cc.LingerUS > 0 && m.coming > 0 {
+		if !m.lingerOn {
+			m.lingerOn = true
+			m.lingered++
+			gen := m.lingered
+			m.sim.After(us(m.cc.LingerUS), evMetaLinger, 0, func() {
+				if m.lingerOn && m.lingered == gen {
+					m.group()
+				}
+			})
+		}
+		return
+	}
+	m.group()
+}
+
+func (m *metaModel) group() {
+	m.lingerOn = false
 	g := m.waiting
 	m.waiting = nil
 	m.writing = true
@@ -222,7 +368,7 @@ func (m *metaModel) write() {
 
 func (m *metaModel) result(c *Config, seed uint64) *Result {
 	s := m.sim
-	x := &MetaResult{Ops: m.ops}
+	x := &MetaResult{Ops: m.ops, Requests: m.requests, Wakes: m.wakes}
 	span := (m.last - m.first).Seconds()
 	if span > 0 {
 		x.PerS = round3(float64(m.ops) / span)
@@ -249,9 +395,15 @@ func (c *Config) metaBound(add func(name, what string, v float64)) {
 	cc := c.Catalog
 	n := float64(c.Clients.Count * c.Workload.Streams)
 	commit := c.Workload.Op != "stat"
-	cpu := cc.ServerUS
+	// A request's CPU is shared by the most operations one may carry:
+	// with w requests in flight holding one each, the rest in one batch.
+	per := 1.0
+	if c.Workload.Op == "create" && cc.Window > 0 {
+		per = math.Max(1, math.Min(api.MaxBatch, n-float64(cc.Window)+1))
+	}
+	cpu := cc.ServerUS + cc.ServerRequestUS/per
 	if *cc.ClientsOnServer {
-		cpu += cc.ClientUS
+		cpu += cc.ClientUS + cc.ClientRequestUS/per
 	}
 	if commit {
 		cpu += cc.CommitUS
@@ -260,7 +412,7 @@ func (c *Config) metaBound(add func(name, what string, v float64)) {
 	if cpu > 0 {
 		add("N/c", fmt.Sprintf("%d cores / %.0f µs of CPU per operation", cc.Cores, cpu), float64(cc.Cores)/cpu*1e6*1e6)
 	}
-	lat := cc.ClientUS + cc.RTTUS + cc.ServerUS
+	lat := cc.ClientUS + cc.ClientRequestUS + cc.RTTUS + cc.ServerUS + cc.ServerRequestUS
 	if commit {
 		lat += cc.SyncUS + cc.GroupUS + cc.CommitUS
 		if cc.CommitUS > 0 {

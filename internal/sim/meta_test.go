@@ -64,8 +64,93 @@ func TestMetaCPUBound(t *testing.T) {
 }
 
 func TestMetaErrors(t *testing.T) {
-	_, err := Parse([]byte("[catalog]\nsync_us = -1\n[workload]\nop = \"create\""))
-	if err == nil || !strings.Contains(err.Error(), "catalog.sync_us") {
-		t.Errorf("a negative sync: %v", err)
+	for _, c := range []struct{ line, want string }{
+		{"sync_us = -1", "catalog.sync_us"},
+		{"wake_us = -3", "catalog.wake_us"},
+		{"window = -1", "catalog.window"},
+		{"cpu_cv = 1.5", "catalog.cpu_cv"},
+	} {
+		_, err := Parse([]byte("[catalog]\n" + c.line + "\n[workload]\nop = \"create\""))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.line, err)
+		}
+	}
+}
+
+// Bursts that vary about their mean break the clients' convoy: with a
+// linger, fixed bursts keep 8 clients in one group, varied ones spread
+// them over several, and the rate stays within the bound.
+func TestMetaCPUVariation(t *testing.T) {
+	cat := "cores = 2\nclient_us = 30\nserver_us = 10\nrtt_us = 10\nsync_us = 40\ngroup_us = 60\ncommit_us = 10\nlinger_us = 300\n"
+	fixed := metaStudy(t, "create", 8, 500, cat)
+	varied := metaStudy(t, "create", 8, 500, cat+"cpu_cv = 1")
+	t.Logf("per group: %.2f fixed, %.2f varied; %.0f and %.0f creates/s (bound %.0f)", fixed.Meta.PerSync, varied.Meta.PerSync, fixed.Meta.PerS, varied.Meta.PerS, varied.Bound.MBps)
+	if fixed.Meta.PerSync != 8 || varied.Meta.PerSync >= 7 {
+		t.Errorf("per group: %.2f fixed (want 8), %.2f varied (want fewer)", fixed.Meta.PerSync, varied.Meta.PerSync)
+	}
+	if varied.Meta.PerS > varied.Bound.MBps*1.01 {
+		t.Errorf("%.0f creates/s above the bound %.0f", varied.Meta.PerS, varied.Bound.MBps)
+	}
+}
+
+// A window of w requests sends every create alone while no more than w
+// clients make them, and batches the rest: with the request's CPU the
+// dearer part, batching is what lets many clients go faster than the
+// cores would let requests of one create each.
+func TestMetaBatchWindow(t *testing.T) {
+	cat := "cores = 2\nclient_us = 5\nserver_us = 5\nclient_request_us = 40\nserver_request_us = 40\nsync_us = 100\ncommit_us = 5\n"
+	alone := metaStudy(t, "create", 8, 500, cat)
+	within := metaStudy(t, "create", 8, 500, cat+"window = 8")
+	if within.Meta.PerS != alone.Meta.PerS || within.Meta.Requests != 8*500 {
+		t.Errorf("8 clients, window 8: %.0f creates/s in %d requests; alone %.0f", within.Meta.PerS, within.Meta.Requests, alone.Meta.PerS)
+	}
+	many := metaStudy(t, "create", 64, 100, cat)
+	batched := metaStudy(t, "create", 64, 100, cat+"window = 2")
+	t.Logf("64 clients: %.0f creates/s alone (bound %.0f), %.0f with a window of 2 (%.1f a request, bound %.0f)",
+		many.Meta.PerS, many.Bound.MBps, batched.Meta.PerS, float64(batched.Meta.Ops)/float64(batched.Meta.Requests), batched.Bound.MBps)
+	if many.Meta.Requests != many.Meta.Ops || batched.Meta.Requests*8 > batched.Meta.Ops {
+		t.Errorf("requests: %d for %d creates alone, %d for %d with a window", many.Meta.Requests, many.Meta.Ops, batched.Meta.Requests, batched.Meta.Ops)
+	}
+	if batched.Meta.PerS < 2*many.Meta.PerS || batched.Meta.PerS > batched.Bound.MBps*1.0001 {
+		t.Errorf("64 clients with a window of 2: %.0f creates/s against %.0f alone, bound %.0f", batched.Meta.PerS, many.Meta.PerS, batched.Bound.MBps)
+	}
+	// stats and removes are not batched
+	if r := metaStudy(t, "remove", 64, 50, cat+"window = 2"); r.Meta.Requests != r.Meta.Ops {
+		t.Errorf("removes with a window: %d requests for %d", r.Meta.Requests, r.Meta.Ops)
+	}
+}
+
+// One core serves the clients' requests one after another, so they reach
+// the writer server_us apart: a writer that takes what waits starts a
+// group with the first, one that lingers for those still in the server's
+// CPU takes all of them.
+func TestMetaLinger(t *testing.T) {
+	cat := "cores = 1\nclients_on_server = false\nserver_us = 10\nsync_us = 1000\n"
+	eager := metaStudy(t, "create", 8, 200, cat)
+	linger := metaStudy(t, "create", 8, 200, cat+"linger_us = 300")
+	t.Logf("%.2f per group eager, %.2f lingering", eager.Meta.PerSync, linger.Meta.PerSync)
+	if linger.Meta.PerSync != 8 || eager.Meta.PerSync >= 7 {
+		t.Errorf("per group: %.2f lingering (want 8), %.2f eager (want fewer)", linger.Meta.PerSync, eager.Meta.PerSync)
+	}
+	// a linger shorter than the stragglers' CPU ends with what came
+	short := metaStudy(t, "create", 8, 200, cat+"linger_us = 25")
+	if short.Meta.PerSync >= linger.Meta.PerSync || short.Meta.PerSync <= 1 {
+		t.Errorf("per group with a 25 µs linger: %.2f", short.Meta.PerSync)
+	}
+}
+
+// One client's stat is two bursts (its own, the server's) and a round
+// trip; each burst finding its core idle for longer than spin_us waits
+// wake_us. A core that fell idle within spin_us runs it at once.
+func TestMetaWake(t *testing.T) {
+	cat := "cores = 2\nclient_us = 10\nserver_us = 10\nrtt_us = 20\nwake_us = 15\n"
+	for _, c := range []struct {
+		spin string
+		want float64 // µs an operation
+	}{{"spin_us = 0", 70}, {"spin_us = 5", 70}, {"spin_us = 1000", 40}} {
+		r := metaStudy(t, "stat", 1, 2000, cat+c.spin)
+		if got := 1e6 / r.Meta.PerS; math.Abs(got-c.want) > 0.1 {
+			t.Errorf("%s: %.2f µs a stat, want %.0f (%d wakes)", c.spin, got, c.want, r.Meta.Wakes)
+		}
 	}
 }
