@@ -6,8 +6,8 @@
 # depends on a measurement. The validation runs (validation-*, recall-run*,
 # recall-byte-order) are measurements, made by bench/simval.sh; the
 # catalog's (catalog-predicted, catalog-measured) a record of predictions
-# made before bench/core.sh measured them, and catalog-curve its
-# measurement of creates against clients (PARTS=mdcurve).
+# made before bench/core.sh measured them (PARTS=mdcal, then mdload), and
+# catalog-curve its measurement of creates against clients (PARTS=mdcurve).
 #
 #   scripts/sim-examples.sh
 set -euo pipefail
