@@ -15,10 +15,10 @@ import (
 var wakeGaps = []int{0, 10, 20, 40, 80, 160, 320, 640}
 
 // wakeCost measures what an idle core costs a hand-off, the term strata
-// sim's catalog model calls wake_us and spin_us: one goroutine echoes a
-// byte on a Unix socket pair, another sends it after keeping its own core
-// busy for a gap (a spin on the clock, so only the echo's side falls
-// idle) and times the round trip. With no gap the echo's thread is still
+// sim's catalog model calls wake_us and spin_us: a child process echoes
+// a byte on a Unix socket pair, and this one sends it after keeping its
+// own core busy for a gap (a spin on the clock, so only the echo's side
+// falls idle) and times the round trip. With no gap the echo's thread is still
 // looking for work when the byte comes; after a long one it is parked and
 // its CPU halted, and the round trip grows by the wake-up. Output: the
 // median round trip, µs, for each gap (JSON).
