@@ -211,14 +211,11 @@ fi
 #    commit against commits per group is a line in 1/group (the group's
 #    time, sync_us + group_us, and commit_us), and the CPU per commit the
 #    same way (group_us: the group's part that is CPU);
-#  - an idle process's wake-up from corebench wake: the round trip and the
-#    echo's CPU against its idle time (the gap and the byte's two trips),
-#    less those of no gap (wake_idle_us, wake_us, wake_cpu_us);
+#  - an idle core's wake-up from corebench wake (wake_us, spin_us);
 #  - the CPU of a request from 64 clients' stats (a stat is a request and
 #    a cached lookup; at 64 clients no core idles, so none of its CPU is a
 #    thread spinning for work), each side's, the kernel's with the server's;
-#  - the round trip: what brings the model's one-client stats to the
-#    measured rate, every other term in place (bisection, strata sim run);
+#  - the round trip from one client's stats, less that CPU;
 #  - a create's and a remove's own CPU from 8 clients, less a stat's at 8
 #    and the writer's share (commit_us and group_us over the measured
 #    commits per group).
@@ -241,14 +238,13 @@ if [[ " $PARTS " == *" mdcal "* ]]; then
   done
   wk=()
   for r in $(seq "$REPS"); do wk+=("$("$OUT/corebench" wake)"); done
-  echo; echo "A hand-off between two processes on a Unix socket against how long the receiving side was idle (corebench wake; µs, median of $REPS runs of 2,000):"; echo
+  echo; echo "A hand-off's round trip between two processes on a Unix socket against how long the receiving side was idle (corebench wake; µs, median of $REPS runs of 2,000):"; echo
   printf '%s\n' "${wk[@]}" | python3 -c '
 import json, statistics, sys
-runs = [json.loads(l) for l in sys.stdin if l.strip()]
-gaps = runs[0]["gap_us"]
-print("| idle µs | " + " | ".join("%.0f" % g for g in gaps) + " |"); print("|---" * (len(gaps) + 1) + "|")
-for k, name in (("round_trip_us", "round trip"), ("echo_cpu_us", "the echo'"'"'s CPU")):
-    print("| %s | " % name + " | ".join("%.1f" % statistics.median(r[k][i] for r in runs) for i in range(len(gaps))) + " |")'
+runs = [json.loads(l)["gap_us_to_round_trip_us"] for l in sys.stdin if l.strip()]
+gaps = sorted(runs[0], key=int)
+print("| idle µs | " + " | ".join(gaps) + " |"); print("|---" * (len(gaps) + 1) + "|")
+print("| round trip µs | " + " | ".join("%.1f" % statistics.median(r[g] for r in runs) for g in gaps) + " |")'
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
   st=()
   for r in $(seq "$REPS"); do
@@ -290,15 +286,14 @@ print(*("%.1f" % statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("
   stop
   echo; echo "The terms (examples/sim/catalog.toml's [catalog]; client_us and server_us are a create's, a remove's in the comment):"; echo
   printf '%s\n' "${alone[@]}" "--" "${wk[@]}" "--" "${st[@]}" "--" "${cal[@]}" | python3 -c '
-import json, statistics, subprocess, sys
-S, study = sys.argv[1], sys.argv[2]
+import json, statistics, sys
 parts, cur = [], []
 for l in sys.stdin.read().splitlines():
     if l == "--": parts.append(cur); cur = []
     elif l.strip(): cur.append(l)
 parts.append(cur)
 alone = [[float(x) for x in l.split()] for l in parts[0]]
-wake = [json.loads(l) for l in parts[1]]
+wake = [json.loads(l)["gap_us_to_round_trip_us"] for l in parts[1]]
 stat1 = statistics.median(float(x) for x in parts[2])
 cal = {(l.split()[0], int(l.split()[1])): [float(x) for x in l.split()[2:]] for l in parts[3]}
 def line(xs, ys):  # least squares y = a*x + b
@@ -309,9 +304,11 @@ inv = [1 / g for _, g, _ in alone]
 per_group, commit = line(inv, [t for t, _, _ in alone])
 group, _ = line(inv, [c for _, _, c in alone])
 group = min(max(group, 0), per_group)
-gaps = wake[0]["gap_us"]
-med = lambda k: [statistics.median(w[k][i] for w in wake) for i in range(len(gaps))]
-rt, ec = med("round_trip_us"), med("echo_cpu_us")
+gaps = sorted(wake[0], key=int)
+rt = {g: statistics.median(w[g] for w in wake) for g in gaps}
+r0 = rt[gaps[0]]; rinf = statistics.median(rt[g] for g in gaps if int(g) >= 160)
+wake_us = max(rinf - r0, 0)
+spin = max([int(g) for g in gaps if rt[g] < r0 + wake_us / 2], default=0)
 s64 = cal[("stat", 64)]
 creq, sreq = s64[0], s64[2] - s64[0]
 s8 = cal[("stat", 8)]
@@ -319,32 +316,18 @@ def own(ph):
     c = cal[(ph, 8)]
     return max(c[0] - s8[0], 0), max((c[2] - c[0]) - (s8[2] - s8[0]) - commit - group / c[3], 0)
 cc, cs = own("create"); rc, rs = own("remove")
-terms = [
-    ("sync_us", "%.0f" % (per_group - group)), ("group_us", "%.0f" % group), ("commit_us", "%.0f" % commit),
-    ("client_request_us", "%.0f" % creq), ("server_request_us", "%.0f" % sreq),
-    # the echo is idle for the gap and the byte'"'"'s two trips through the
-    # kernel: the round trip with no gap less the echo'"'"'s own CPU
-    ("wake_idle_us", "[%s]" % ", ".join("%.0f" % (g + max(rt[0] - ec[0], 0)) for g in gaps)),
-    ("wake_us", "[%s]" % ", ".join("%.1f" % max(r - rt[0], 0) for r in rt)),
-    ("wake_cpu_us", "[%s]" % ", ".join("%.1f" % max(c - ec[0], 0) for c in ec)),
-    ("window", "8"), ("linger_us", "300"), ("cpu_cv", "1"),
-]
-def rate(rtt):  # the model'"'"'s one-client stats with this round trip
-    with open(study, "w") as f:
-        f.write("[clients]\ncount = 1\n[catalog]\ncores = 2\nrtt_us = %g\nclient_us = 0\nserver_us = 0\n" % rtt)
-        f.write("".join("%s = %s\n" % t for t in terms))
-        f.write("[workload]\nop = \"stat\"\nfiles = 4000\n")
-    out = subprocess.run([S, "sim", "run", study, "--json", study + ".json"], capture_output=True, check=True)
-    return json.load(open(study + ".json"))["ops_per_s"]
-lo, hi = 0.0, 1e6 / stat1
-for _ in range(14):
-    mid = (lo + hi) / 2
-    lo, hi = (mid, hi) if rate(mid) > stat1 else (lo, mid)
-print("rtt_us = %.0f" % ((lo + hi) / 2))
-for k, v in terms:
-    print("%s = %s" % (k, v))
+print("rtt_us = %.0f" % max(1e6 / stat1 - creq - sreq, 0))
+print("sync_us = %.0f" % (per_group - group))
+print("group_us = %.0f" % group)
+print("commit_us = %.0f" % commit)
+print("client_request_us = %.0f" % creq)
+print("server_request_us = %.0f" % sreq)
+print("wake_us = %.0f" % wake_us)
+print("spin_us = %d" % spin)
+print("window = 8        # client/batch.go batchWindow")
+print("linger_us = 300   # internal/catalog/sqlstore lingerFor")
 print("client_us = %.0f    # remove: %.0f; stat: 0" % (cc, rc))
-print("server_us = %.0f    # remove: %.0f; stat: 0" % (cs, rs))' "$S" "$OUT/catalog-cal.toml" | sed 's/^/    /'
+print("server_us = %.0f    # remove: %.0f; stat: 0" % (cs, rs))' | sed 's/^/    /'
 fi
 
 # Every operation at every load: ops/s and the CPU of each side per

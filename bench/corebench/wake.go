@@ -12,7 +12,7 @@ import (
 )
 
 // wakeGaps are the idle times, µs, before each round trip of wakeCost.
-var wakeGaps = []int{0, 10, 20, 30, 40, 60, 80, 120, 160, 320, 640}
+var wakeGaps = []int{0, 10, 20, 40, 80, 160, 320, 640}
 
 // wakeCost measures what an idle core costs a hand-off, the term strata
 // sim's catalog model calls wake_us and spin_us: a child process echoes
@@ -20,12 +20,9 @@ var wakeGaps = []int{0, 10, 20, 30, 40, 60, 80, 120, 160, 320, 640}
 // own core busy for a gap (a spin on the clock, so only the echo's side
 // falls idle) and times the round trip. With no gap the echo's thread is still
 // looking for work when the byte comes; after a long one it is parked and
-// its CPU halted, and the round trip grows by the wake-up; so does the
-// echo's CPU (its threads' time on a CPU, /proc/PID/task/*/schedstat):
-// the runtime's search for work before it parks, the futex calls. Output
-// (JSON): for each gap, the median round trip and the echo's mean CPU a
-// round trip, µs.
-func wakeCost(rounds int) (map[string][]float64, error) {
+// its CPU halted, and the round trip grows by the wake-up. Output: the
+// median round trip, µs, for each gap (JSON).
+func wakeCost(rounds int) (map[string]float64, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
@@ -54,13 +51,9 @@ func wakeCost(rounds int) (map[string][]float64, error) {
 	defer echo.Wait() // after a closes (deferred below): the echo ends at its EOF
 	defer a.Close()
 	p := make([]byte, 1)
-	out := map[string][]float64{}
+	out := map[string]float64{}
 	for _, gap := range wakeGaps {
 		rtt := make([]float64, 0, rounds)
-		cpu0, err := cpuNS(echo.Process.Pid)
-		if err != nil {
-			return nil, err
-		}
 		for i := 0; i < rounds; i++ {
 			for end := time.Now().Add(time.Duration(gap) * time.Microsecond); time.Now().Before(end); {
 			}
@@ -73,36 +66,10 @@ func wakeCost(rounds int) (map[string][]float64, error) {
 			}
 			rtt = append(rtt, float64(time.Since(t0).Nanoseconds())/1e3)
 		}
-		cpu1, err := cpuNS(echo.Process.Pid)
-		if err != nil {
-			return nil, err
-		}
 		slices.Sort(rtt)
-		out["gap_us"] = append(out["gap_us"], float64(gap))
-		out["round_trip_us"] = append(out["round_trip_us"], rtt[len(rtt)/2])
-		out["echo_cpu_us"] = append(out["echo_cpu_us"], float64(cpu1-cpu0)/1e3/float64(rounds))
+		out[fmt.Sprint(gap)] = rtt[len(rtt)/2]
 	}
 	return out, nil
-}
-
-// cpuNS is the time the threads of process pid have run, in ns.
-func cpuNS(pid int) (int64, error) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue // a thread that ended
-		}
-		var ns int64
-		if _, err := fmt.Sscan(string(b), &ns); err == nil {
-			sum += ns
-		}
-	}
-	return sum, nil
 }
 
 // wakeEcho echoes every byte on its standard input, a socket.
@@ -127,5 +94,5 @@ func wakeMain() {
 	if err != nil {
 		fail(err)
 	}
-	json.NewEncoder(os.Stdout).Encode(r)
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"gap_us_to_round_trip_us": r})
 }

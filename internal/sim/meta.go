@@ -24,17 +24,15 @@ import (
 // operation; the writer's is 1/commit_us.
 //
 // Three mechanisms of the real server and client are optional terms, each
-// off when unset: the client's batching of creates (window: at most that
-// many requests in flight, the creates made meanwhile sent together in the
+// off at zero: the client's batching of creates (window: at most that many
+// requests in flight, the creates made meanwhile sent together in the
 // next, each request costing client_request_us and server_request_us
 // besides its operations' CPU — client/batch.go); the writer's wait for
 // operations that have reached the server and are still on their way to
-// it (linger_us — Store.Expecting); and the wake-up of an idle process
-// (the clients' one, the server): a burst of a process none of whose
-// bursts ran for a time idle waits wake_us(idle) and costs wake_cpu_us(idle)
-// more CPU, curves over wake_idle_us measured by corebench wake (a parked
-// thread, a halted virtual CPU) — why an operation costs more time and
-// CPU on an idle machine than on a busy one.
+// it (linger_us — Store.Expecting); and the wake-up of an idle core
+// (wake_us, paid by a burst that finds its core idle for more than
+// spin_us: a parked thread, a halted virtual CPU), which is why an
+// operation costs more time and CPU on an idle machine than on a busy one.
 
 // CatalogConfig is a metadata study's catalog server ([catalog]);
 // examples/sim/catalog.toml holds this machine's, calibrated.
@@ -66,13 +64,10 @@ type CatalogConfig struct {
 	// LingerUS bounds the writer's wait, once it has an operation, for
 	// those that reached the server and are still in its CPU.
 	LingerUS float64 `toml:"linger_us"`
-	// The wake-up of a process idle for a time: at WakeIdleUS[i] µs idle,
-	// a burst of it starts WakeUS[i] later and costs WakeCPUUS[i] more
-	// CPU; linear between the points, the last point's beyond them, none
-	// before the first.
-	WakeIdleUS []float64 `toml:"wake_idle_us"`
-	WakeUS     []float64 `toml:"wake_us"`
-	WakeCPUUS  []float64 `toml:"wake_cpu_us"`
+	// WakeUS is how long a burst waits for a core idle for more than
+	// SpinUS to start running it.
+	WakeUS float64 `toml:"wake_us"`
+	SpinUS float64 `toml:"spin_us"`
 	// CPUCV is the CPU bursts' coefficient of variation, 0 to 1: a burst
 	// of mean d takes d·(1−cv) plus an exponential time of mean d·cv.
 	// Bursts of exactly their mean keep clients in step forever (a
@@ -111,23 +106,9 @@ func (cc *CatalogConfig) fill() error {
 		v   float64
 	}{{"server_us", cc.ServerUS}, {"client_us", cc.ClientUS}, {"server_request_us", cc.ServerRequestUS}, {"client_request_us", cc.ClientRequestUS},
 		{"rtt_us", cc.RTTUS}, {"commit_us", cc.CommitUS}, {"group_us", cc.GroupUS}, {"sync_us", cc.SyncUS},
-		{"linger_us", cc.LingerUS}} {
+		{"linger_us", cc.LingerUS}, {"wake_us", cc.WakeUS}, {"spin_us", cc.SpinUS}} {
 		if v.v < 0 || math.IsNaN(v.v) || math.IsInf(v.v, 0) {
 			return fmt.Errorf("catalog.%s = %g: want a time ≥ 0 in µs", v.key, v.v)
-		}
-	}
-	n := len(cc.WakeIdleUS)
-	for _, v := range []struct {
-		key string
-		v   []float64
-	}{{"wake_idle_us", cc.WakeIdleUS}, {"wake_us", cc.WakeUS}, {"wake_cpu_us", cc.WakeCPUUS}} {
-		if len(v.v) != n {
-			return fmt.Errorf("catalog.%s has %d points and wake_idle_us %d: want one for each", v.key, len(v.v), n)
-		}
-		for i, x := range v.v {
-			if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) || (v.key == "wake_idle_us" && i > 0 && x <= v.v[i-1]) {
-				return fmt.Errorf("catalog.%s = %v: want times ≥ 0 in µs%s", v.key, v.v, map[bool]string{true: ", rising"}[v.key == "wake_idle_us"])
-			}
 		}
 	}
 	if cc.CPUCV < 0 || cc.CPUCV > 1 || math.IsNaN(cc.CPUCV) {
@@ -146,8 +127,7 @@ type metaModel struct {
 	batch  bool // the clients batch it (creates, with a window)
 
 	rng      *rand.Rand // the bursts' variation
-	free     int        // idle cores
-	procs    [2]proc    // the clients' process and the server's
+	idle     []des.Time // the idle cores, each with when it fell idle; the last fell idle last
 	cpuQueue []cpuBurst
 	coreBusy des.Time
 	wakes    int64
@@ -170,19 +150,6 @@ type metaModel struct {
 	last    des.Time
 }
 
-// The processes whose bursts wake them (procs).
-const (
-	procClients = iota
-	procServer
-)
-
-// proc is a process as its wake-ups see it: how many of its bursts are
-// waiting or running, and since when none has been.
-type proc struct {
-	bursts int
-	since  des.Time
-}
-
 type cpuBurst struct {
 	d    des.Time
 	done func()
@@ -201,9 +168,8 @@ func runMeta(c *Config, seed uint64) (*Result, error) {
 	s := des.NewSim(seed)
 	cc := c.Catalog
 	m := &metaModel{sim: s, cc: cc, commit: c.Workload.Op != "stat", batch: c.Workload.Op == "create" && cc.Window > 0, rng: s.Rand(0, 110)}
-	m.free = cc.Cores
-	for i := range m.procs {
-		m.procs[i].since = -des.Forever / 2 // idle since long before: its first burst wakes it
+	for range cc.Cores {
+		m.idle = append(m.idle, -des.Forever/2) // idle since long before: the first burst wakes its core
 	}
 	clients := c.Clients.Count * c.Workload.Streams
 	per := c.Workload.Files
@@ -285,12 +251,12 @@ func (m *metaModel) request(ops []func()) {
 					}
 				})
 			}
-			m.cpu(procServer, us(cc.ServerRequestUS), func() {
+			m.cpu(us(cc.ServerRequestUS), func() {
 				if m.commit { // announced once the request is read (core/batch.go)
 					m.coming += n
 				}
 				for range n {
-					m.cpu(procServer, us(cc.ServerUS), func() {
+					m.cpu(us(cc.ServerUS), func() {
 						if !m.commit {
 							reply()
 							return
@@ -309,7 +275,7 @@ func (m *metaModel) request(ops []func()) {
 // when the clients run there, else on the client's own.
 func (m *metaModel) clientCPU(d des.Time, then func()) {
 	if *m.cc.ClientsOnServer {
-		m.cpu(procClients, d, then)
+		m.cpu(d, then)
 		return
 	}
 	if d <= 0 {
@@ -319,78 +285,36 @@ func (m *metaModel) clientCPU(d des.Time, then func()) {
 	m.sim.After(d, evMetaCPU, 0, then)
 }
 
-// cpu runs a burst of d of process p on the next free core (first come,
-// first served), after waking p if none of its bursts is waiting or
-// running. A burst of no time only wakes.
-func (m *metaModel) cpu(p int, d des.Time, then func()) {
-	pr := &m.procs[p]
-	var wait, more des.Time
-	if pr.bursts == 0 {
-		wait, more = m.wake(m.sim.Now() - pr.since)
-	}
-	if d <= 0 && wait <= 0 && more <= 0 {
+// cpu runs a burst of d on the next free core (first come, first served).
+func (m *metaModel) cpu(d des.Time, then func()) {
+	if d <= 0 {
 		then()
 		return
 	}
-	if cv := m.cc.CPUCV; cv > 0 && d > 0 {
+	if cv := m.cc.CPUCV; cv > 0 {
 		d = des.Time(float64(d)*(1-cv) + m.rng.ExpFloat64()*float64(d)*cv)
 	}
-	pr.bursts++
-	b := cpuBurst{d + more, func() {
-		if pr.bursts--; pr.bursts == 0 {
-			pr.since = m.sim.Now()
-		}
-		then()
-	}}
-	if wait <= 0 {
-		m.queueCPU(b)
-		return
-	}
-	m.wakes++
-	m.sim.After(wait, evMetaCPU, 0, func() { m.queueCPU(b) })
-}
-
-// wake interpolates the wake-up of a process idle for idle: the time
-// before its burst starts and the CPU the burst costs more.
-func (m *metaModel) wake(idle des.Time) (wait, more des.Time) {
-	xs := m.cc.WakeIdleUS
-	if len(xs) == 0 {
-		return 0, 0
-	}
-	x := float64(idle) / float64(us(1))
-	switch {
-	case x < xs[0]:
-		return 0, 0
-	case x >= xs[len(xs)-1]:
-		return us(m.cc.WakeUS[len(xs)-1]), us(m.cc.WakeCPUUS[len(xs)-1])
-	}
-	i := 1
-	for xs[i] <= x {
-		i++
-	}
-	f := (x - xs[i-1]) / (xs[i] - xs[i-1])
-	at := func(ys []float64) des.Time { return us(ys[i-1] + f*(ys[i]-ys[i-1])) }
-	return at(m.cc.WakeUS), at(m.cc.WakeCPUUS)
-}
-
-func (m *metaModel) queueCPU(b cpuBurst) {
-	if b.d <= 0 {
-		b.done()
-		return
-	}
-	m.cpuQueue = append(m.cpuQueue, b)
+	m.cpuQueue = append(m.cpuQueue, cpuBurst{d, then})
 	m.dispatch()
 }
 
-// dispatch starts queued bursts on idle cores.
+// dispatch starts queued bursts on idle cores, the one that fell idle
+// last first (it may still be spinning); a core idle for longer than
+// spin_us takes wake_us to start.
 func (m *metaModel) dispatch() {
-	for m.free > 0 && len(m.cpuQueue) > 0 {
+	for len(m.idle) > 0 && len(m.cpuQueue) > 0 {
 		b := m.cpuQueue[0]
 		m.cpuQueue = m.cpuQueue[1:]
-		m.free--
+		since := m.idle[len(m.idle)-1]
+		m.idle = m.idle[:len(m.idle)-1]
+		d := b.d
+		if m.cc.WakeUS > 0 && m.sim.Now()-since > us(m.cc.SpinUS) {
+			d += us(m.cc.WakeUS)
+			m.wakes++
+		}
 		m.coreBusy += b.d
-		m.sim.After(b.d, evMetaCPU, 0, func() {
-			m.free++
+		m.sim.After(d, evMetaCPU, 0, func() {
+			m.idle = append(m.idle, m.sim.Now())
 			b.done()
 			m.dispatch()
 		})
@@ -430,18 +354,14 @@ func (m *metaModel) group() {
 	m.groups++
 	m.grouped += int64(len(g))
 	start := m.sim.Now()
-	m.cpu(procServer, us(m.cc.GroupUS+float64(len(g))*m.cc.CommitUS), func() {
+	m.cpu(us(m.cc.GroupUS+float64(len(g))*m.cc.CommitUS), func() {
 		m.sim.After(us(m.cc.SyncUS), evMetaCommit, 0, func() {
-			// The writer's thread comes back from the sync: a server
-			// that did nothing meanwhile wakes to answer.
-			m.cpu(procServer, 0, func() {
-				m.writing = false
-				m.writerBusy += m.sim.Now() - start
-				for _, f := range g {
-					f()
-				}
-				m.write()
-			})
+			m.writing = false
+			m.writerBusy += m.sim.Now() - start
+			for _, f := range g {
+				f()
+			}
+			m.write()
 		})
 	})
 }

@@ -66,9 +66,7 @@ func TestMetaCPUBound(t *testing.T) {
 func TestMetaErrors(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{"sync_us = -1", "catalog.sync_us"},
-		{"wake_idle_us = [10, 20]\nwake_us = [1, -3]\nwake_cpu_us = [0, 0]", "catalog.wake_us"},
-		{"wake_idle_us = [20, 10]\nwake_us = [1, 3]\nwake_cpu_us = [0, 0]", "catalog.wake_idle_us"},
-		{"wake_idle_us = [10, 20]\nwake_us = [1]\nwake_cpu_us = [0, 0]", "catalog.wake_us"},
+		{"wake_us = -3", "catalog.wake_us"},
 		{"window = -1", "catalog.window"},
 		{"cpu_cv = 1.5", "catalog.cpu_cv"},
 	} {
@@ -142,26 +140,17 @@ func TestMetaLinger(t *testing.T) {
 }
 
 // One client's stat is two bursts (its own, the server's) and a round
-// trip; each process is idle while the other works, and each burst of a
-// process idle for long enough waits and costs more by the curve.
+// trip; each burst finding its core idle for longer than spin_us waits
+// wake_us. A core that fell idle within spin_us runs it at once.
 func TestMetaWake(t *testing.T) {
-	cat := "cores = 2\nclient_us = 10\nserver_us = 10\nrtt_us = 20\n"
+	cat := "cores = 2\nclient_us = 10\nserver_us = 10\nrtt_us = 20\nwake_us = 15\n"
 	for _, c := range []struct {
-		curve string
-		want  float64 // µs an operation
-	}{
-		{"", 40},
-		// each process idle 10 + 10 + 10 µs: below the curve
-		{"wake_idle_us = [100, 200]\nwake_us = [15, 15]\nwake_cpu_us = [6, 6]", 40},
-		// past its end: 15 µs later and 6 more of CPU, each burst
-		{"wake_idle_us = [15, 30]\nwake_us = [0, 15]\nwake_cpu_us = [0, 6]", 82},
-		// on the line w = idle/2, idle = 30 + w: w = 30 each
-		{"wake_idle_us = [0, 1000]\nwake_us = [0, 500]\nwake_cpu_us = [0, 0]", 100},
-	} {
-		r := metaStudy(t, "stat", 1, 2000, cat+c.curve)
-		// (the first burst of each finds it idle since ever: the curve's end)
-		if got := 1e6 / r.Meta.PerS; math.Abs(got-c.want) > 0.01*c.want {
-			t.Errorf("%q: %.2f µs a stat, want %.0f (%d wakes)", c.curve, got, c.want, r.Meta.Wakes)
+		spin string
+		want float64 // µs an operation
+	}{{"spin_us = 0", 70}, {"spin_us = 5", 70}, {"spin_us = 1000", 40}} {
+		r := metaStudy(t, "stat", 1, 2000, cat+c.spin)
+		if got := 1e6 / r.Meta.PerS; math.Abs(got-c.want) > 0.1 {
+			t.Errorf("%s: %.2f µs a stat, want %.0f (%d wakes)", c.spin, got, c.want, r.Meta.Wakes)
 		}
 	}
 }
