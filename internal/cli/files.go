@@ -19,9 +19,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/semaphore"
-	"golang.org/x/sys/unix"
 
 	"github.com/strata-storage/strata/client"
+	"github.com/strata-storage/strata/internal/fsio"
 )
 
 // remote normalises a Strata path argument: it must be absolute.
@@ -150,7 +150,9 @@ file is replaced (atomically) only with -f.`,
 // putFile stores one local file at target; with a bar, it shows the
 // file's progress.
 func (e *env) putFile(ctx context.Context, c *client.Client, local, target string, o client.PutOptions, withBar bool) error {
-	f, err := openSource(local)
+	// Not os.Open: fsio.OpenFile skips the runtime poller's round of
+	// system calls, a quarter of a small file's on the client.
+	f, err := fsio.OpenFile(local, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -170,22 +172,6 @@ func (e *env) putFile(ctx context.Context, c *client.Client, local, target strin
 	_, err = c.Put(ctx, target, f, st.Size(), o)
 	bar.done(err)
 	return err
-}
-
-// openSource opens a local file to read, as os.Open does but without its
-// try at the runtime's poller: os.Open makes every descriptor non-blocking,
-// asks epoll to watch it, and on a regular file (which epoll refuses)
-// makes it blocking again — four fcntl calls and a failed epoll_ctl, with
-// the second stat putMany made, a quarter of the system calls of a small
-// file's put on the client (~2 µs a file; `go test -bench OpenSource
-// ./internal/cli`: 4.1–4.2 µs against 5.0–5.1 to open, stat, read, close). A file from NewFile
-// of a blocking descriptor is read with plain preads.
-func openSource(name string) (*os.File, error) {
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	return os.NewFile(uintptr(fd), name), nil
 }
 
 // putMany stores locals into directory dir with up to parallel files in

@@ -66,7 +66,7 @@ var OS FS = osFS{}
 type osFS struct{}
 
 func (osFS) Create(path string, flags int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|flags, perm)
+	f, err := OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|flags, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +74,32 @@ func (osFS) Create(path string, flags int, perm os.FileMode) (File, error) {
 }
 
 func (osFS) Open(path string) (File, error) {
-	f, err := os.Open(path)
+	f, err := OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	return osFile{f}, nil
+}
+
+// OpenFile is os.OpenFile for files and directories read and written with
+// blocking calls, without os.OpenFile's try at the runtime's poller: it
+// makes every descriptor non-blocking, asks epoll to watch it and, as
+// epoll refuses regular files and directories, makes it blocking again —
+// four fcntl calls and a failed epoll_ctl for every object a mover
+// creates or opens (`go test -bench Open ./internal/fsio`). A File from
+// os.NewFile of a blocking descriptor does plain reads and writes. perm
+// takes permission bits only.
+func OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	for {
+		fd, err := unix.Open(name, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err == unix.EINTR {
+			continue // as os.OpenFile: a signal during a slow open
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		return os.NewFile(uintptr(fd), name), nil
+	}
 }
 
 func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
