@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,19 +50,34 @@ func TestMain(m *testing.M) {
 // freePort returns a free port below the kernel's ephemeral range
 // (32768 and up here): a server restarted on it after a crash must find it
 // still free, and an outgoing connection of some other test, which takes
-// its local port from that range, can never have taken it meanwhile.
+// its local port from that range, can never have taken it meanwhile. A
+// port is handed out once per test binary: one picked at random and
+// closed at once is still free for the next call, which picked it again
+// often enough to give a server's control API its mover's port.
 func freePort(t *testing.T) string {
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for range 1000 {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000)))
+		port := 20000 + mrand.IntN(12000)
+		if portsGiven[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue
 		}
 		defer ln.Close()
+		portsGiven[port] = true
 		return ln.Addr().String()
 	}
 	t.Fatal("no free port in 20000-31999")
 	return ""
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 type server struct {
 	t    *testing.T

@@ -23,16 +23,17 @@ import (
 // strata bench's do). Seed 002's N/c term is the cores over the CPU per
 // operation; the writer's is 1/commit_us.
 //
-// Three mechanisms of the real server and client are optional terms, each
+// Four mechanisms of the real server and client are optional terms, each
 // off at zero: the client's batching of creates (window: at most that many
 // requests in flight, the creates made meanwhile sent together in the
 // next, each request costing client_request_us and server_request_us
 // besides its operations' CPU — client/batch.go); the writer's wait for
 // operations that have reached the server and are still on their way to
-// it (linger_us — Store.Expecting); and the wake-up of an idle core
-// (wake_us, paid by a burst that finds its core idle for more than
-// spin_us: a parked thread, a halted virtual CPU), which is why an
-// operation costs more time and CPU on an idle machine than on a busy one.
+// it (linger_us — Store.Expecting); the wake-up of an idle core (wake_us,
+// paid by a burst that finds its core idle for more than spin_us: a
+// parked thread, a halted virtual CPU), which is why an operation takes
+// longer on an idle machine than on a busy one; and the bursts' variation
+// (cpu_cv).
 
 // CatalogConfig is a metadata study's catalog server ([catalog]);
 // examples/sim/catalog.toml holds this machine's, calibrated.
