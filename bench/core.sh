@@ -211,11 +211,15 @@ fi
 #    commit against commits per group is a line in 1/group (the group's
 #    time, sync_us + group_us, and commit_us), and the CPU per commit the
 #    same way (group_us: the group's part that is CPU);
-#  - an idle core's wake-up from corebench wake (wake_us, spin_us);
 #  - the CPU of a request from 64 clients' stats (a stat is a request and
-#    a cached lookup; at 64 clients no core idles, so none of its CPU is a
-#    thread spinning for work), each side's, the kernel's with the server's;
-#  - the round trip from one client's stats, less that CPU;
+#    a cached lookup; at 64 clients no process goes idle, so none of its
+#    CPU is a thread going to sleep or being woken), each side's, the
+#    kernel's with the server's;
+#  - a process's going idle and being woken from one client's stats, where
+#    both happen to each process once an operation: its CPU beyond 64
+#    clients' is 2 × (wake_us + park_us), and its time an operation is the
+#    request's CPU, both sides', and two wake-ups (rtt_us = 0: on one
+#    host's Unix socket there is no wire; the sockets' work is CPU);
 #  - a create's and a remove's own CPU from 8 clients, less a stat's at 8
 #    and the writer's share (commit_us and group_us over the measured
 #    commits per group).
@@ -236,21 +240,15 @@ if [[ " $PARTS " == *" mdcal "* ]]; then
     alone+=("$m"); read -r t g c <<< "$m"
     echo "| $((4*cpu)) | $t | $g | $c |"
   done
-  wk=()
-  for r in $(seq "$REPS"); do wk+=("$("$OUT/corebench" wake)"); done
-  echo; echo "A hand-off's round trip between two processes on a Unix socket against how long the receiving side was idle (corebench wake; µs, median of $REPS runs of 2,000):"; echo
-  printf '%s\n' "${wk[@]}" | python3 -c '
-import json, statistics, sys
-runs = [json.loads(l)["gap_us_to_round_trip_us"] for l in sys.stdin if l.strip()]
-gaps = sorted(runs[0], key=int)
-print("| idle µs | " + " | ".join(gaps) + " |"); print("|---" * (len(gaps) + 1) + "|")
-print("| round trip µs | " + " | ".join("%.1f" % statistics.median(r[g] for r in runs) for g in gaps) + " |")'
   rm -rf "$SCRATCH/data"; start "$(config "$SCRATCH/data" 4 1 0)"
   st=()
   for r in $(seq "$REPS"); do
-    st+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 1 --files 10000 --phases create,stat | python3 -c 'import json,sys;print(json.load(sys.stdin)["stat_per_s"])')")
+    st+=("$("$OUT/corebench" md --server 127.0.0.1:$PORT --clients 1 --files 10000 --phases create,stat --server-pid "$SERVER_PID" |
+      python3 -c 'import json,sys;r=json.load(sys.stdin);print(r["stat_per_s"], r["stat_cpu_us"]["client"], r["stat_cpu_us"]["server"])')")
   done
-  echo; echo "One client's stats over the core's Unix socket: $(median "${st[@]}")/s (runs ${st[*]})"
+  st1=$(printf '%s\n' "${st[@]}" | python3 -c 'import statistics,sys; rows=[[float(x) for x in l.split()] for l in sys.stdin if l.strip()]; print(*(round(statistics.median(c), 1) for c in zip(*rows)))')
+  read -r r1 c1 s1 <<< "$st1"
+  echo; echo "One client's stats over the core's Unix socket: $r1/s, CPU µs a stat: client $c1, server $s1 (median of $REPS)"
   # the catalog's group commits so far (groups, operations), from /metrics
   groups() { curl -s -H "Authorization: Bearer $STRATA_TOKEN" "http://127.0.0.1:$PORT/metrics" |
     awk '/^strata_catalog_group_operations_count/{c=$2} /^strata_catalog_group_operations_sum/{s=$2} END{print c, s}'; }
@@ -285,7 +283,7 @@ print(*("%.1f" % statistics.median(r[ph + "_cpu_us"][k] for r in rs) for k in ("
   done
   stop
   echo; echo "The terms (examples/sim/catalog.toml's [catalog]; client_us and server_us are a create's, a remove's in the comment):"; echo
-  printf '%s\n' "${alone[@]}" "--" "${wk[@]}" "--" "${st[@]}" "--" "${cal[@]}" | python3 -c '
+  printf '%s\n' "${alone[@]}" "--" "$st1" "--" "${cal[@]}" | python3 -c '
 import json, statistics, sys
 parts, cur = [], []
 for l in sys.stdin.read().splitlines():
@@ -293,9 +291,8 @@ for l in sys.stdin.read().splitlines():
     elif l.strip(): cur.append(l)
 parts.append(cur)
 alone = [[float(x) for x in l.split()] for l in parts[0]]
-wake = [json.loads(l)["gap_us_to_round_trip_us"] for l in parts[1]]
-stat1 = statistics.median(float(x) for x in parts[2])
-cal = {(l.split()[0], int(l.split()[1])): [float(x) for x in l.split()[2:]] for l in parts[3]}
+r1, c1, s1 = (float(x) for x in parts[1][0].split())
+cal = {(l.split()[0], int(l.split()[1])): [float(x) for x in l.split()[2:]] for l in parts[2]}
 def line(xs, ys):  # least squares y = a*x + b
     n = len(xs); mx, my = sum(xs) / n, sum(ys) / n
     a = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -304,26 +301,24 @@ inv = [1 / g for _, g, _ in alone]
 per_group, commit = line(inv, [t for t, _, _ in alone])
 group, _ = line(inv, [c for _, _, c in alone])
 group = min(max(group, 0), per_group)
-gaps = sorted(wake[0], key=int)
-rt = {g: statistics.median(w[g] for w in wake) for g in gaps}
-r0 = rt[gaps[0]]; rinf = statistics.median(rt[g] for g in gaps if int(g) >= 160)
-wake_us = max(rinf - r0, 0)
-spin = max([int(g) for g in gaps if rt[g] < r0 + wake_us / 2], default=0)
 s64 = cal[("stat", 64)]
 creq, sreq = s64[0], s64[2] - s64[0]
+# one client: 1e6/r1 = creq + sreq + 2 wake; c1 + s1 = creq + sreq + 2 (wake + park)
+wake_us = max((1e6 / r1 - creq - sreq) / 2, 0)
+park_us = max((c1 + s1 - creq - sreq) / 2 - wake_us, 0)
 s8 = cal[("stat", 8)]
 def own(ph):
     c = cal[(ph, 8)]
     return max(c[0] - s8[0], 0), max((c[2] - c[0]) - (s8[2] - s8[0]) - commit - group / c[3], 0)
 cc, cs = own("create"); rc, rs = own("remove")
-print("rtt_us = %.0f" % max(1e6 / stat1 - creq - sreq, 0))
+print("rtt_us = 0        # one host: the sockets are CPU")
 print("sync_us = %.0f" % (per_group - group))
 print("group_us = %.0f" % group)
 print("commit_us = %.0f" % commit)
 print("client_request_us = %.0f" % creq)
 print("server_request_us = %.0f" % sreq)
 print("wake_us = %.0f" % wake_us)
-print("spin_us = %d" % spin)
+print("park_us = %.0f" % park_us)
 print("window = 8        # client/batch.go batchWindow")
 print("linger_us = 300   # internal/catalog/sqlstore lingerFor")
 print("client_us = %.0f    # remove: %.0f; stat: 0" % (cc, rc))

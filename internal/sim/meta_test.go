@@ -66,7 +66,7 @@ func TestMetaCPUBound(t *testing.T) {
 func TestMetaErrors(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{"sync_us = -1", "catalog.sync_us"},
-		{"wake_us = -3", "catalog.wake_us"},
+		{"wake_us = -3", "catalog.wake_us"}, {"park_us = -1", "catalog.park_us"},
 		{"window = -1", "catalog.window"},
 		{"cpu_cv = 1.5", "catalog.cpu_cv"},
 	} {
@@ -140,17 +140,43 @@ func TestMetaLinger(t *testing.T) {
 }
 
 // One client's stat is two bursts (its own, the server's) and a round
-// trip; each burst finding its core idle for longer than spin_us waits
-// wake_us. A core that fell idle within spin_us runs it at once.
+// trip, and each process is idle when its burst comes: the burst pays
+// wake_us of CPU first, unless the process's thread is still going idle
+// (park_us, on its core, off the operation's path) and takes it.
 func TestMetaWake(t *testing.T) {
 	cat := "cores = 2\nclient_us = 10\nserver_us = 10\nrtt_us = 20\nwake_us = 15\n"
 	for _, c := range []struct {
-		spin string
+		park string
 		want float64 // µs an operation
-	}{{"spin_us = 0", 70}, {"spin_us = 5", 70}, {"spin_us = 1000", 40}} {
-		r := metaStudy(t, "stat", 1, 2000, cat+c.spin)
-		if got := 1e6 / r.Meta.PerS; math.Abs(got-c.want) > 0.1 {
-			t.Errorf("%s: %.2f µs a stat, want %.0f (%d wakes)", c.spin, got, c.want, r.Meta.Wakes)
+		busy float64 // CPU µs an operation
+	}{{"park_us = 0", 70, 50}, {"park_us = 5", 70, 60}, {"park_us = 1000", 40, 80}} {
+		r := metaStudy(t, "stat", 1, 2000, cat+c.park)
+		got := 1e6 / r.Meta.PerS
+		if math.Abs(got-c.want) > 0.1 {
+			t.Errorf("%s: %.2f µs a stat, want %.0f (%d wakes)", c.park, got, c.want, r.Meta.Wakes)
 		}
+		// with park_us = 1000 both cores are always held: 2 × 40 µs
+		if busy := r.Meta.CoresBusy * 2 * got; math.Abs(busy-c.busy) > 0.5 {
+			t.Errorf("%s: %.2f CPU µs a stat, want %.0f", c.park, busy, c.busy)
+		}
+	}
+}
+
+// Under load a process is seldom idle: its threads go from one burst to
+// the next, so the wake-ups and parks that more than double an
+// operation's CPU at one client all but vanish, and stats run near the
+// cores over their CPU.
+func TestMetaWakeUnderLoad(t *testing.T) {
+	cat := "cores = 2\nclient_us = 10\nserver_us = 10\nwake_us = 30\npark_us = 30\ncpu_cv = 1\n"
+	one := metaStudy(t, "stat", 1, 2000, cat)
+	if one.Meta.Wakes != 2*2000 {
+		t.Errorf("one client: %d wakes in 2,000 stats, want 4,000", one.Meta.Wakes)
+	}
+	r := metaStudy(t, "stat", 64, 200, cat)
+	if f := float64(r.Meta.Wakes) / float64(r.Meta.Ops); f > 0.1 {
+		t.Errorf("64 clients: %.3f wakes a stat", f)
+	}
+	if want := 2 / 20e-6; r.Meta.PerS < 0.85*want || r.Meta.PerS > want {
+		t.Errorf("64 clients: %.0f stats/s, want the cores' %.0f", r.Meta.PerS, want)
 	}
 }
