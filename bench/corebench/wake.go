@@ -14,8 +14,9 @@ import (
 // wakeGaps are the idle times, µs, before each round trip of wakeCost.
 var wakeGaps = []int{0, 10, 20, 40, 80, 160, 320, 640}
 
-// wakeCost measures what an idle core costs a hand-off, the term strata
-// sim's catalog model calls wake_us and spin_us: a child process echoes
+// wakeCost measures what an idle core costs a hand-off made while the
+// sender's core stays busy (docs/SIMULATION.md, the catalog: why strata
+// sim's wake_us does not come from it): a child process echoes
 // a byte on a Unix socket pair, and this one sends it after keeping its
 // own core busy for a gap (a spin on the clock, so only the echo's side
 // falls idle) and times the round trip. With no gap the echo's thread is still
