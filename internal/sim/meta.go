@@ -40,11 +40,13 @@ import (
 // sleeps, the switch away), and a burst of its own arriving meanwhile takes
 // that core at once, found by the looking. A burst of a process already
 // idle pays wake_us of CPU first (the kernel's wake-up of a sleeping
-// thread, the switch in). Under load neither happens: each process always
-// has work. perf record -a of one client's stats over the Unix socket puts
-// 12 µs of the client's 24 and 19 of the server's 33 in futex, epoll, the
-// sockets' wake-ups and the runtime's scheduler, against 1–2 µs each at 8
-// clients.
+// thread, mostly on another CPU: its interrupt, a halted virtual CPU's
+// exit). Under load neither happens: each process always has work. perf
+// record -a of one client's stats over the Unix socket puts 12 µs of the
+// client's 24 and 19 of the server's 33 in futex, epoll, the sockets'
+// wake-ups and the runtime's scheduler, against 1–2 µs each at 8 clients;
+// pinned to one CPU, the same stats cost the loaded CPU
+// (docs/SIMULATION.md).
 
 // CatalogConfig is a metadata study's catalog server ([catalog]);
 // examples/sim/catalog.toml holds this machine's, calibrated.
