@@ -34,14 +34,18 @@ import (
 // (park_us, wake_us), which is why an operation costs more CPU on an idle
 // machine than on a busy one; and the bursts' variation (cpu_cv).
 //
-// Idle and woken: the clients are one process, the server another. A
-// process with no burst running or queued goes idle: its thread spends
-// park_us of CPU on its core (the runtime looking for work, epoll and futex
-// sleeps, the switch away), and a burst of its own arriving meanwhile takes
-// that core at once, found by the looking. A burst of a process already
-// idle pays wake_us of CPU first (the kernel's wake-up of a sleeping
-// thread, mostly on another CPU: its interrupt, a halted virtual CPU's
-// exit). Under load neither happens: each process always has work. perf
+// Idle and woken: the clients are one process, the server another, each
+// with as many threads to run its bursts as there are cores (Go's
+// GOMAXPROCS). A thread whose burst ends with nothing more of its process
+// waiting goes idle: it spends park_us of CPU on its core (the runtime
+// looking for work, epoll and futex sleeps, the switch away), and a burst
+// of its process arriving meanwhile takes that core at once, found by the
+// looking. A burst arriving while its process has fewer bursts running or
+// waiting than threads wakes a sleeping one (the runtime's wakep, a
+// socket's wake-up) and pays wake_us of CPU first (the kernel's wake-up,
+// mostly on another CPU: its interrupt, a halted virtual CPU's exit) —
+// a hand-off inside the server (a request's call to the writer) too.
+// Under load neither happens: each process's threads always have work. perf
 // record -a of one client's stats over the Unix socket puts 12 µs of the
 // client's 24 and 19 of the server's 33 in futex, epoll, the sockets'
 // wake-ups and the runtime's scheduler, against 1–2 µs each at 8 clients;
