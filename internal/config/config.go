@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -353,18 +354,7 @@ func Load(path string, edits ...func(*Config)) (Config, error) {
 		return c, fmt.Errorf("config: %w", err)
 	}
 	var fileCfg Config
-	dec := toml.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&fileCfg); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			row, col := de.Position()
-			return c, fmt.Errorf("config %s:%d:%d: %s", path, row, col, de.Error())
-		}
-		var sm *toml.StrictMissingError
-		if errors.As(err, &sm) {
-			return c, fmt.Errorf("config %s: %s", path, strings.TrimSpace(sm.String()))
-		}
+	if err := DecodeStrict(b, &fileCfg); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	merge(&c, fileCfg)
@@ -525,4 +515,41 @@ func (c *Config) Complete() error {
 		}
 	}
 	return nil
+}
+
+// typeMismatch is go-toml's "cannot decode TOML integer into struct field
+// config.Config.Listen of type string", whose Go names mean nothing to the
+// file's author.
+var typeMismatch = regexp.MustCompile(`^(cannot decode TOML \S+) into struct field .+ of type (.+)$`)
+
+// DecodeStrict decodes the TOML document b into v, refusing keys v has no
+// field for (a typo must not silently leave a default), with an error of
+// one line that names where and what: "line 3: unknown key
+// catalog.spin_us", "line 1, column 8: cannot decode TOML integer into
+// string (key name)". go-toml's own renderings quote the document
+// over several lines.
+func DecodeStrict(b []byte, v any) error {
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	// A StrictMissingError unwraps to its DecodeErrors: ask for it first.
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) {
+		msgs := make([]string, len(sm.Errors))
+		for i := range sm.Errors {
+			row, _ := sm.Errors[i].Position()
+			msgs[i] = fmt.Sprintf("line %d: unknown key %s", row, strings.Join(sm.Errors[i].Key(), "."))
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		msg := typeMismatch.ReplaceAllString(strings.TrimPrefix(de.Error(), "toml: "), "$1 into $2")
+		if k := de.Key(); len(k) > 0 {
+			msg += " (key " + strings.Join(k, ".") + ")"
+		}
+		return fmt.Errorf("line %d, column %d: %s", row, col, msg)
+	}
+	return err
 }

@@ -109,3 +109,30 @@ func TestLoadRejects(t *testing.T) {
 		})
 	}
 }
+
+// A TOML mistake is one line naming where it is and which key: the server's
+// configuration and strata sim's studies both decode with DecodeStrict.
+func TestDecodeStrict(t *testing.T) {
+	var v struct {
+		Name string `toml:"name"`
+		Sub  struct {
+			N int `toml:"n"`
+		} `toml:"sub"`
+	}
+	for _, c := range []struct{ doc, want string }{
+		{"name = \"a\"\n", ""},
+		{"nmae = \"a\"\n", "line 1: unknown key nmae"},
+		{"name = \"a\"\n[sub]\nn = 1\nm = 2\nx.y = 3\n", "line 4: unknown key sub.m; line 5: unknown key sub.x.y"},
+		{"name = 3\n", "line 1, column 8: cannot decode TOML integer into string (key name)"},
+		{"[sub]\nn = \"x\"\n", "(key sub.n)"},
+		{"name = \n", "line 1, column"},
+	} {
+		err := DecodeStrict([]byte(c.doc), &v)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.doc, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%q: got %v, want one line with %q", c.doc, err, c.want)
+		}
+	}
+}

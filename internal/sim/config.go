@@ -1,13 +1,11 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-
+	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/des"
 )
 
@@ -232,27 +230,13 @@ func Load(path string) (*Config, error) {
 // silently a default.
 func Parse(b []byte) (*Config, error) {
 	var c Config
-	dec := toml.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		var sm *toml.StrictMissingError
-		if ok := asStrict(err, &sm); ok {
-			return nil, fmt.Errorf("unknown key %s", strings.TrimSpace(sm.String()))
-		}
+	if err := config.DecodeStrict(b, &c); err != nil {
 		return nil, err
 	}
 	if err := c.fill(); err != nil {
 		return nil, err
 	}
 	return &c, nil
-}
-
-func asStrict(err error, sm **toml.StrictMissingError) bool {
-	e, ok := err.(*toml.StrictMissingError)
-	if ok {
-		*sm = e
-	}
-	return ok
 }
 
 // fill applies defaults and checks the study.
