@@ -398,6 +398,14 @@ func (c *Client) send(ctx context.Context, ca *coreAddr, method, path string, q 
 		io.Copy(io.Discard, resp.body)
 		return resp.header, nil
 	}
+	if raw, ok := out.(*[]byte); ok { // a page that is not JSON (/metrics)
+		b, err := io.ReadAll(io.LimitReader(resp.body, maxRawReply))
+		if err != nil {
+			return nil, fmt.Errorf("strata server %s: reading the reply: %w", ca.name, err)
+		}
+		*raw = b
+		return resp.header, nil
+	}
 	if err := api.NewDecoder(resp.body).Decode(out); err != nil {
 		return nil, fmt.Errorf("strata server %s: bad reply: %w", ca.name, err)
 	}
@@ -619,6 +627,15 @@ func (c *Client) Quota(ctx context.Context, user string) ([]QuotaInfo, error) {
 		q = url.Values{"user": {user}}
 	}
 	return qs, c.do(ctx, "GET", "/v1/quota", q, nil, &qs)
+}
+
+// maxRawReply bounds a page read whole (Metrics).
+const maxRawReply = 64 << 20
+
+// Metrics returns the core's /metrics page (Prometheus's text format).
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	var b []byte
+	return b, c.do(ctx, "GET", "/metrics", nil, nil, &b)
 }
 
 // Version returns the server's version.

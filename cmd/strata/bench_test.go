@@ -42,6 +42,10 @@ func TestBench(t *testing.T) {
 					Name  string
 					Bytes int64
 					MiBps float64 `json:"mib_per_s"`
+					CPU   *struct {
+						Client float64
+						Server *float64
+					} `json:"cpu_us_per_op"`
 				}
 			}
 		}
@@ -50,6 +54,16 @@ func TestBench(t *testing.T) {
 		}
 		if len(rep.Results) != 3 || rep.Results[0].Phases[0].MiBps <= 0 || rep.Results[0].Phases[0].Bytes != 16<<20 {
 			t.Fatalf("%s: JSON %+v", target, rep)
+		}
+		// every phase's CPU an operation: the client's always, the
+		// server's from a Strata core's /metrics
+		for _, res := range rep.Results {
+			for _, ph := range res.Phases {
+				strata := strings.HasPrefix(target, "strata:")
+				if c := ph.CPU; c == nil || c.Client <= 0 || (c.Server != nil) != strata || (strata && *c.Server <= 0 && strings.HasPrefix(ph.Name, "create")) {
+					t.Errorf("%s: %s %s: CPU an operation %+v", target, res.Scenario, ph.Name, c)
+				}
+			}
 		}
 		if svgs, _ := filepath.Glob(filepath.Join(dir, "charts", "*latency*.svg")); len(svgs) != 2 {
 			t.Fatalf("%s: latency charts %v", target, svgs)

@@ -60,6 +60,14 @@ type Result struct {
 	Bound    []BoundCheck      `json:"bound,omitempty"` // scaling: measured against S = min(N·I, M·I, P·R)
 }
 
+// PhaseCPU is a phase's CPU an operation, µs, user and system: the
+// client's (every worker process) and the server's (a Strata core's, from
+// its /metrics).
+type PhaseCPU struct {
+	Client float64  `json:"client"`
+	Server *float64 `json:"server,omitempty"`
+}
+
 // Phase is one timed step.
 type Phase struct {
 	Name   string            `json:"name"`
@@ -89,9 +97,13 @@ type Phase struct {
 	Cache              string    `json:"cache,omitempty"`      // reads: what was done to caches before
 	Verify             string    `json:"verify,omitempty"`     // reads: how data was checked
 	VerifyErrors       int64     `json:"verify_errors,omitempty"`
-	Skipped            string    `json:"skipped,omitempty"`
-	Error              string    `json:"error,omitempty"`
-	steps              []int64   // where each worker's loop ended: what a read replays
+	// CPU is what the phase cost an operation in CPU: its worker
+	// processes' own and, on a strata:// target, the core's process
+	// (with its embedded mover). Absent where not measured.
+	CPU     *PhaseCPU `json:"cpu_us_per_op,omitempty"`
+	Skipped string    `json:"skipped,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	steps   []int64   // where each worker's loop ended: what a read replays
 }
 
 // Failed says whether the phase failed or its data did not verify.

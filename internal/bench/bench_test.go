@@ -379,3 +379,39 @@ func TestStonewallWithReaders(t *testing.T) {
 		t.Fatal("the writers stonewalled beside readers never finished")
 	}
 }
+
+// A core's CPU comes from its /metrics page: the counter named, unlabelled,
+// as Prometheus's text format writes it; anything else is an error, never
+// a number made up.
+func TestMetricSeconds(t *testing.T) {
+	page := "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n" +
+		"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.25\n" +
+		"strata_process_cpu_seconds_total_other 9\nstrata_process_cpu_seconds_total 1.234567\n"
+	for _, c := range []struct {
+		page, name string
+		want       time.Duration
+		ok         bool
+	}{
+		{page, "strata_process_cpu_seconds_total", 1234567 * time.Microsecond, true},
+		{page, "process_cpu_seconds_total", 1250 * time.Millisecond, true},
+		{page, "go_goroutines", 0, false},
+		{"process_cpu_seconds_total NaN\n", "process_cpu_seconds_total", 0, false},
+		{"process_cpu_seconds_total -1\n", "process_cpu_seconds_total", 0, false},
+		{"process_cpu_seconds_total 2e-3", "process_cpu_seconds_total", 2 * time.Millisecond, true},
+	} {
+		got, err := metricSeconds([]byte(c.page), c.name)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%s in %q: %v, %v; want %v (ok %v)", c.name, c.page, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func FuzzMetricSeconds(f *testing.F) {
+	f.Add([]byte("process_cpu_seconds_total 1.5\n"))
+	f.Add([]byte("process_cpu_seconds_total +Inf\nprocess_cpu_seconds_total 2"))
+	f.Fuzz(func(t *testing.T, page []byte) {
+		if d, err := metricSeconds(page, "process_cpu_seconds_total"); err == nil && d < 0 {
+			t.Fatalf("%q: negative %v", page, d)
+		}
+	})
+}

@@ -41,13 +41,14 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "  skipped: %s\n", res.Skipped)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "  phase\tworkers\tops\tbytes\tsecs\tMiB/s\tops/s\tfirst-done MiB/s\tfirst-done ops/s\tp50 µs\tp99 µs\tp99.9 µs\t")
+		fmt.Fprintln(tw, "  phase\tworkers\tops\tbytes\tsecs\tMiB/s\tops/s\tfirst-done MiB/s\tfirst-done ops/s\tp50 µs\tp99 µs\tp99.9 µs\tCPU µs/op client\tserver\t")
 		for _, ph := range res.Phases {
 			if ph.Skipped != "" {
 				continue // listed below the table
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t\n", ph.Name, ph.Workers, ph.Ops, sizeStr(ph.Bytes), ph.Seconds,
-				num(ph.MiBps), num(ph.OpsPerSec), num(ph.MiBpsFirstDone), num(ph.OpsPerSecFirstDone), ph.Latency.P50, ph.Latency.P99, ph.Latency.P999)
+			client, server := ph.CPU.strings()
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", ph.Name, ph.Workers, ph.Ops, sizeStr(ph.Bytes), ph.Seconds,
+				num(ph.MiBps), num(ph.OpsPerSec), num(ph.MiBpsFirstDone), num(ph.OpsPerSecFirstDone), ph.Latency.P50, ph.Latency.P99, ph.Latency.P999, client, server)
 		}
 		tw.Flush()
 		for _, ph := range res.Phases {
@@ -78,6 +79,20 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	return nil
 }
 
+// strings gives the client's and the server's CPU an operation, "-" where
+// not measured.
+func (c *PhaseCPU) strings() (client, server string) {
+	client, server = "-", "-"
+	if c == nil {
+		return
+	}
+	client = strconv.FormatFloat(c.Client, 'f', 1, 64)
+	if c.Server != nil {
+		server = strconv.FormatFloat(*c.Server, 'f', 1, 64)
+	}
+	return
+}
+
 // num prints a rate with sensible precision.
 func num(v float64) string {
 	switch {
@@ -103,7 +118,8 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 func (rep *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"scenario", "phase", "series", "x", "labels", "workers", "ops", "bytes", "seconds", "mib_per_s", "ops_per_s",
-		"first_done_seconds", "mib_per_s_first_done", "ops_per_s_first_done", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us", "stonewall_hit", "skipped", "error"})
+		"first_done_seconds", "mib_per_s_first_done", "ops_per_s_first_done", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us", "stonewall_hit", "skipped", "error",
+		"client_cpu_us_per_op", "server_cpu_us_per_op"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, res := range rep.Results {
 		for _, ph := range res.Phases {
@@ -113,7 +129,8 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 			}
 			cw.Write([]string{res.Scenario, ph.Name, ph.Series, f(ph.X), strings.Join(ls, ";"), strconv.Itoa(ph.Workers), strconv.FormatInt(ph.Ops, 10),
 				strconv.FormatInt(ph.Bytes, 10), f(ph.Seconds), f(ph.MiBps), f(ph.OpsPerSec), f(ph.FirstDone), f(ph.MiBpsFirstDone), f(ph.OpsPerSecFirstDone),
-				f(ph.Latency.P50), f(ph.Latency.P90), f(ph.Latency.P99), f(ph.Latency.P999), f(ph.Latency.Max), strconv.FormatBool(ph.StonewallHit), ph.Skipped, ph.Error})
+				f(ph.Latency.P50), f(ph.Latency.P90), f(ph.Latency.P99), f(ph.Latency.P999), f(ph.Latency.Max), strconv.FormatBool(ph.StonewallHit), ph.Skipped, ph.Error,
+				csvCPU(ph.CPU, false), csvCPU(ph.CPU, true)})
 		}
 	}
 	cw.Flush()
@@ -158,4 +175,16 @@ func (rep *Report) WorkersString() string {
 		return fmt.Sprintf("%d workers in %d processes", rep.Workers, rep.Procs)
 	}
 	return fmt.Sprintf("%d workers", rep.Workers)
+}
+
+// csvCPU is a CSV cell of the client's (or the server's) CPU an operation,
+// empty where not measured.
+func csvCPU(c *PhaseCPU, server bool) string {
+	switch {
+	case c == nil, server && c.Server == nil:
+		return ""
+	case server:
+		return strconv.FormatFloat(*c.Server, 'g', 6, 64)
+	}
+	return strconv.FormatFloat(c.Client, 'g', 6, 64)
 }

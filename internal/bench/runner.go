@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -214,10 +216,34 @@ type processResult struct {
 	Proc    int            `json:"proc"`
 	Hit     bool           `json:"hit"`
 	Workers []workerResult `json:"workers"`
+	// CPU is this process's CPU time over the phase.
+	CPU time.Duration `json:"cpu_ns"`
 	// Samples are this process's workers' counts every sampleEvery since
 	// the release, from which the leader interpolates "first done"
 	// figures across processes.
 	Samples []sample `json:"samples,omitempty"`
+}
+
+// selfCPU is this process's CPU time so far, user and system.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+}
+
+// serverCPU is the target's server's CPU time so far, where the target
+// reports it (a Strata core's /metrics).
+func (r *Run) serverCPU() (time.Duration, bool) {
+	sc, ok := r.T.(interface {
+		ServerCPU(context.Context) (time.Duration, error)
+	})
+	if !ok {
+		return 0, false
+	}
+	d, err := sc.ServerCPU(r.ctx)
+	return d, err == nil
 }
 
 type sample struct {
@@ -288,6 +314,9 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 		}()
 	}
 	ready.Wait()
+	// the server's CPU is read over HTTP: before the phase's start is
+	// agreed (with peers) and its clock starts
+	srv0, srvOK := r.serverCPU()
 	label := r.stepLabel(spec.Name)
 	if r.dist != nil {
 		if err := r.dist.begin(label, p); err != nil {
@@ -308,15 +337,18 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	if r.dist != nil {
 		stopSampling = p.sample(&samples)
 	}
+	cpu0 := selfCPU()
 	r.inPhase.Store(true)
 	release.open()
 	done.Wait()
 	r.inPhase.Store(false)
+	used := selfCPU() - cpu0
+	srv1, srvOK1 := r.serverCPU()
 	stopSampling()
 	stopProgress()
 	p.localStopped(p.maxCount) // workers that returned early (errors) never registered
 
-	pr := processResult{Proc: r.rank(), Hit: p.hit, Samples: samples}
+	pr := processResult{Proc: r.rank(), Hit: p.hit, Samples: samples, CPU: used}
 	for i, w := range p.workers {
 		wr := workerResult{ID: w.ID, Proc: r.rank(), Ops: w.ops.Load(), Bytes: w.bytes.Load(),
 			End: w.end.Sub(p.t0), Steps: w.steps, Snap: snaps[i], hist: w.hist}
@@ -326,7 +358,24 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 		pr.Workers = append(pr.Workers, wr)
 	}
 	merge := func(prs []processResult) []Phase {
-		return mergePhase(spec.Name, p.deadline, n, names, spec.Role, prs)
+		phs := mergePhase(spec.Name, p.deadline, n, names, spec.Role, prs)
+		if len(phs) == 1 && phs[0].Ops > 0 && phs[0].Error == "" {
+			// the whole phase's CPU; a duplex phase's roles share it,
+			// so it is not split between them
+			var client time.Duration
+			for _, pr := range prs {
+				client += pr.CPU
+			}
+			perOp := func(d time.Duration) float64 {
+				return math.Round(float64(d.Nanoseconds())/float64(phs[0].Ops)/100) / 10
+			}
+			phs[0].CPU = &PhaseCPU{Client: perOp(client)}
+			if srvOK && srvOK1 {
+				v := perOp(srv1 - srv0)
+				phs[0].CPU.Server = &v
+			}
+		}
+		return phs
 	}
 	if r.dist != nil {
 		phs, err := r.dist.finish(pr, merge)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +75,26 @@ func TestRequests(t *testing.T) {
 	}
 	if !strings.Contains(body, "go_goroutines ") || !strings.Contains(body, "process_cpu_seconds_total ") {
 		t.Error("/metrics lacks the Go runtime and process metrics")
+	}
+}
+
+// The process's CPU to the microsecond (strata bench's CPU an operation):
+// it grows by what this process spends, as getrusage counts it around the
+// same work.
+func TestCPUCounter(t *testing.T) {
+	c := cpuCounter()
+	rusage := func() float64 {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return float64(syscall.TimevalToNsec(ru.Utime)+syscall.TimevalToNsec(ru.Stime)) / 1e9
+	}
+	a, r0 := testutil.ToFloat64(c), rusage()
+	for x, t0 := 0, time.Now(); time.Since(t0) < 30*time.Millisecond; x++ {
+		_ = x * x // spend CPU
+	}
+	r1, b := rusage(), testutil.ToFloat64(c)
+	if a <= 0 || b-a <= 0 || math.Abs((b-a)-(r1-r0)) > 0.002 {
+		t.Errorf("CPU seconds %v then %v; getrusage inside %v then %v", a, b, r0, r1)
 	}
 }
 
