@@ -46,6 +46,10 @@ func TestBench(t *testing.T) {
 						Client float64
 						Server *float64
 					} `json:"cpu_us_per_op"`
+					Groups *struct {
+						Groups      int64
+						OpsPerGroup float64 `json:"ops_per_group"`
+					} `json:"catalog_groups"`
 				}
 			}
 		}
@@ -62,6 +66,10 @@ func TestBench(t *testing.T) {
 				strata := strings.HasPrefix(target, "strata:")
 				if c := ph.CPU; c == nil || c.Client <= 0 || (c.Server != nil) != strata || (strata && *c.Server <= 0 && strings.HasPrefix(ph.Name, "create")) {
 					t.Errorf("%s: %s %s: CPU an operation %+v", target, res.Scenario, ph.Name, c)
+				}
+				// a core's creates commit in its catalog's groups
+				if g := ph.Groups; strings.HasPrefix(ph.Name, "create") && strata && (g == nil || g.Groups <= 0 || g.OpsPerGroup < 1) || !strata && g != nil {
+					t.Errorf("%s: %s %s: catalog groups %+v", target, res.Scenario, ph.Name, g)
 				}
 			}
 		}

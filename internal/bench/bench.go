@@ -68,6 +68,15 @@ type PhaseCPU struct {
 	Server *float64 `json:"server,omitempty"`
 }
 
+// PhaseGroups is a Strata core's catalog group commits during a phase:
+// how many, the operations one held and its time, BEGIN to the end of its
+// durable COMMIT (how far the writer's syncs were shared).
+type PhaseGroups struct {
+	Groups      int64   `json:"groups"`
+	OpsPerGroup float64 `json:"ops_per_group"`
+	USPerGroup  float64 `json:"us_per_group"`
+}
+
 // Phase is one timed step.
 type Phase struct {
 	Name   string            `json:"name"`
@@ -100,10 +109,13 @@ type Phase struct {
 	// CPU is what the phase cost an operation in CPU: its worker
 	// processes' own and, on a strata:// target, the core's process
 	// (with its embedded mover). Absent where not measured.
-	CPU     *PhaseCPU `json:"cpu_us_per_op,omitempty"`
-	Skipped string    `json:"skipped,omitempty"`
-	Error   string    `json:"error,omitempty"`
-	steps   []int64   // where each worker's loop ended: what a read replays
+	CPU *PhaseCPU `json:"cpu_us_per_op,omitempty"`
+	// Groups is what a Strata core's catalog writer committed during the
+	// phase, its own or another's (a phase of reads has none).
+	Groups  *PhaseGroups `json:"catalog_groups,omitempty"`
+	Skipped string       `json:"skipped,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	steps   []int64      // where each worker's loop ended: what a read replays
 }
 
 // Failed says whether the phase failed or its data did not verify.

@@ -58,6 +58,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			if len(ph.Repeats) > 1 {
 				fmt.Fprintf(w, "  %s: min %s / median %s / max %s ops/s over %d repetitions\n", ph.Name, num(ph.Repeats[0]), num(ph.OpsPerSec), num(ph.Repeats[len(ph.Repeats)-1]), len(ph.Repeats))
 			}
+			if g := ph.Groups; g != nil {
+				fmt.Fprintf(w, "  %s: the catalog committed %d groups, %.2f operations and %.0f µs a group\n", ph.Name, g.Groups, g.OpsPerGroup, g.USPerGroup)
+			}
 			if ph.StonewallHit {
 				fmt.Fprintf(w, "  %s: stopped by the %v deadline (wear-out to equal shares)\n", ph.Name, time.Duration(ph.Deadline*float64(time.Second)))
 			}

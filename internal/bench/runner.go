@@ -233,17 +233,26 @@ func selfCPU() time.Duration {
 	return time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 }
 
-// serverCPU is the target's server's CPU time so far, where the target
-// reports it (a Strata core's /metrics).
-func (r *Run) serverCPU() (time.Duration, bool) {
+// ServerStats are a server's counters so far, where the target reports
+// them (a Strata core's /metrics): its CPU time and its catalog writer's
+// group commits (how many, the operations and the time they held).
+type ServerStats struct {
+	CPU       time.Duration
+	Groups    int64
+	GroupOps  int64
+	GroupTime time.Duration
+}
+
+// serverStats reads the target's server's counters, if it has them.
+func (r *Run) serverStats() (ServerStats, bool) {
 	sc, ok := r.T.(interface {
-		ServerCPU(context.Context) (time.Duration, error)
+		ServerStats(context.Context) (ServerStats, error)
 	})
 	if !ok {
-		return 0, false
+		return ServerStats{}, false
 	}
-	d, err := sc.ServerCPU(r.ctx)
-	return d, err == nil
+	st, err := sc.ServerStats(r.ctx)
+	return st, err == nil
 }
 
 type sample struct {
@@ -316,7 +325,7 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	ready.Wait()
 	// the server's CPU is read over HTTP: before the phase's start is
 	// agreed (with peers) and its clock starts
-	srv0, srvOK := r.serverCPU()
+	srv0, srvOK := r.serverStats()
 	label := r.stepLabel(spec.Name)
 	if r.dist != nil {
 		if err := r.dist.begin(label, p); err != nil {
@@ -343,7 +352,7 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	done.Wait()
 	r.inPhase.Store(false)
 	used := selfCPU() - cpu0
-	srv1, srvOK1 := r.serverCPU()
+	srv1, srvOK1 := r.serverStats()
 	stopSampling()
 	stopProgress()
 	p.localStopped(p.maxCount) // workers that returned early (errors) never registered
@@ -371,8 +380,13 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 			}
 			phs[0].CPU = &PhaseCPU{Client: perOp(client)}
 			if srvOK && srvOK1 {
-				v := perOp(srv1 - srv0)
+				v := perOp(srv1.CPU - srv0.CPU)
 				phs[0].CPU.Server = &v
+				if g := srv1.Groups - srv0.Groups; g > 0 {
+					phs[0].Groups = &PhaseGroups{Groups: g,
+						OpsPerGroup: math.Round(float64(srv1.GroupOps-srv0.GroupOps)/float64(g)*100) / 100,
+						USPerGroup:  math.Round(float64((srv1.GroupTime-srv0.GroupTime).Nanoseconds())/float64(g)/100) / 10}
+				}
 			}
 		}
 		return phs

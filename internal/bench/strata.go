@@ -234,26 +234,45 @@ func (t *stratat) DropCache(ctx context.Context, p string) string {
 
 func (t *stratat) Close() error { return t.c.Close() }
 
-// ServerCPU reads the core's CPU time so far from its /metrics
-// (strata_process_cpu_seconds_total, to the microsecond: the core's
-// process, with its embedded mover; movers on other hosts are not in it).
-// A core without that counter gives process_cpu_seconds_total's 10 ms
-// ticks.
-func (t *stratat) ServerCPU(ctx context.Context) (time.Duration, error) {
+// ServerStats reads the core's counters so far from its /metrics: its
+// CPU (strata_process_cpu_seconds_total, to the microsecond: the core's
+// process, with its embedded mover; movers on other hosts are not in it;
+// a core without that counter gives process_cpu_seconds_total's 10 ms
+// ticks) and its catalog writer's group commits.
+func (t *stratat) ServerStats(ctx context.Context) (ServerStats, error) {
 	b, err := t.c.Metrics(ctx)
 	if err != nil {
-		return 0, err
+		return ServerStats{}, err
 	}
-	d, err := metricSeconds(b, "strata_process_cpu_seconds_total")
-	if err != nil {
-		d, err = metricSeconds(b, "process_cpu_seconds_total")
+	var st ServerStats
+	if st.CPU, err = metricSeconds(b, "strata_process_cpu_seconds_total"); err != nil {
+		if st.CPU, err = metricSeconds(b, "process_cpu_seconds_total"); err != nil {
+			return ServerStats{}, err
+		}
 	}
-	return d, err
+	// a core on a catalog without group commits has none of these
+	n, err1 := metricValue(b, "strata_catalog_group_operations_count")
+	ops, err2 := metricValue(b, "strata_catalog_group_operations_sum")
+	secs, err3 := metricSeconds(b, "strata_catalog_group_duration_seconds_sum")
+	if err1 == nil && err2 == nil && err3 == nil {
+		st.Groups, st.GroupOps, st.GroupTime = int64(n), int64(ops), secs
+	}
+	return st, nil
 }
 
 // metricSeconds finds an unlabelled metric's value, in seconds, in a
 // Prometheus text page.
 func metricSeconds(page []byte, name string) (time.Duration, error) {
+	f, err := metricValue(page, name)
+	if err != nil || f*1e9 >= math.MaxInt64 {
+		return 0, fmt.Errorf("metrics: %s: %v seconds", name, f)
+	}
+	return time.Duration(f * 1e9), nil
+}
+
+// metricValue finds an unlabelled metric's value, ≥ 0, in a Prometheus
+// text page.
+func metricValue(page []byte, name string) (float64, error) {
 	prefix := []byte(name + " ")
 	for line := range bytes.Lines(page) {
 		v, ok := bytes.CutPrefix(line, prefix)
@@ -261,10 +280,10 @@ func metricSeconds(page []byte, name string) (time.Duration, error) {
 			continue
 		}
 		f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
-		if err != nil || !(f >= 0 && f*1e9 < math.MaxInt64) { // NaN fails too
+		if err != nil || !(f >= 0 && !math.IsInf(f, 0)) { // NaN fails too
 			return 0, fmt.Errorf("metrics: %s %q", name, bytes.TrimSpace(v))
 		}
-		return time.Duration(f * 1e9), nil
+		return f, nil
 	}
 	return 0, fmt.Errorf("metrics: no %s", name)
 }
