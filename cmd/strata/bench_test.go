@@ -202,3 +202,37 @@ func TestSim(t *testing.T) {
 		}
 	}
 }
+
+// A site calibrates strata sim's catalog from strata bench alone: md-rates
+// at 1, a few and many workers against its server, then calibrate-catalog
+// writes a study that sweeps.
+func TestSimCalibrateCatalog(t *testing.T) {
+	s := newServer(t, "")
+	dir := t.TempDir()
+	var reports []string
+	for _, w := range []string{"1", "4", "32"} {
+		js := filepath.Join(dir, "md-"+w+".json")
+		s.ok("bench", "run", "md-rates", "--target", "strata://"+s.addr, "--scale", "tiny", "--workers", w, "--json", js)
+		reports = append(reports, js)
+	}
+	study := filepath.Join(dir, "catalog.toml")
+	out := s.ok(append([]string{"sim", "calibrate-catalog", "--out", study}, reports...)...)
+	for _, want := range []string{"catalog fitted from strata bench md-rates at [1 4 32] workers", "wake_us", "group_us", "client_us"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("calibrate-catalog lacks %q:\n%s", want, out)
+		}
+	}
+	if out := s.ok("sim", "sweep", study, "--set", "workload.files=100"); !strings.Contains(out, "7 points") {
+		t.Fatalf("the fitted study's sweep:\n%s", out)
+	}
+	// md-rates at too few worker counts: one line, non-zero
+	for _, args := range [][]string{
+		{"sim", "calibrate-catalog", reports[0], reports[1], reports[1]},
+		{"sim", "calibrate-catalog", reports[0]},
+	} {
+		_, errs, code := s.run(args...)
+		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {
+			t.Errorf("strata %s: exit %d, stderr %q", strings.Join(args, " "), code, errs)
+		}
+	}
+}

@@ -25,9 +25,11 @@ func (e *env) simCmd() *cobra.Command {
                                  and array streams, tape recalls through Strata's
                                  scheduler, migration
   strata sim sweep STUDY         every point of the study's [sweep], in parallel
-  strata sim calibrate BENCH     fit device curves from strata bench JSON`,
+  strata sim calibrate BENCH     fit device curves from strata bench JSON
+  strata sim calibrate-catalog MDRATES...
+                                 fit the catalog server from strata bench md-rates`,
 	}
-	cmd.AddCommand(e.simBoundCmd(), e.simRunCmd(), e.simSweepCmd(), e.simCalibrateCmd())
+	cmd.AddCommand(e.simBoundCmd(), e.simRunCmd(), e.simSweepCmd(), e.simCalibrateCmd(), e.simCalibrateCatalogCmd())
 	return cmd
 }
 
@@ -200,6 +202,37 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&repeat, "repeat", false, "predict every point for a repeat of the run (reads into memory, and with --sink into local files)")
 	cmd.Flags().StringVar(&sinkPath, "sink", "", "a study fragment with the client's [clients] sink_rate and sink_dirty (bench/sinkcal prints one), for repeats whose reads went into local files (strata bench --sink)")
 	cmd.Flags().StringArrayVar(&against, "against", nil, "strata bench JSON of a repeat of the run, measured after the predictions (repeatable): print its measurements beside them")
+	return cmd
+}
+
+func (e *env) simCalibrateCatalogCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "calibrate-catalog MDRATES.json...",
+		Short: "Fit the catalog server's terms from strata bench md-rates at 1, 2–8 and 32+ workers",
+		Args:  minArgs(3, "sim calibrate-catalog MDRATES.json..."),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var reps []*bench.Report
+			for _, a := range args {
+				r, err := readReport(a)
+				if err != nil {
+					return fmt.Errorf("sim calibrate-catalog: %s: %w", a, err)
+				}
+				reps = append(reps, r)
+			}
+			fit, err := sim.CalibrateCatalog(reps)
+			if err != nil {
+				return fmt.Errorf("sim calibrate-catalog: %w", err)
+			}
+			if out != "" {
+				if err := bench.WriteFile(out, fit.WriteTOML); err != nil {
+					return err
+				}
+			}
+			return fit.WriteReport(e.stdout)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the fit as a metadata study (creates against 1 to 64 clients) to this file")
 	return cmd
 }
 
