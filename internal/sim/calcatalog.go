@@ -35,6 +35,10 @@ import (
 //     window together), the rest of the group's time being the sync;
 //   - a create's (a remove's) own CPU, each side's, from the few workers'
 //     creates (removes) less what the terms above charge.
+//
+// The fit assumes what strata bench on the server's host measures: the
+// clients' CPU on the server's cores (clients_on_server, cores from the
+// report's host) and no wire (rtt_us = 0).
 
 // catalogWindow is the client's window of requests in flight
 // (client/batch.go's batchWindow): the creates beyond it go together.
@@ -223,8 +227,8 @@ func (f *CatalogFit) WriteTOML(w io.Writer) error {
 	c := f.Catalog
 	_, err := fmt.Fprintf(w, `name = "Strata's catalog: creates against clients (strata sim calibrate-catalog)"
 note = """
-Fitted from strata bench md-rates at %v workers (strata sim
-calibrate-catalog). A stat: --set workload.op=stat --set catalog.client_us=0
+Fitted from strata bench md-rates at %v workers on the server's host
+(strata sim calibrate-catalog). A stat: --set workload.op=stat --set catalog.client_us=0
 --set catalog.server_us=0; a remove: --set workload.op=remove --set
 catalog.client_us=%g --set catalog.server_us=%g."""
 
