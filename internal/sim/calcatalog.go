@@ -88,9 +88,9 @@ func CalibrateCatalog(reps []*bench.Report) (*CatalogFit, error) {
 				}
 			}
 			r.workers = r.stat.Workers
-			for _, ph := range []bench.Phase{r.create, r.stat, r.remove} {
+			for i, ph := range []bench.Phase{r.create, r.stat, r.remove} {
 				if ph.Name == "" || ph.Error != "" || ph.OpsPerSec <= 0 {
-					return nil, fmt.Errorf("md-rates at %d workers: no %q result", r.workers, ph.Name)
+					return nil, fmt.Errorf("md-rates at %d workers: no %q result", r.workers, []string{"create 0 B", "stat 0 B", "delete 0 B"}[i])
 				}
 				if ph.CPU == nil || ph.CPU.Server == nil {
 					return nil, fmt.Errorf("md-rates at %d workers, %s: no CPU an operation of the client and the server (a strata bench from before it recorded them?)", r.workers, ph.Name)
@@ -169,6 +169,8 @@ func CalibrateCatalog(reps []*bench.Report) (*CatalogFit, error) {
 	group := perGroup / 2
 	if d := 1/nFew - 1/nMany; d > 0.01 {
 		group = (sFew - sStat - sMany + sreq/share) / d
+	} else {
+		note("group_us: the groups at %d and %d workers held alike (%.2f, %.2f): half the group's time taken as its CPU", few.workers, many.workers, nFew, nMany)
 	}
 	group = math.Min(math.Max(group, 0), perGroup)
 	c.GroupUS, c.SyncUS, c.CommitUS = round1(group), round1(perGroup-group), round1(commit)
