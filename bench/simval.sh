@@ -33,6 +33,13 @@
 #    site study replaying it to $OUT/mixed with the study's prediction,
 #    waits until the file GO exists (commit the prediction first), runs
 #    the load and prints measured beside predicted.
+# 6. The catalog from strata bench alone: catalog-predict runs md-rates at
+#    1, 8 and 64 workers on a fresh server, ROUNDS (3) times in turn, fits
+#    the catalog from their medians (strata sim calibrate-catalog) and
+#    writes the study and its predictions for 1–64 workers to
+#    $OUT/catalog (commit them); catalog-measure then runs md-rates at 2,
+#    4, 16 and 32 workers the same way and prints the fit's predictions
+#    beside the measured medians ($OUT/catalog/validation.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/bench/out/simval}
@@ -106,6 +113,41 @@ stop_server
   echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml --against client-repeat.json --against client-measured.json"
   "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml" --against "$OUT/client-repeat.json" --against "$OUT/client-measured.json"; } > "$OUT/client-validation.txt"
 cat "$OUT/client-validation.txt"
+fi
+# md_rounds NAME W...: ROUNDS rounds, each on a fresh server, of md-rates
+# at every W in turn (each round starting one further along), into
+# $OUT/catalog/NAME-W-ROUND.json.
+md_rounds() {
+  local name=$1; shift
+  local ws=("$@") n=$#
+  mkdir -p "$OUT/catalog"
+  for r in $(seq "${ROUNDS:-3}"); do
+    serve_capped
+    for i in $(seq 0 $((n-1))); do
+      w=${ws[$(((i + r - 1) % n))]}
+      "$S" bench run md-rates --target strata://127.0.0.1:$PORT --workers "$w" --json "$OUT/catalog/$name-$w-$r.json" > /dev/null
+    done
+    stop_server
+  done
+}
+if [[ " $PARTS " == *" catalog-predict "* ]]; then
+CAP=none
+md_rounds cal 1 8 64
+( cd "$OUT/catalog"
+  { echo "# strata sim's predictions for strata bench md-rates (0-byte files) against strata serve, made before the measurement"
+    echo "# fitted $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), from ${ROUNDS:-3} rounds of md-rates at 1, 8 and 64 workers on fresh servers"
+    echo "\$ strata sim calibrate-catalog --out catalog.toml --predict 1,2,4,8,16,32,64 cal-*.json"
+    "$S" sim calibrate-catalog --out catalog.toml --predict 1,2,4,8,16,32,64 cal-*.json; } > predicted.txt )
+cat "$OUT/catalog/predicted.txt"
+fi
+if [[ " $PARTS " == *" catalog-measure "* ]]; then
+CAP=none
+md_rounds md 2 4 16 32
+( cd "$OUT/catalog"
+  { echo "# measured $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD): md-rates at 2, 4, 16 and 32 workers, ${ROUNDS:-3} rounds on fresh servers"
+    echo "\$ strata sim calibrate-catalog cal-*.json --against md-*.json"
+    "$S" sim calibrate-catalog cal-*.json $(for f in md-*.json; do echo --against "$f"; done); } > validation.txt )
+cat "$OUT/catalog/validation.txt"
 fi
 if [[ " $PARTS " == *" migrate "* ]]; then
 # 4. A migration to one real-time LTO-9 drive, against

@@ -225,10 +225,21 @@ func TestSimCalibrateCatalog(t *testing.T) {
 	if out := s.ok("sim", "sweep", study, "--set", "workload.files=100"); !strings.Contains(out, "7 points") {
 		t.Fatalf("the fitted study's sweep:\n%s", out)
 	}
+	// predicted beside a run at a worker count the fit did not use, and
+	// one it did (twice: their median)
+	js := filepath.Join(dir, "md-2.json")
+	s.ok("bench", "run", "md-rates", "--target", "strata://"+s.addr, "--scale", "tiny", "--workers", "2", "--json", js)
+	out = s.ok(append([]string{"sim", "calibrate-catalog", "--against", js, "--against", reports[1], "--against", reports[1]}, reports...)...)
+	for _, want := range []string{"predicted (this fit) against measured", "\n        2  ", "\n        4  ", "3 predictions at worker counts the fit did not use: median |error|"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("calibrate-catalog --against lacks %q:\n%s", want, out)
+		}
+	}
 	// md-rates at too few worker counts: one line, non-zero
 	for _, args := range [][]string{
 		{"sim", "calibrate-catalog", reports[0], reports[1], reports[1]},
 		{"sim", "calibrate-catalog", reports[0]},
+		{"sim", "calibrate-catalog", "--against", study, reports[0], reports[1], reports[2]},
 	} {
 		_, errs, code := s.run(args...)
 		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "strata: ") {

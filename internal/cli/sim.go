@@ -157,6 +157,7 @@ func (e *env) simSweepCmd() *cobra.Command {
 func (e *env) simCalibrateCmd() *cobra.Command {
 	var out, sinkPath string
 	var against []string
+	var predict []int
 	var holdout, repeat bool
 	cmd := &cobra.Command{
 		Use:   "calibrate BENCH.json",
@@ -201,16 +202,28 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&holdout, "holdout", false, "fit on every other I/O size and the extreme stream counts; predict the rest with the DES and report the error")
 	cmd.Flags().BoolVar(&repeat, "repeat", false, "predict every point for a repeat of the run (reads into memory, and with --sink into local files)")
 	cmd.Flags().StringVar(&sinkPath, "sink", "", "a study fragment with the client's [clients] sink_rate and sink_dirty (bench/sinkcal prints one), for repeats whose reads went into local files (strata bench --sink)")
+	cmd.Flags().IntSliceVar(&predict, "predict", nil, "predict creates, removes and stats a second at these worker counts (1,2,4,…)")
 	cmd.Flags().StringArrayVar(&against, "against", nil, "strata bench JSON of a repeat of the run, measured after the predictions (repeatable): print its measurements beside them")
 	return cmd
 }
 
 func (e *env) simCalibrateCatalogCmd() *cobra.Command {
 	var out string
+	var against []string
+	var predict []int
 	cmd := &cobra.Command{
 		Use:   "calibrate-catalog MDRATES.json...",
 		Short: "Fit the catalog server's terms from strata bench md-rates at 1, 2–8 and 32+ workers",
-		Args:  minArgs(3, "sim calibrate-catalog MDRATES.json..."),
+		Long: `Fit the catalog server's terms from strata bench md-rates reports against a
+Strata server, at 1 worker, at 2 to 8 and at 32 or more (strata bench run
+md-rates --workers N --json FILE). Several reports at one worker count,
+best run in turns with the other counts, count by their medians: rates
+drift by several per cent between runs minutes apart. With --against, the
+fitted study predicts the worker counts of md-rates reports measured after
+it (medians where a count was run more than once) and prints each beside
+its measurement; --predict prints predictions for worker counts not yet
+measured (to be committed before measuring).`,
+		Args: minArgs(3, "sim calibrate-catalog MDRATES.json..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var reps []*bench.Report
 			for _, a := range args {
@@ -229,10 +242,39 @@ func (e *env) simCalibrateCatalogCmd() *cobra.Command {
 					return err
 				}
 			}
-			return fit.WriteReport(e.stdout)
+			if err := fit.WriteReport(e.stdout); err != nil {
+				return err
+			}
+			if len(predict) > 0 {
+				as, err := fit.PredictWorkers(predict)
+				if err != nil {
+					return fmt.Errorf("sim calibrate-catalog: --predict: %w", err)
+				}
+				if err := fit.WritePredicted(e.stdout, as); err != nil {
+					return err
+				}
+			}
+			if len(against) == 0 {
+				return nil
+			}
+			var measured []*bench.Report
+			for _, a := range against {
+				r, err := readReport(a)
+				if err != nil {
+					return fmt.Errorf("sim calibrate-catalog: --against %s: %w", a, err)
+				}
+				measured = append(measured, r)
+			}
+			as, err := fit.Predict(measured)
+			if err != nil {
+				return fmt.Errorf("sim calibrate-catalog: --against: %w", err)
+			}
+			return fit.WriteAgainst(e.stdout, as)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the fit as a metadata study (creates against 1 to 64 clients) to this file")
+	cmd.Flags().IntSliceVar(&predict, "predict", nil, "predict creates, removes and stats a second at these worker counts (1,2,4,…)")
+	cmd.Flags().StringArrayVar(&against, "against", nil, "strata bench md-rates JSON measured after the fit (repeatable): print the fit's predictions beside it")
 	return cmd
 }
 

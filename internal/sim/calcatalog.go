@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -62,47 +63,22 @@ type mdRun struct {
 }
 
 // CalibrateCatalog fits the catalog model from md-rates reports against a
-// Strata server, one per worker count: at least 1, one from 2 to the
-// client's window (8) and one of 32 or more.
+// Strata server at 1 worker, at 2 to the client's window (8) and at 32 or
+// more; several runs at one count (best taken in turns with the others)
+// count by their medians.
 func CalibrateCatalog(reps []*bench.Report) (*CatalogFit, error) {
 	var runs []mdRun
 	cores := 0
 	for _, rep := range reps {
-		if rep.Target.Kind != "strata" {
-			return nil, fmt.Errorf("a %s target: the catalog is a Strata server's", rep.Target.Kind)
+		rs, err := mdRuns(rep, true)
+		if err != nil {
+			return nil, err
 		}
 		cores = max(cores, rep.Env.CPUs)
-		for _, res := range rep.Results {
-			if res.Scenario != "md-rates" {
-				continue
-			}
-			var r mdRun
-			for _, ph := range res.Phases {
-				switch ph.Name {
-				case "create 0 B":
-					r.create = ph
-				case "stat 0 B":
-					r.stat = ph
-				case "delete 0 B":
-					r.remove = ph
-				}
-			}
-			r.workers = r.stat.Workers
-			for i, ph := range []bench.Phase{r.create, r.stat, r.remove} {
-				if ph.Name == "" || ph.Error != "" || ph.OpsPerSec <= 0 {
-					return nil, fmt.Errorf("md-rates at %d workers: no %q result", r.workers, []string{"create 0 B", "stat 0 B", "delete 0 B"}[i])
-				}
-				if ph.CPU == nil || ph.CPU.Server == nil {
-					return nil, fmt.Errorf("md-rates at %d workers, %s: no CPU an operation of the client and the server (a strata bench from before it recorded them?)", r.workers, ph.Name)
-				}
-			}
-			if r.create.Groups == nil || r.remove.Groups == nil {
-				return nil, fmt.Errorf("md-rates at %d workers: no catalog groups recorded", r.workers)
-			}
-			runs = append(runs, r)
-		}
+		runs = append(runs, rs...)
 	}
 	slices.SortFunc(runs, func(a, b mdRun) int { return a.workers - b.workers })
+	runs, repeated := medianRuns(runs)
 	var one, few, many *mdRun
 	for i := range runs {
 		switch r := &runs[i]; {
@@ -126,6 +102,9 @@ func CalibrateCatalog(reps []*bench.Report) (*CatalogFit, error) {
 		f.Workers = append(f.Workers, r.workers)
 	}
 	note := func(format string, a ...any) { f.Lines = append(f.Lines, fmt.Sprintf(format, a...)) }
+	if repeated != "" {
+		note("runs repeated at one worker count taken by their medians (each figure its own): %s", repeated)
+	}
 	c := &f.Catalog
 	c.Cores = max(cores, 1)
 	on := true
@@ -187,6 +166,140 @@ func CalibrateCatalog(reps []*bench.Report) (*CatalogFit, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// mdRuns reads a report's md-rates runs against a Strata server; for a
+// fit, each phase must have both sides' CPU and the writes their groups.
+func mdRuns(rep *bench.Report, fit bool) ([]mdRun, error) {
+	if rep.Target.Kind != "strata" {
+		return nil, fmt.Errorf("a %s target: the catalog is a Strata server's", rep.Target.Kind)
+	}
+	var runs []mdRun
+	for _, res := range rep.Results {
+		if res.Scenario != "md-rates" {
+			continue
+		}
+		var r mdRun
+		for _, ph := range res.Phases {
+			switch ph.Name {
+			case "create 0 B":
+				r.create = ph
+			case "stat 0 B":
+				r.stat = ph
+			case "delete 0 B":
+				r.remove = ph
+			}
+		}
+		r.workers = r.stat.Workers
+		for i, ph := range []bench.Phase{r.create, r.stat, r.remove} {
+			if ph.Name == "" || ph.Error != "" || ph.OpsPerSec <= 0 {
+				return nil, fmt.Errorf("md-rates at %d workers: no %q result", r.workers, []string{"create 0 B", "stat 0 B", "delete 0 B"}[i])
+			}
+			if fit && (ph.CPU == nil || ph.CPU.Server == nil) {
+				return nil, fmt.Errorf("md-rates at %d workers, %s: no CPU an operation of the client and the server (a strata bench from before it recorded them?)", r.workers, ph.Name)
+			}
+		}
+		if fit && (r.create.Groups == nil || r.remove.Groups == nil) {
+			return nil, fmt.Errorf("md-rates at %d workers: no catalog groups recorded", r.workers)
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// medianRuns makes the runs at one worker count one run: each phase's
+// rate, CPU and groups the median of theirs, figure by figure. This
+// machine's rates drift by several per cent from one run to the next
+// minutes later; a fit from one run at each count carries that drift into
+// every term, a fit from the medians of runs taken in turns much less.
+// runs are sorted by workers; repeated says which counts had several.
+func medianRuns(runs []mdRun) (out []mdRun, repeated string) {
+	for i := 0; i < len(runs); {
+		j := i
+		for j < len(runs) && runs[j].workers == runs[i].workers {
+			j++
+		}
+		same := runs[i:j]
+		i = j
+		if len(same) == 1 {
+			out = append(out, same[0])
+			continue
+		}
+		if repeated != "" {
+			repeated += ", "
+		}
+		repeated += fmt.Sprintf("%d × %d workers", len(same), same[0].workers)
+		m := mdRun{workers: same[0].workers}
+		for _, ph := range []struct {
+			dst *bench.Phase
+			get func(mdRun) bench.Phase
+		}{
+			{&m.create, func(r mdRun) bench.Phase { return r.create }},
+			{&m.stat, func(r mdRun) bench.Phase { return r.stat }},
+			{&m.remove, func(r mdRun) bench.Phase { return r.remove }},
+		} {
+			phases := make([]bench.Phase, len(same))
+			for k, r := range same {
+				phases[k] = ph.get(r)
+			}
+			*ph.dst = medianPhase(phases)
+		}
+		out = append(out, m)
+	}
+	return out, repeated
+}
+
+// medianPhase is phases' first with its rate, both sides' CPU and its
+// groups replaced by the medians of the phases that have them.
+func medianPhase(phases []bench.Phase) bench.Phase {
+	med := func(f func(bench.Phase) float64) float64 {
+		var v []float64
+		for _, ph := range phases {
+			if x := f(ph); !math.IsNaN(x) {
+				v = append(v, x)
+			}
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	m := phases[0]
+	m.OpsPerSec = med(func(p bench.Phase) float64 { return p.OpsPerSec })
+	if m.CPU != nil && m.CPU.Server != nil {
+		server := med(func(p bench.Phase) float64 {
+			if p.CPU == nil || p.CPU.Server == nil {
+				return math.NaN()
+			}
+			return *p.CPU.Server
+		})
+		client := med(func(p bench.Phase) float64 {
+			if p.CPU == nil {
+				return math.NaN()
+			}
+			return p.CPU.Client
+		})
+		m.CPU = &bench.PhaseCPU{Client: client, Server: &server}
+	}
+	// A phase of stats may have groups in some runs (another's writes)
+	// and none in others: the median is of those that have them.
+	groups := func(f func(*bench.PhaseGroups) float64) float64 {
+		return med(func(p bench.Phase) float64 {
+			if p.Groups == nil {
+				return math.NaN()
+			}
+			return f(p.Groups)
+		})
+	}
+	if m.Groups != nil {
+		m.Groups = &bench.PhaseGroups{
+			Groups:      int64(groups(func(g *bench.PhaseGroups) float64 { return float64(g.Groups) })),
+			OpsPerGroup: groups(func(g *bench.PhaseGroups) float64 { return g.OpsPerGroup }),
+			USPerGroup:  groups(func(g *bench.PhaseGroups) float64 { return g.USPerGroup }),
+		}
+	}
+	return m
 }
 
 // leastSquares fits y = a·x + b.
@@ -276,4 +389,138 @@ func (f *CatalogFit) WriteReport(w io.Writer) error {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	return nil
+}
+
+// Against is one measured md-rates run beside what the fit predicts for
+// its worker count: creates, removes and stats a second.
+type Against struct {
+	Workers             int
+	Measured, Predicted [3]float64 // create, remove, stat
+}
+
+// Ops names Against's columns.
+var Ops = [3]string{"create", "remove", "stat"}
+
+// Predict runs the fitted study (seed 1, as strata sim sweep) for every
+// worker count of reps' md-rates runs, medians where a count was run more
+// than once, and returns each beside its measurement.
+func (f *CatalogFit) Predict(reps []*bench.Report) ([]Against, error) {
+	var runs []mdRun
+	for _, rep := range reps {
+		rs, err := mdRuns(rep, false)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rs...)
+	}
+	slices.SortFunc(runs, func(a, b mdRun) int { return a.workers - b.workers })
+	runs, _ = medianRuns(runs)
+	var as []Against
+	for _, r := range runs {
+		as = append(as, Against{Workers: r.workers, Measured: [3]float64{r.create.OpsPerSec, r.remove.OpsPerSec, r.stat.OpsPerSec}})
+	}
+	return as, f.predict(as)
+}
+
+// PredictWorkers is Predict for worker counts not (yet) measured.
+func (f *CatalogFit) PredictWorkers(workers []int) ([]Against, error) {
+	as := make([]Against, len(workers))
+	for i, w := range workers {
+		if w < 1 {
+			return nil, fmt.Errorf("%d workers", w)
+		}
+		as[i].Workers = w
+	}
+	return as, f.predict(as)
+}
+
+// predict fills as' predictions.
+func (f *CatalogFit) predict(as []Against) error {
+	var b bytes.Buffer
+	if err := f.WriteTOML(&b); err != nil {
+		return err
+	}
+	st, err := ParseStudy(b.Bytes())
+	if err != nil {
+		return err
+	}
+	for k := range as {
+		a := &as[k]
+		for i, op := range Ops {
+			set := map[string]string{"clients.count": strconv.Itoa(a.Workers), "workload.op": op}
+			switch op {
+			case "remove":
+				set["catalog.client_us"], set["catalog.server_us"] = fmtUS(f.RemoveClientUS), fmtUS(f.RemoveServerUS)
+			case "stat":
+				set["catalog.client_us"], set["catalog.server_us"] = "0", "0"
+			}
+			c, err := st.With(set)
+			if err != nil {
+				return err
+			}
+			res, err := Run(c, 1)
+			if err != nil {
+				return fmt.Errorf("%s at %d workers: %w", op, a.Workers, err)
+			}
+			a.Predicted[i] = res.IOPS
+		}
+	}
+	return nil
+}
+
+func fmtUS(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// WritePredicted prints predictions not yet measured.
+func (f *CatalogFit) WritePredicted(w io.Writer, as []Against) error {
+	fmt.Fprintf(w, "\npredicted (this fit, strata sim's DES, seed 1), per second\n  %7s", "workers")
+	for _, op := range Ops {
+		fmt.Fprintf(w, "  %9s", op)
+	}
+	fmt.Fprintln(w)
+	for _, a := range as {
+		fmt.Fprintf(w, "  %7d", a.Workers)
+		for i := range Ops {
+			fmt.Fprintf(w, "  %9.0f", a.Predicted[i])
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// WriteAgainst prints predictions beside measurements, with each error
+// and the median and worst of the worker counts the fit did not use.
+func (f *CatalogFit) WriteAgainst(w io.Writer, as []Against) error {
+	fmt.Fprintf(w, "\npredicted (this fit) against measured (the reports given with --against); ( ) a worker count the fit used\n")
+	fmt.Fprintf(w, "  %7s", "workers")
+	for _, op := range Ops {
+		fmt.Fprintf(w, "  %9s %9s %8s", op+"/s", "measured", "error")
+	}
+	fmt.Fprintln(w)
+	var errs []float64
+	for _, a := range as {
+		used := slices.Contains(f.Workers, a.Workers)
+		fmt.Fprintf(w, "  %7d", a.Workers)
+		for i := range Ops {
+			e := 100 * (a.Predicted[i] - a.Measured[i]) / a.Measured[i]
+			s := fmt.Sprintf("%+.1f %%", e)
+			if used {
+				s = "(" + s + ")"
+			} else {
+				errs = append(errs, math.Abs(e))
+			}
+			fmt.Fprintf(w, "  %9.0f %9.0f %8s", a.Predicted[i], a.Measured[i], s)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(errs) == 0 {
+		_, err := fmt.Fprintln(w, "  every worker count measured was one the fit used")
+		return err
+	}
+	slices.Sort(errs)
+	med := errs[len(errs)/2]
+	if len(errs)%2 == 0 {
+		med = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
+	}
+	_, err := fmt.Fprintf(w, "  %d predictions at worker counts the fit did not use: median |error| %.1f %%, worst %.1f %%\n", len(errs), med, errs[len(errs)-1])
+	return err
 }

@@ -67,6 +67,61 @@ func TestCalibrateCatalog(t *testing.T) {
 			t.Errorf("%s = %g, want %g", v.name, v.got, v.want)
 		}
 	}
+	// Runs repeated at a worker count are taken by their medians: a run
+	// above and one below each of the three change no term.
+	var repeated []*bench.Report
+	for _, r := range reps {
+		repeated = append(repeated, scaled(r, 1.2), r, scaled(r, 0.7))
+	}
+	g, err := CalibrateCatalog(repeated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, cc := g.Catalog, c
+	gc.ClientsOnServer, cc.ClientsOnServer = nil, nil // pointers to the same true
+	if gc != cc || g.RemoveClientUS != f.RemoveClientUS || g.RemoveServerUS != f.RemoveServerUS {
+		t.Errorf("from repeated runs %+v, from one run each %+v", g.Catalog, c)
+	}
+	if !strings.Contains(strings.Join(g.Lines, "\n"), "3 × 64 workers") {
+		t.Errorf("the fit does not say which runs were repeated:\n%s", strings.Join(g.Lines, "\n"))
+	}
+	// With two of a count, their mean: two runs 20 % apart at 64 workers
+	// give the stats' CPU between them.
+	h, err := CalibrateCatalog([]*bench.Report{reps[0], reps[1], scaled(reps[2], 1.2), scaled(reps[2], 0.8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Catalog.ClientRequestUS != creq || h.Catalog.ServerRequestUS != sreq {
+		t.Errorf("two runs at 64 workers: request CPU %g, %g, want %g, %g", h.Catalog.ClientRequestUS, h.Catalog.ServerRequestUS, creq, sreq)
+	}
+
+	// Predictions beside measurements: each report's rates as measured,
+	// the fit's predictions for its worker count, a median of repeats.
+	as, err := f.Predict(append(repeated, mdReport(2, 30000, 11, 13, 25, 150, 1.1, groupT(1.1), 20, 160, 1.1, groupT(1.1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 4 || as[0].Workers != 1 || as[1].Workers != 2 || as[1].Measured != [3]float64{1000, 1000, 30000} ||
+		as[0].Measured[2] != reps[0].Results[0].Phases[1].OpsPerSec {
+		t.Fatalf("against: %+v", as)
+	}
+	ps, err := f.PredictWorkers([]int{2})
+	if err != nil || ps[0].Predicted != as[1].Predicted {
+		t.Fatalf("predicted at 2 workers %+v (%v), beside the measurement %+v", ps, err, as[1])
+	}
+	for i, p := range as[1].Predicted {
+		if p <= 0 || p > 1e6 {
+			t.Errorf("%s at 2 workers predicted %g a second", Ops[i], p)
+		}
+	}
+	var tb bytes.Buffer
+	if err := f.WriteAgainst(&tb, as); err != nil || !strings.Contains(tb.String(), "3 predictions at worker counts the fit did not use") {
+		t.Errorf("WriteAgainst: %v\n%s", err, tb.String())
+	}
+	if _, err := f.PredictWorkers([]int{0}); err == nil {
+		t.Error("0 workers predicted")
+	}
+
 	// the study it writes runs, and as it was fitted
 	var b bytes.Buffer
 	if err := f.WriteTOML(&b); err != nil {
@@ -94,6 +149,23 @@ func TestCalibrateCatalog(t *testing.T) {
 			t.Errorf("got %v, want an error with %q", err, bad.want)
 		}
 	}
+}
+
+// scaled is rep with every figure of its phases k times its own.
+func scaled(rep *bench.Report, k float64) *bench.Report {
+	r := *rep
+	r.Results = []bench.Result{rep.Results[0]}
+	r.Results[0].Phases = append([]bench.Phase(nil), rep.Results[0].Phases...)
+	for i := range r.Results[0].Phases {
+		p := &r.Results[0].Phases[i]
+		p.OpsPerSec *= k
+		s := *p.CPU.Server * k
+		p.CPU = &bench.PhaseCPU{Client: p.CPU.Client * k, Server: &s}
+		if p.Groups != nil {
+			p.Groups = &bench.PhaseGroups{Groups: p.Groups.Groups, OpsPerGroup: p.Groups.OpsPerGroup * k, USPerGroup: p.Groups.USPerGroup * k}
+		}
+	}
+	return &r
 }
 
 // noCPU is rep as a strata bench before CPU was recorded wrote it.
