@@ -619,16 +619,23 @@ func (w *Writer) buffered() {
 	w.direct = false
 }
 
-// accountCRC records p with its known CRC: a piece that is exactly one
-// aligned chunk costs nothing; anything else has its chunk CRCs computed.
+// accountCRC records p with its known CRC: a piece inside one chunk (a
+// whole chunk, a small object's only frame) extends the chunk's and the
+// object's CRCs by combining, without reading p again; one across chunk
+// boundaries has its chunks' CRCs computed.
 func (w *Writer) accountCRC(p []byte, crc uint32) {
-	if w.n%ChunkSize == 0 && len(p) == ChunkSize {
-		w.table = append(w.table, crc)
-		w.crc = wire.CombineCRC(w.crc, crc, ChunkSize)
-		w.n += ChunkSize
+	n := int64(len(p))
+	whole := wire.CombineCRC(w.crc, crc, n)
+	if w.n%ChunkSize+n <= ChunkSize {
+		w.chunkCRC = wire.CombineCRC(w.chunkCRC, crc, n)
+		w.crc = whole
+		w.n += n
+		if w.n%ChunkSize == 0 {
+			w.table = append(w.table, w.chunkCRC)
+			w.chunkCRC = 0
+		}
 		return
 	}
-	whole := wire.CombineCRC(w.crc, crc, int64(len(p)))
 	w.account(p)
 	w.crc = whole
 }
