@@ -409,14 +409,7 @@ func (c *Conn) WriteBytes(ctx context.Context, req wire.Request, p []byte) (wire
 		return wire.Status{}, fmt.Errorf("mover %s: WriteBytes of %d bytes, more than a frame", c.addr, len(p))
 	}
 	defer c.watch(ctx)()
-	sendErr := c.fw.Msg(req)
-	var crc uint32
-	if sendErr == nil && len(p) > 0 {
-		crc, sendErr = c.fw.Data(p)
-	}
-	if sendErr == nil {
-		sendErr = c.fw.End(crc)
-	}
+	crc, sendErr := c.fw.WriteRequest(req, p)
 	if sendErr == nil {
 		sendErr = c.bw.Flush()
 	}

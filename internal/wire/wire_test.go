@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"hash/crc32"
@@ -208,6 +209,103 @@ func BenchmarkMessages(b *testing.B) {
 		}
 		if err := fr.ReadMsg(&s); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// countingWriter counts the writes that reach it.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.writes++; return w.Buffer.Write(p) }
+
+// A whole small write, gathered or not, is the same bytes as its request,
+// data and End frames written one by one, and reads back as them; a
+// payload that bypasses the buffer goes out with its request and End
+// frame in one gathered write (net.Buffers writes each buffer to a plain
+// writer: three here, where a socket takes one writev).
+func TestWriteRequest(t *testing.T) {
+	req := Request{Op: "write", Token: "t", Device: "d0", Object: "o1"}
+	for _, n := range []int{0, 100, directMin - 1, directMin, MaxData} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(i * 13)
+		}
+		var want bytes.Buffer
+		plain := NewWriter(&want)
+		if err := plain.Msg(req); err != nil {
+			t.Fatal(err)
+		}
+		crc := uint32(0)
+		if n > 0 {
+			var err error
+			if crc, err = plain.Data(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := plain.End(crc); err != nil {
+			t.Fatal(err)
+		}
+
+		var raw countingWriter
+		bw := bufio.NewWriterSize(&raw, 32<<10)
+		fw := &Writer{w: bw, raw: &raw}
+		got, err := fw.WriteRequest(req, p)
+		if err != nil || got != crc {
+			t.Fatalf("%d bytes: crc %08x, %v; want %08x", n, got, err, crc)
+		}
+		if n >= directMin && raw.writes != 3 {
+			t.Errorf("%d bytes: %d writes before the flush, want the gathered 3", n, raw.writes)
+		}
+		if err := bw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(raw.Bytes(), want.Bytes()) {
+			t.Fatalf("%d bytes: %d bytes written, want %d as written one by one", n, raw.Len(), want.Len())
+		}
+		fr := NewReader(&raw)
+		var back Request
+		if h, err := fr.Next(); err != nil || h.Type != TypeMsg {
+			t.Fatalf("%d bytes: first frame %+v, %v", n, h, err)
+		} else if err := fr.Decode(h, &back); err != nil || back != req {
+			t.Fatalf("%d bytes: request %+v, %v", n, back, err)
+		}
+		if n > 0 {
+			h, err := fr.Next()
+			if err != nil || h.Type != TypeData {
+				t.Fatalf("%d bytes: data frame %+v, %v", n, h, err)
+			}
+			if q, err := fr.Payload(h, make([]byte, n)); err != nil || !bytes.Equal(q, p) {
+				t.Fatalf("%d bytes: payload: %v", n, err)
+			}
+		}
+		if h, err := fr.Next(); err != nil || h.Type != TypeEnd || h.CRC != crc {
+			t.Fatalf("%d bytes: end frame %+v, %v", n, h, err)
+		}
+	}
+	// Something already buffered: written in order behind it.
+	var raw countingWriter
+	bw := bufio.NewWriterSize(&raw, 32<<10)
+	fw := &Writer{w: bw, raw: &raw}
+	if err := fw.Msg(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.WriteRequest(req, make([]byte, directMin)); err != nil {
+		t.Fatal(err)
+	}
+	bw.Flush()
+	fr := NewReader(&raw)
+	for _, want := range []byte{TypeMsg, TypeMsg, TypeData, TypeEnd} {
+		h, err := fr.Next()
+		if err != nil || h.Type != want {
+			t.Fatalf("frame %+v, %v; want type %d", h, err, want)
+		}
+		if h.Length > 0 {
+			if _, err := fr.Payload(h, make([]byte, h.Length)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
