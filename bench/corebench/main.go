@@ -221,6 +221,17 @@ func main() {
 		fmt.Println(int(r))
 		return
 	}
+	if len(os.Args) == 5 && os.Args[1] == "objects" {
+		count, err1 := strconv.Atoi(os.Args[3])
+		size, err2 := strconv.Atoi(os.Args[4])
+		if err1 != nil || err2 != nil || count < 1 || size < 1 {
+			fail(fmt.Errorf("objects: COUNT and SIZE are positive numbers (bytes)"))
+		}
+		if err := objectsMain(os.Args[2], count, size); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if len(os.Args) == 2 && os.Args[1] == "wake-echo" {
 		wakeEcho()
 		return
@@ -230,7 +241,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "md" {
-		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)\n       corebench copy SRC DST              (files/s of a durable copy, one file at a time)\n       corebench wake                      (a hand-off's round trip against the idle time before it)")
+		fmt.Fprintln(os.Stderr, "usage: corebench md (--server ADDR | --posix DIR) [--clients N] [--files F]\n       corebench hash sha256|blake3 FILE   (MB/s of the hash over FILE on one core)\n       corebench copy SRC DST              (files/s of a durable copy, one file at a time)\n       corebench wake                      (a hand-off's round trip against the idle time before it)\n       corebench objects DIR COUNT SIZE    (small objects stored durably: a file each against one pack file)")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("md", flag.ExitOnError)
