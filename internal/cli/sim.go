@@ -225,13 +225,9 @@ its measurement; --predict prints predictions for worker counts not yet
 measured (to be committed before measuring).`,
 		Args: minArgs(3, "sim calibrate-catalog MDRATES.json..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var reps []*bench.Report
-			for _, a := range args {
-				r, err := readReport(a)
-				if err != nil {
-					return fmt.Errorf("sim calibrate-catalog: %s: %w", a, err)
-				}
-				reps = append(reps, r)
+			reps, err := readReports(args, "")
+			if err != nil {
+				return err
 			}
 			fit, err := sim.CalibrateCatalog(reps)
 			if err != nil {
@@ -257,13 +253,9 @@ measured (to be committed before measuring).`,
 			if len(against) == 0 {
 				return nil
 			}
-			var measured []*bench.Report
-			for _, a := range against {
-				r, err := readReport(a)
-				if err != nil {
-					return fmt.Errorf("sim calibrate-catalog: --against %s: %w", a, err)
-				}
-				measured = append(measured, r)
+			measured, err := readReports(against, "--against ")
+			if err != nil {
+				return err
 			}
 			as, err := fit.Predict(measured)
 			if err != nil {
@@ -276,6 +268,20 @@ measured (to be committed before measuring).`,
 	cmd.Flags().IntSliceVar(&predict, "predict", nil, "predict creates, removes and stats a second at these worker counts (1,2,4,…)")
 	cmd.Flags().StringArrayVar(&against, "against", nil, "strata bench md-rates JSON measured after the fit (repeatable): print the fit's predictions beside it")
 	return cmd
+}
+
+// readReports reads calibrate-catalog's strata bench reports; what names
+// where they came from in an error ("--against ").
+func readReports(paths []string, what string) ([]*bench.Report, error) {
+	var reps []*bench.Report
+	for _, a := range paths {
+		r, err := readReport(a)
+		if err != nil {
+			return nil, fmt.Errorf("sim calibrate-catalog: %s%s: %w", what, a, err)
+		}
+		reps = append(reps, r)
+	}
+	return reps, nil
 }
 
 // readSink reads the client's local-disk terms from a study fragment.
