@@ -6,6 +6,7 @@
 #   PARTS=client-predict bench/simval.sh; PARTS=client-measure bench/simval.sh
 #   PARTS=migrate bench/simval.sh
 #   PARTS=mixed GO=/tmp/go bench/simval.sh   # then commit $OUT/mixed, touch /tmp/go
+#   PARTS=catalog-predict bench/simval.sh; PARTS=catalog-measure bench/simval.sh   # ~13 + ~11 minutes
 #
 # 1. Strata with bandwidth-capped devices: strata bench runs cemss-char
 #    (one stream, I/O size swept) and scaling (N clients × M-way striped
