@@ -192,7 +192,7 @@ func (m *Mover) serveConn(c net.Conn) {
 	}
 	// Small buffers: control messages go through them, while large
 	// payloads are read into place and written with writev.
-	br := bufio.NewReaderSize(c, 32<<10)
+	br := wire.NewConnReader(c, 32<<10)
 	bw := bufio.NewWriterSize(c, 32<<10)
 	fr, fw := wire.NewReader(br), wire.NewConnWriter(bw, c)
 	for {

@@ -222,7 +222,7 @@ func (p *Pool) Get(ctx context.Context, ep Endpoint) (*Conn, error) {
 		return nil, fmt.Errorf("mover %s: %w", addr, err)
 	}
 	_, isUnix := nc.(*net.UnixConn)
-	bw, br := bufio.NewWriterSize(nc, 32<<10), bufio.NewReaderSize(nc, 32<<10)
+	bw, br := bufio.NewWriterSize(nc, 32<<10), wire.NewConnReader(nc, 32<<10)
 	return &Conn{c: nc, bw: bw, br: br, fr: wire.NewReader(br), fw: wire.NewConnWriter(bw, nc), addr: addr, handles: isUnix && !stream}, nil
 }
 
