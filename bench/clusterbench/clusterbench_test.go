@@ -9,6 +9,7 @@ package clusterbench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,9 +73,15 @@ func sink(addr string) int {
 	}
 }
 
-// send writes n bytes to addr.
+// send writes n bytes to addr. A sink just started may not listen yet:
+// a refused connection is tried again for a few seconds, before the first
+// byte, so it costs the measurement a few milliseconds at most.
 func send(addr string, n int64) int {
 	c, err := net.Dial("tcp", addr)
+	for end := time.Now().Add(5 * time.Second); err != nil && errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		c, err = net.Dial("tcp", addr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -177,12 +185,14 @@ func rawTCP(t *testing.T, c *cluster.Cluster, self string, nc, nm int, size int6
 		} else {
 			targets = []string{c.Movers[i%nm].Host.Addr(9000)}
 		}
-		// One sender per target, in one shell on the client's host.
+		// One sender per target, in one shell on the client's host, which
+		// fails if any of them does (a bare `wait` would answer 0 and
+		// count a refused connection as bytes sent).
 		var sh []string
 		for _, a := range targets {
-			sh = append(sh, fmt.Sprintf("%s blast-send %s %d &", self, a, size/int64(len(targets))))
+			sh = append(sh, fmt.Sprintf("%s blast-send %s %d & pids=\"$pids $!\";", self, a, size/int64(len(targets))))
 		}
-		return c.Clients[i].Command("sh", "-c", strings.Join(sh, " ")+" wait")
+		return c.Clients[i].Command("sh", "-c", strings.Join(sh, " ")+` for p in $pids; do wait "$p" || exit 1; done`)
 	})
 }
 
