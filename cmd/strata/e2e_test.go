@@ -134,6 +134,19 @@ func (s *server) start() {
 	s.t.Fatalf("server did not start:\n%s", s.log)
 }
 
+// logged reports whether the server's output says sub within a few
+// seconds: serve writes its lines after it starts answering, so a test
+// that reads them right after start may come first.
+func (s *server) logged(sub string) bool {
+	for range 200 {
+		if strings.Contains(s.log.String(), sub) {
+			return true
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return false
+}
+
 // scheme is https when the configuration turns TLS on.
 func (s *server) scheme() string {
 	if b, _ := os.ReadFile(s.cfg); bytes.Contains(b, []byte(`enabled = "on"`)) {

@@ -27,7 +27,7 @@ func TestTLS(t *testing.T) {
 	s := newServer(t, "[tls]\nenabled = \"on\"\n")
 	data := filepath.Join(s.dir, "data")
 	ca := filepath.Join(data, "tls", "ca.pem")
-	if !strings.Contains(s.log.String(), "clients trust "+ca) {
+	if !s.logged("clients trust " + ca) {
 		t.Errorf("serve does not say which CA to trust:\n%s", s.log)
 	}
 	sock := "unix:" + filepath.Join(data, "strata.sock")
