@@ -16,7 +16,8 @@
 // and writeback bookkeeping, about half of a mover's CPU in a profile of a
 // 4 GiB put. The first unaligned piece (a stream's short tail, the
 // trailer) and every write after it go through the page cache, with
-// write-behind so that cache does not fill.
+// write-behind so that cache does not fill. The buffers such writes go
+// from are the package's pool (Buffers, buffers.go), on huge pages.
 //
 // A device accounts its capacity (a configured size, never more than the
 // file system offers) and may be capped in bandwidth so that one machine can

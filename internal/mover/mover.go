@@ -176,7 +176,7 @@ func (m *Mover) Close() error {
 
 // bufPool's buffers are aligned for direct I/O, so frames read into them
 // can go to an O_DIRECT object as they are.
-var bufPool = sync.Pool{New: func() any { b := disk.AlignedBuffer(disk.ChunkSize); return &b }}
+var bufPool = disk.Buffers
 
 func (m *Mover) serveConn(c net.Conn) {
 	defer c.Close()
@@ -301,7 +301,7 @@ func (m *Mover) write(req wire.Request, fr *wire.Reader, fw *wire.Writer) error 
 		}
 		switch h.Type {
 		case wire.TypeData:
-			bp := bufPool.Get().(*[]byte)
+			bp := bufPool.Get()
 			buf := *bp
 			if int(h.Length) > len(buf) {
 				buf = make([]byte, h.Length)
@@ -578,7 +578,7 @@ func (m *Mover) sendCached(r *disk.Reader, off, end int64, fw *wire.Writer) (uin
 			}
 			c, n = rg.CRC, rg.Len
 		} else {
-			bp := bufPool.Get().(*[]byte)
+			bp := bufPool.Get()
 			chunk, err := r.Chunk(idx, *bp)
 			if err != nil {
 				bufPool.Put(bp)
@@ -605,12 +605,20 @@ func (m *Mover) sendCached(r *disk.Reader, off, end int64, fw *wire.Writer) (uin
 func (m *Mover) sendVerified(r *disk.Reader, off, end int64, fw *wire.Writer) (uint32, error) {
 	chunks := make(chan readChunk, 2)
 	stop, done := make(chan struct{}), make(chan struct{})
-	defer func() { close(stop); <-done }() // before r.Close: the reader is finished with r
+	defer func() {
+		close(stop)
+		<-done // before r.Close: the reader is finished with r
+		// Chunks read ahead and not sent go back to the pool, whose
+		// memory the garbage collector does not reclaim.
+		for rc := range chunks {
+			bufPool.Put(rc.bp)
+		}
+	}()
 	go func() {
 		defer close(done)
 		defer close(chunks)
 		for pos := off; pos < end; {
-			bp := bufPool.Get().(*[]byte)
+			bp := bufPool.Get()
 			idx := pos / disk.ChunkSize
 			chunk, err := r.Chunk(idx, *bp)
 			rc := readChunk{bp: bp, p: chunk, idx: idx, err: err}
@@ -667,7 +675,7 @@ func (m *Mover) verify(req wire.Request, fw *wire.Writer) error {
 	}
 	if err == nil {
 		defer r.Close()
-		bp := bufPool.Get().(*[]byte)
+		bp := bufPool.Get()
 		err = r.Verify(*bp)
 		bufPool.Put(bp)
 	}

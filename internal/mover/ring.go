@@ -112,7 +112,7 @@ func (m *Mover) takeSpan(f io.ReaderAt, sp wire.RingSpan, w *disk.Writer, st *st
 	if err := st.failed(); err != nil {
 		return err
 	}
-	bp := bufPool.Get().(*[]byte)
+	bp := bufPool.Get()
 	buf := *bp
 	if int(sp.Length) > len(buf) {
 		buf = make([]byte, sp.Length)

@@ -155,7 +155,7 @@ func (m *Mover) copyFrom(f *os.File, src wire.Source, w *disk.Writer, check func
 			st.abort()
 			return err
 		}
-		bp := bufPool.Get().(*[]byte)
+		bp := bufPool.Get()
 		n, err := fill(r, *bp)
 		if n > 0 {
 			p := (*bp)[:n]

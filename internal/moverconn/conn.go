@@ -37,7 +37,7 @@ const FrameSize = wire.FrameSize
 
 // bufPool holds chunk-sized buffers aligned for direct I/O, for reading
 // ahead of a send.
-var bufPool = sync.Pool{New: func() any { b := disk.AlignedBuffer(disk.ChunkSize); return &b }}
+var bufPool = disk.Buffers
 
 // Pool keeps idle data-plane connections per mover address, so small
 // transfers skip the TCP handshake.
@@ -461,8 +461,7 @@ type Chunk struct {
 func ReadAhead(ctx context.Context, src io.Reader, buf []byte) <-chan Chunk {
 	out := make(chan Chunk, 1)
 	go func() {
-		defer close(out)
-		spare := bufPool.Get().(*[]byte)
+		spare := bufPool.Get()
 		bufs := [2][]byte{buf, (*spare)[:len(buf)]}
 		// free holds a token per buffer not in use; mine counts tokens this
 		// goroutine holds itself.
@@ -471,16 +470,14 @@ func ReadAhead(ctx context.Context, src io.Reader, buf []byte) <-chan Chunk {
 		free <- 1
 		mine := 0
 		defer func() {
-			// Recycle the spare only when both tokens are back, i.e. the
-			// consumer no longer holds either buffer; if it never gives
-			// them back (ctx ended), leave the spare to the GC.
-			for mine < 2 {
-				select {
-				case <-free:
-					mine++
-				case <-ctx.Done():
-					return
-				}
+			// The channel closes first, so a consumer draining it gives
+			// back what it holds; the spare goes back to the pool once
+			// both tokens are (the consumer releases every chunk it
+			// receives, after ctx ended too). The pool's memory is not
+			// the garbage collector's to reclaim.
+			close(out)
+			for ; mine < 2; mine++ {
+				<-free
 			}
 			bufPool.Put(spare)
 		}()
