@@ -51,9 +51,7 @@ func (p *BufferPool) Get() *[]byte {
 		return b
 	}
 	bufs := newChunkBuffers()
-	for _, b := range bufs[1:] {
-		p.hot = append(p.hot, b)
-	}
+	p.hot = append(p.hot, bufs[1:]...)
 	return bufs[0]
 }
 
