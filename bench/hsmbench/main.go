@@ -52,7 +52,7 @@ var (
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of each timed migration to this file, suffixed .1, .2, …")
 	runsOut  = flag.String("runs", "", "append each run of the tapesmall and gaps parts to this file as a JSON line")
 	gapFiles = flag.Int("gap-files", 2000, "files on the cartridge in the gaps part (every fourth is recalled)")
-	prefault = flag.Bool("prefault", false, "touch the cartridges' memory before each timed migration (see touch)")
+	prefault = flag.Bool("prefault", false, "touch the cartridges' memory before each timed migration and free it as the drive goes (see touch)")
 	rOut     = flag.String("out", "", "directory for the recall and mixed parts' traces and studies (default under --data)")
 	goFile   = flag.String("go", "", "mixed part: after writing the prediction, wait until this file exists before the run")
 	logFile  = flag.String("log", "", "write the server's log (info) to this file")
@@ -203,14 +203,20 @@ func (r *rig) migrate(files int, size int64) migration {
 	ctx := context.Background()
 	r.runs++
 	putN(ctx, r.c, fmt.Sprintf("f%d-", r.runs), files, size)
+	k := 1.0
+	if f, ok := scaleFactor(*scale); ok {
+		k = f
+	}
+	done := func() {}
 	if *prefault {
-		touch(int64(files) * size)
+		done = touch(int64(files)*size, float64(r.drives)*r.g.Rate*k)
 	}
 	before := r.s.Library.Stats()
 	stopProf := profile()
 	t0 := time.Now()
 	res, err := r.c.Migrate(ctx)
 	stopProf()
+	done()
 	if err != nil {
 		fail(err)
 	}
@@ -218,10 +224,6 @@ func (r *rig) migrate(files int, size int64) migration {
 	st := r.s.Library.Stats()
 	if want := int64(files) * size; res.Bytes != want {
 		fail(fmt.Errorf("migrated %d bytes, want %d", res.Bytes, want))
-	}
-	k := 1.0
-	if f, ok := scaleFactor(*scale); ok {
-		k = f
 	}
 	return migration{bytes: res.Bytes, wall: wall, bound: float64(r.drives) * r.g.Rate * k,
 		positioning: (st.Positioning - before.Positioning).Seconds() / k / float64(r.drives)}
@@ -269,12 +271,16 @@ func profile() func() {
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
-// touch writes n bytes to a file beside the cartridges and removes it.
-// On a virtual machine whose host backs guest memory on first touch (and
-// takes it back when freed), new tmpfs pages beyond the few GiB recently
-// used cost the host's allocation, ~0.4 GB/s here against 3 GB/s warm:
-// the stand-in for the tape, not the drive or Strata, would bound the run.
-func touch(n int64) {
+// touch writes n bytes to a file beside the cartridges and gives its
+// memory back while the migration runs, at rate bytes a second and a
+// little ahead of it, and returns what removes the rest. On a virtual
+// machine whose host backs guest memory on first touch (and takes back
+// what stays free a few seconds), new tmpfs pages cost the host's
+// allocation, ~0.4 GB/s here against 3 GB/s warm: the stand-in for the
+// tape, not the drive or Strata, would bound the run. Freed all at once,
+// the pages a long migration reaches last have gone back to the host by
+// then; freed as the drive goes, each is warm when the tape takes it.
+func touch(n int64, rate float64) (done func()) {
 	p := filepath.Join(*tapeDir, "prefault")
 	f, err := os.Create(p)
 	if err != nil {
@@ -286,8 +292,28 @@ func touch(n int64) {
 			fail(err)
 		}
 	}
-	f.Close()
-	os.Remove(p)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		const step, lead = 64 << 20, 256 << 20 // freed a step at a time, this far ahead
+		t0 := time.Now()
+		for size := n; size > 0; {
+			due := float64(n-size+step-lead) / rate
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(due*float64(time.Second)) - time.Since(t0)):
+			}
+			size = max(0, size-step)
+			f.Truncate(size)
+		}
+	}()
+	return func() {
+		close(stop)
+		<-stopped
+		f.Close()
+		os.Remove(p)
+	}
 }
 
 // putN writes n files of size bytes of pseudo-random data, 16 at a time.
