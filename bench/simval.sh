@@ -28,7 +28,8 @@
 #    runs both repeats on a fresh server (strata bench, strata bench
 #    --sink) and prints measured beside predicted
 #    ($OUT/client-validation.txt). DEVICES (4), CAP (50MB; none: uncapped)
-#    and SCALING_MAX (the scale's) set the server and the largest N × M.
+#    and SCALING_MAX (the scale's) set the server and the largest N × M;
+#    ROUNDS (1) runs of each, in turns, count by each point's median.
 # 5. Ingest, migration and recalls at once on an emulated library:
 #    bench/hsmbench --parts mixed fills cartridges, writes the load and the
 #    site study replaying it to $OUT/mixed with the study's prediction,
@@ -90,29 +91,37 @@ echo '```'
 stop_server
 echo
 fi
+# client_run NAME [strata bench flags]: one run of cemss-char and scaling
+# on a fresh server, into $OUT/NAME.json.
+client_run() {
+  local name=$1; shift
+  serve_capped
+  "$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" "$@" --json "$OUT/$name.json" > "$OUT/$name.txt"
+  stop_server
+}
+CROUNDS=${ROUNDS:-1}
 if [[ " $PARTS " == *" client-predict "* ]]; then
-serve_capped
 mkdir -p "$SINK"
-"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" --json "$OUT/client-cal.json" > "$OUT/client-cal.txt"
-stop_server
+rm -f "$OUT"/client-cal-*.json
+for r in $(seq "$CROUNDS"); do client_run client-cal-$r; done
 go run ./bench/sinkcal --dir "$SINK" --size 128MiB --reps 5 > "$OUT/client-sink.toml"
 { echo "# predicted $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), before the repeats were run"
-  echo "# $DEVICES devices, bandwidth $CAP each"
-  echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml"
-  "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml"; } > "$OUT/client-predicted.txt"
+  echo "# $DEVICES devices, bandwidth $CAP each; $CROUNDS calibration runs, each on a fresh server"
+  echo "\$ strata sim calibrate client-cal-*.json --sink client-sink.toml"
+  "$S" sim calibrate "$OUT"/client-cal-*.json --sink "$OUT/client-sink.toml"; } > "$OUT/client-predicted.txt"
 cat "$OUT/client-predicted.txt"
 fi
 if [[ " $PARTS " == *" client-measure "* ]]; then
 mkdir -p "$SINK"
-serve_capped
-"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" --json "$OUT/client-repeat.json" > "$OUT/client-repeat.txt"
-stop_server
-serve_capped
-"$S" bench run cemss-char scaling --target strata://127.0.0.1:$PORT --scale $SCALE "${SCALING[@]}" --sink "$SINK" --json "$OUT/client-measured.json" > "$OUT/client-measured.txt"
-stop_server
-{ echo "# measured $(date -u +%FT%TZ): a repeat into memory, then one with strata bench --sink $SINK"
-  echo "\$ strata sim calibrate client-cal.json --sink client-sink.toml --against client-repeat.json --against client-measured.json"
-  "$S" sim calibrate "$OUT/client-cal.json" --sink "$OUT/client-sink.toml" --against "$OUT/client-repeat.json" --against "$OUT/client-measured.json"; } > "$OUT/client-validation.txt"
+rm -f "$OUT"/client-repeat-*.json "$OUT"/client-measured-*.json
+for r in $(seq "$CROUNDS"); do  # in turns: into memory, into local files
+  client_run client-repeat-$r
+  client_run client-measured-$r --sink "$SINK"
+done
+against=$(cd "$OUT" && for f in client-repeat-*.json client-measured-*.json; do printf -- ' --against %s' "$f"; done)
+{ echo "# measured $(date -u +%FT%TZ): $CROUNDS rounds, each a repeat into memory, then one with strata bench --sink $SINK, each on a fresh server"
+  echo "\$ strata sim calibrate client-cal-*.json --sink client-sink.toml$against"
+  (cd "$OUT" && "$S" sim calibrate client-cal-*.json --sink client-sink.toml $against); } > "$OUT/client-validation.txt"
 cat "$OUT/client-validation.txt"
 fi
 # md_rounds NAME W...: ROUNDS rounds, each on a fresh server, of md-rates

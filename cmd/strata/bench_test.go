@@ -184,6 +184,21 @@ func TestSim(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "40 files") || !strings.Contains(out, "8 mounts, 38 locates") {
 		t.Fatalf("recall run: %d %s %s", code, out, errs)
 	}
+	// several runs of one calibration, and of one kind of repeat, count
+	// by their medians; runs of different servers do not mix
+	cal := func(set, f string) string { return filepath.Join("..", "..", "docs", "sim", set, f) }
+	out, errs, code = run("sim", "calibrate", cal("client-uncapped", "client-cal.json"), cal("client-uncapped", "client-repeat.json"),
+		"--sink", cal("client-uncapped", "client-sink.toml"),
+		"--against", cal("client-uncapped", "client-repeat.json"), "--against", cal("client-uncapped", "client-cal.json"),
+		"--against", cal("client-uncapped", "client-measured.json"))
+	if code != 0 || !strings.Contains(out, "points fitted, medians of 2 runs") || strings.Count(out, "medians of 2 runs, reads into memory") != 1 ||
+		!strings.Contains(out, "127.0.0.1:7460, reads into local files") {
+		t.Fatalf("calibrate from medians: %d %s %s", code, out, errs)
+	}
+	_, errs, code = run("sim", "calibrate", cal("client-uncapped", "client-cal.json"), cal("client-8x25MB", "client-cal.json"))
+	if code == 0 || !strings.Contains(errs, "reports of different runs") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("calibrate from different servers: %d %s", code, errs)
+	}
 	out, errs, code = run("sim", "sweep", ex("migrate-alice.toml"), "--set", "tape.migrate_drives=4", "--set", "workload.files=200")
 	if code == 0 || !strings.Contains(errs, "no [sweep]") {
 		t.Fatalf("a sweep whose only key was set: %d %s %s", code, out, errs)

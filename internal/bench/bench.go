@@ -45,6 +45,9 @@ type Report struct {
 	Peers    []Env    `json:"peer_processes,omitempty"`
 	Results  []Result `json:"results"`
 	Failures int      `json:"failures"`
+	// Runs, when above one, is how many runs' medians the rates are
+	// (Median).
+	Runs int `json:"runs,omitempty"`
 }
 
 // Result is one scenario's outcome.

@@ -160,18 +160,23 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 	var predict []int
 	var holdout, repeat bool
 	cmd := &cobra.Command{
-		Use:   "calibrate BENCH.json",
+		Use:   "calibrate BENCH.json...",
 		Short: "Fit t(s) = t0 + s/R (piecewise) and capacity(n) from strata bench JSON",
-		Args:  cobra.ExactArgs(1),
+		Long: `Fit t(s) = t0 + s/R (piecewise) per operation from strata bench's
+cemss-char, and capacity(n) (or, against a Strata server with several
+devices, the rate they share) from its scaling runs. Several reports of
+the same run (each on a fresh server, taken in turns) count by each
+phase's median rate, as do several --against reports of one kind of
+repeat (reads into memory; reads into local files with --sink).`,
+		Args: minArgs(1, "sim calibrate BENCH.json..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[0])
+			reps, err := readReports(args, "sim calibrate: ")
+			if err != nil {
+				return err
+			}
+			rep, err := bench.Median(reps)
 			if err != nil {
 				return fmt.Errorf("sim calibrate: %w", err)
-			}
-			defer f.Close()
-			rep, err := bench.ReadJSON(f)
-			if err != nil {
-				return fmt.Errorf("sim calibrate: %s: %w", args[0], err)
 			}
 			opt := &sim.CalibrateOptions{Holdout: holdout, Repeat: repeat || sinkPath != "" || len(against) > 0}
 			if sinkPath != "" {
@@ -179,10 +184,24 @@ func (e *env) simCalibrateCmd() *cobra.Command {
 					return fmt.Errorf("sim calibrate: --sink %s: %w", sinkPath, err)
 				}
 			}
+			// repeats of one kind (where their reads went) count by
+			// their medians, in the order each kind first appears
+			var kinds []string
+			byKind := map[string][]*bench.Report{}
 			for _, a := range against {
 				r, err := readReport(a)
 				if err != nil {
 					return fmt.Errorf("sim calibrate: --against %s: %w", a, err)
+				}
+				if _, ok := byKind[r.Target.Sink]; !ok {
+					kinds = append(kinds, r.Target.Sink)
+				}
+				byKind[r.Target.Sink] = append(byKind[r.Target.Sink], r)
+			}
+			for _, k := range kinds {
+				r, err := bench.Median(byKind[k])
+				if err != nil {
+					return fmt.Errorf("sim calibrate: --against: %w", err)
 				}
 				opt.Against = append(opt.Against, r)
 			}
@@ -225,7 +244,7 @@ its measurement; --predict prints predictions for worker counts not yet
 measured (to be committed before measuring).`,
 		Args: minArgs(3, "sim calibrate-catalog MDRATES.json..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reps, err := readReports(args, "")
+			reps, err := readReports(args, "sim calibrate-catalog: ")
 			if err != nil {
 				return err
 			}
@@ -253,7 +272,7 @@ measured (to be committed before measuring).`,
 			if len(against) == 0 {
 				return nil
 			}
-			measured, err := readReports(against, "--against ")
+			measured, err := readReports(against, "sim calibrate-catalog: --against ")
 			if err != nil {
 				return err
 			}
@@ -277,7 +296,7 @@ func readReports(paths []string, what string) ([]*bench.Report, error) {
 	for _, a := range paths {
 		r, err := readReport(a)
 		if err != nil {
-			return nil, fmt.Errorf("sim calibrate-catalog: %s%s: %w", what, a, err)
+			return nil, fmt.Errorf("%s%s: %w", what, a, err)
 		}
 		reps = append(reps, r)
 	}

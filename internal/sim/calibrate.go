@@ -39,6 +39,7 @@ type Fit struct {
 type Calibration struct {
 	Source  string
 	Target  string
+	Runs    int // the calibration runs whose medians were fitted (1: one)
 	Curve   CurveParams
 	Fits    map[string]*Fit // by op
 	Used    []Sample
@@ -56,6 +57,7 @@ type Calibration struct {
 // run with --sink (Sink), into memory otherwise.
 type Repeat struct {
 	Source string // the measured report; "" for predictions alone
+	Runs   int    // the measured runs whose medians it holds
 	Sink   string // where its reads went (strata bench --sink)
 	Checks []Check
 }
@@ -190,7 +192,7 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 	if len(curve) == 0 {
 		return nil, fmt.Errorf("no cemss-char phases to fit (run: strata bench run cemss-char scaling --json FILE)")
 	}
-	cal := &Calibration{Source: rep.Tool + " " + rep.Version, Target: rep.Target.Spec, Fits: map[string]*Fit{}, Holdout: opt.Holdout}
+	cal := &Calibration{Source: rep.Tool + " " + rep.Version, Target: rep.Target.Spec, Runs: max(rep.Runs, 1), Fits: map[string]*Fit{}, Holdout: opt.Holdout}
 	var held []Sample
 	for _, op := range []string{"write", "read"} {
 		var fit []Sample
@@ -375,7 +377,7 @@ func (cal *Calibration) predictRepeats(rep *bench.Report, opt *CalibrateOptions)
 			}
 		}
 		if rn.rep != nil {
-			r.Source = rn.rep.Target.Spec
+			r.Source, r.Runs = rn.rep.Target.Spec, max(rn.rep.Runs, 1)
 			if rn.sink {
 				r.Sink = rn.rep.Target.Sink
 			}
@@ -512,7 +514,7 @@ func summary(checks []Check) (median, worst float64) {
 
 // WriteReport prints the fits and, with a holdout, the predictions.
 func (c *Calibration) WriteReport(w io.Writer) error {
-	fmt.Fprintf(w, "calibrated from %s on %s (%d points fitted)\n", c.Source, c.Target, len(c.Used))
+	fmt.Fprintf(w, "calibrated from %s on %s (%d points fitted%s)\n", c.Source, c.Target, len(c.Used), medians(c.Runs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OP\tREQUESTS UP TO\tt0 (ms)\tR (MB/s)\tfit RMS error")
 	for _, op := range []string{"write", "read"} {
@@ -559,6 +561,14 @@ func (c *Calibration) WriteReport(w io.Writer) error {
 	return c.writeRepeats(w)
 }
 
+// medians says how many runs' medians a report's rates are, if several.
+func medians(runs int) string {
+	if runs > 1 {
+		return fmt.Sprintf(", medians of %d runs", runs)
+	}
+	return ""
+}
+
 // writeRepeats prints the predictions for repeats of the run, against
 // their measurements when there are some.
 func (c *Calibration) writeRepeats(w io.Writer) error {
@@ -574,7 +584,7 @@ func (c *Calibration) writeRepeats(w io.Writer) error {
 		if r.Source == "" {
 			fmt.Fprintf(w, "\npredicted for a repeat of the run, reads %s:\n", into)
 		} else {
-			fmt.Fprintf(w, "\na repeat of the run on %s, reads %s, against the predictions:\n", r.Source, into)
+			fmt.Fprintf(w, "\na repeat of the run on %s%s, reads %s, against the predictions:\n", r.Source, medians(r.Runs), into)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "MEASUREMENT\tMEASURED MB/s\tPREDICTED MB/s\tERROR")
