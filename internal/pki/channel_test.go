@@ -15,39 +15,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-storage/strata/internal/testutil/tcppair"
 )
 
 // dataPair connects a client Channel through cw (which may alter what
 // the client sends) to a server Channel, both handshaken.
 func dataPair(t testing.TB, scfg, ccfg *tls.Config, cw func(net.Conn) net.Conn) (client, server *Channel) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := NewDataListener(ln, scfg).Accept()
-		if err != nil {
-			c = nil
-		}
-		accepted <- c
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, sc := tcppair.New(t, 0)
 	if cw != nil {
 		nc = cw(nc)
 	}
-	client = DataClient(nc, ccfg)
-	sc := <-accepted
-	if sc == nil {
-		t.Fatal("accept failed")
-	}
-	server = sc.(*Channel)
-	t.Cleanup(func() { client.Close(); server.Close() })
+	client, server = DataClient(nc, ccfg), DataServer(sc, scfg)
 	errs := make(chan error, 1)
 	go func() { errs <- server.HandshakeContext(context.Background()) }()
 	if err := client.HandshakeContext(context.Background()); err != nil {

@@ -10,37 +10,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-storage/strata/internal/testutil/tcppair"
 )
 
 // tcpPair returns the two ends of a TCP connection on 127.0.0.1, each
-// failing its reads and writes after a few seconds: a reader waiting for
-// bytes that will never come fails the test instead of hanging it.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-accepted
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	client.SetDeadline(deadline)
-	server.SetDeadline(deadline)
-	return client, server
-}
+// failing its reads and writes after a few seconds.
+func tcpPair(t *testing.T) (client, server net.Conn) { return tcppair.New(t, 10*time.Second) }
 
 // TestConnReaderExchanges: frames of every size read through
 // NewConnReader arrive whole, and a reader waiting for a payload's last
