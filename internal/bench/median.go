@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -49,23 +50,71 @@ func Median(reps []*Report) (*Report, error) {
 			if len(phs) == 0 {
 				continue
 			}
-			if ph.Failed() || ph.Skipped != "" {
-				*ph = phs[0] // the first report's failed: take a run that did not
-			}
-			ph.MiBps = medianOf(phs, func(p Phase) float64 { return p.MiBps })
-			ph.OpsPerSec = medianOf(phs, func(p Phase) float64 { return p.OpsPerSec })
-			ph.MiBpsFirstDone = medianOf(phs, func(p Phase) float64 { return p.MiBpsFirstDone })
-			ph.OpsPerSecFirstDone = medianOf(phs, func(p Phase) float64 { return p.OpsPerSecFirstDone })
+			// phs[0] is the first report's phase, or where that failed the
+			// first run's that did not
+			*ph = MedianPhase(phs)
 		}
 		out.Results[i] = res
 	}
 	return &out, nil
 }
 
-func medianOf(phs []Phase, f func(Phase) float64) float64 {
-	v := make([]float64, len(phs))
-	for i, p := range phs {
-		v[i] = f(p)
+// MedianPhase is phases' first with its rates, both sides' CPU an
+// operation and its catalog groups each replaced by the median over the
+// phases that have the figure (a phase of stats may hold another's
+// groups in one run and none in the next).
+func MedianPhase(phases []Phase) Phase {
+	m := phases[0]
+	m.MiBps = medianOf(phases, func(p Phase) float64 { return p.MiBps })
+	m.OpsPerSec = medianOf(phases, func(p Phase) float64 { return p.OpsPerSec })
+	m.MiBpsFirstDone = medianOf(phases, func(p Phase) float64 { return p.MiBpsFirstDone })
+	m.OpsPerSecFirstDone = medianOf(phases, func(p Phase) float64 { return p.OpsPerSecFirstDone })
+	if m.CPU != nil {
+		cpu := &PhaseCPU{Client: medianOf(phases, func(p Phase) float64 {
+			if p.CPU == nil {
+				return math.NaN()
+			}
+			return p.CPU.Client
+		})}
+		if m.CPU.Server != nil {
+			server := medianOf(phases, func(p Phase) float64 {
+				if p.CPU == nil || p.CPU.Server == nil {
+					return math.NaN()
+				}
+				return *p.CPU.Server
+			})
+			cpu.Server = &server
+		}
+		m.CPU = cpu
+	}
+	if m.Groups != nil {
+		groups := func(f func(*PhaseGroups) float64) float64 {
+			return medianOf(phases, func(p Phase) float64 {
+				if p.Groups == nil {
+					return math.NaN()
+				}
+				return f(p.Groups)
+			})
+		}
+		m.Groups = &PhaseGroups{
+			Groups:      int64(groups(func(g *PhaseGroups) float64 { return float64(g.Groups) })),
+			OpsPerGroup: groups(func(g *PhaseGroups) float64 { return g.OpsPerGroup }),
+			USPerGroup:  groups(func(g *PhaseGroups) float64 { return g.USPerGroup }),
+		}
+	}
+	return m
+}
+
+// medianOf is the median of f over phases, those giving NaN left out.
+func medianOf(phases []Phase, f func(Phase) float64) float64 {
+	var v []float64
+	for _, p := range phases {
+		if x := f(p); !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
 	}
 	slices.Sort(v)
 	if n := len(v); n%2 == 0 {

@@ -64,3 +64,21 @@ func TestMedian(t *testing.T) {
 		})
 	}
 }
+
+// Each figure's median is over the phases that have it: a phase of stats
+// holds another's catalog groups in one run and none in the next.
+func TestMedianPhase(t *testing.T) {
+	srv := func(v float64) *float64 { return &v }
+	phs := []Phase{
+		{OpsPerSec: 30, CPU: &PhaseCPU{Client: 3, Server: srv(30)}, Groups: &PhaseGroups{Groups: 10, OpsPerGroup: 2, USPerGroup: 200}},
+		{OpsPerSec: 10, CPU: &PhaseCPU{Client: 1}},
+		{OpsPerSec: 20, CPU: &PhaseCPU{Client: 2, Server: srv(10)}, Groups: &PhaseGroups{Groups: 20, OpsPerGroup: 4, USPerGroup: 100}},
+	}
+	m := MedianPhase(phs)
+	if m.OpsPerSec != 20 || m.CPU.Client != 2 || *m.CPU.Server != 20 || m.Groups.Groups != 15 || m.Groups.OpsPerGroup != 3 || m.Groups.USPerGroup != 150 {
+		t.Errorf("median %+v, CPU %+v (server %g), groups %+v", m, m.CPU, *m.CPU.Server, m.Groups)
+	}
+	if *phs[0].CPU.Server != 30 || phs[0].Groups.Groups != 10 {
+		t.Errorf("the first phase was changed")
+	}
+}

@@ -242,64 +242,11 @@ func medianRuns(runs []mdRun) (out []mdRun, repeated string) {
 			for k, r := range same {
 				phases[k] = ph.get(r)
 			}
-			*ph.dst = medianPhase(phases)
+			*ph.dst = bench.MedianPhase(phases)
 		}
 		out = append(out, m)
 	}
 	return out, repeated
-}
-
-// medianPhase is phases' first with its rate, both sides' CPU and its
-// groups replaced by the medians of the phases that have them.
-func medianPhase(phases []bench.Phase) bench.Phase {
-	med := func(f func(bench.Phase) float64) float64 {
-		var v []float64
-		for _, ph := range phases {
-			if x := f(ph); !math.IsNaN(x) {
-				v = append(v, x)
-			}
-		}
-		slices.Sort(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
-	}
-	m := phases[0]
-	m.OpsPerSec = med(func(p bench.Phase) float64 { return p.OpsPerSec })
-	if m.CPU != nil && m.CPU.Server != nil {
-		server := med(func(p bench.Phase) float64 {
-			if p.CPU == nil || p.CPU.Server == nil {
-				return math.NaN()
-			}
-			return *p.CPU.Server
-		})
-		client := med(func(p bench.Phase) float64 {
-			if p.CPU == nil {
-				return math.NaN()
-			}
-			return p.CPU.Client
-		})
-		m.CPU = &bench.PhaseCPU{Client: client, Server: &server}
-	}
-	// A phase of stats may have groups in some runs (another's writes)
-	// and none in others: the median is of those that have them.
-	groups := func(f func(*bench.PhaseGroups) float64) float64 {
-		return med(func(p bench.Phase) float64 {
-			if p.Groups == nil {
-				return math.NaN()
-			}
-			return f(p.Groups)
-		})
-	}
-	if m.Groups != nil {
-		m.Groups = &bench.PhaseGroups{
-			Groups:      int64(groups(func(g *bench.PhaseGroups) float64 { return float64(g.Groups) })),
-			OpsPerGroup: groups(func(g *bench.PhaseGroups) float64 { return g.OpsPerGroup }),
-			USPerGroup:  groups(func(g *bench.PhaseGroups) float64 { return g.USPerGroup }),
-		}
-	}
-	return m
 }
 
 // leastSquares fits y = a·x + b.
