@@ -125,7 +125,11 @@ func (q *request) readBody(dst io.Writer, bc *bodyCheck, buf []byte) *Error {
 		if errors.As(err, &e) {
 			return e
 		}
-		if n < q.size && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "body")) {
+		// A body cut short fails the read, or (net/http cancels the
+		// request's context when the client's side of the connection
+		// ends) the write of the bytes it did send: either way the
+		// client's, not the server's.
+		if n < q.size && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "body") || q.ctx.Err() != nil) {
 			return s3err("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header")
 		}
 		return fromStrata(err, q.object)
