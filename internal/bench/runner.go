@@ -40,7 +40,8 @@ type Worker struct {
 	ops   atomic.Int64
 	bytes atomic.Int64
 	_     cpu.CacheLinePad
-	steps int64 // where the worker's loop ended (Finish)
+	steps int64  // where the worker's loop ended (Finish)
+	buf   []byte // a read buffer Setup prepared (readBuffer)
 	// stonewall state
 	target int64 // after the deadline: run to this count; -1 before
 	end    time.Time
@@ -182,6 +183,9 @@ type PhaseSpec struct {
 	Workers  int
 	Deadline time.Duration // 0: run every step
 	Work     func(w *Worker) error
+	// Setup, if set, runs in each worker before the phase's barrier,
+	// untimed: what a worker needs ready before the clock starts.
+	Setup func(w *Worker)
 	// Role, if set, splits the result by worker role (full duplex: the
 	// writers and the readers of one phase are reported apart).
 	Role func(id int) string
@@ -295,6 +299,9 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 		done.Add(1)
 		go func() {
 			defer done.Done()
+			if spec.Setup != nil {
+				spec.Setup(w)
+			}
 			ready.Done()
 			release.wait(len(p.workers))
 			if called.Load() {
