@@ -70,6 +70,72 @@ func TestSink(t *testing.T) {
 	}
 }
 
+// TestSinkPrefault: with --prefault a reader's memory is staged before the
+// clock and freed a step ahead of its sink file as it grows; whatever no
+// reader took is released after the phase; a run says so in its report,
+// verifies its data, and --prefault without --sink is refused.
+func TestSinkPrefault(t *testing.T) {
+	dir := t.TempDir()
+	tg, err := OpenTarget(ctx, "posix:"+t.TempDir(), Options{Sink: dir, Prefault: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	st := tg.(*sinkTarget)
+	data := bytes.Repeat([]byte("prefault"), 1<<18) // 2 MiB
+	w, err := tg.Create(ctx, "/f", int64(len(data)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st.stage(100 << 20)
+	st.stage(100 << 20) // a second reader's, never opened
+	r, err := tg.Open(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := r.(*sinkReader).spare
+	if sp == nil || len(sp.m) != 100<<20 || sp.freed != 0 {
+		t.Fatalf("the reader took no staged memory: %+v", sp)
+	}
+	buf := make([]byte, 1<<20)
+	for _, c := range []struct{ off, freed int }{{0, 48 << 20}, {1 << 20, 48 << 20}} {
+		if _, err := r.ReadAt(buf, int64(c.off)); err != nil {
+			t.Fatal(err)
+		}
+		if sp.freed != c.freed {
+			t.Errorf("after %d MiB written, %d MiB freed, want %d", c.off>>20+1, sp.freed>>20, c.freed>>20)
+		}
+	}
+	if err := r.Close(); err != nil || sp.m != nil {
+		t.Fatalf("close: %v, staged memory kept: %v", err, sp.m != nil)
+	}
+	st.unstage()
+	if len(st.spares) != 0 {
+		t.Errorf("%d staged areas left after unstage", len(st.spares))
+	}
+
+	rep := runSuiteOf(t, Config{Target: "posix:" + t.TempDir(), Scale: "tiny", Workers: 2, Sink: dir, Prefault: true}, "cemss-char", "scaling")
+	if !rep.Target.Prefault {
+		t.Error("the report does not say the sink was prefaulted")
+	}
+	for _, name := range []string{"read 1MiB", "read N=2 M=1"} {
+		ph := phase(rep, "cemss-char", name)
+		if ph == nil {
+			ph = phase(rep, "scaling", name)
+		}
+		if ph == nil || ph.Bytes == 0 || ph.VerifyErrors != 0 || ph.Error != "" {
+			t.Errorf("%s with a prefaulted sink: %+v", name, ph)
+		}
+	}
+	if _, err := Execute(ctx, Config{Target: "posix:" + t.TempDir(), Scale: "tiny", Prefault: true}, nil); err == nil || !strings.Contains(err.Error(), "--sink") {
+		t.Errorf("--prefault without a sink: %v", err)
+	}
+}
+
 // TestScalingMax: --scaling-max takes the scaling scenario past the
 // scale's client count, and a count out of range is refused.
 func TestScalingMax(t *testing.T) {
