@@ -175,5 +175,7 @@ if [[ " $PARTS " == *" mixed "* ]]; then
   go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval-mixed --parts mixed --gen LTO-9 --scale x10 \
     --out "$OUT/mixed" --go "${GO:-$OUT/mixed/go}"
 fi
-[[ " $PARTS " == *" recall "* ]] && go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \
-  --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall"
+if [[ " $PARTS " == *" recall "* ]]; then
+  go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \
+    --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall"
+fi
