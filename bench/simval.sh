@@ -29,10 +29,7 @@
 #    --sink) and prints measured beside predicted
 #    ($OUT/client-validation.txt). DEVICES (4), CAP (50MB; none: uncapped)
 #    and SCALING_MAX (the scale's) set the server and the largest N × M;
-#    ROUNDS (1) runs of each, in turns, count by each point's median;
-#    PREFAULT=1 runs the repeats into local files with strata bench
-#    --prefault (their pages just used, not new ones the VM's host backs
-#    on first touch).
+#    ROUNDS (1) runs of each, in turns, count by each point's median.
 # 5. Ingest, migration and recalls at once on an emulated library:
 #    bench/hsmbench --parts mixed fills cartridges, writes the load and the
 #    site study replaying it to $OUT/mixed with the study's prediction,
@@ -119,10 +116,10 @@ mkdir -p "$SINK"
 rm -f "$OUT"/client-repeat-*.json "$OUT"/client-measured-*.json
 for r in $(seq "$CROUNDS"); do  # in turns: into memory, into local files
   client_run client-repeat-$r
-  client_run client-measured-$r --sink "$SINK" ${PREFAULT:+--prefault}
+  client_run client-measured-$r --sink "$SINK"
 done
 against=$(cd "$OUT" && for f in client-repeat-*.json client-measured-*.json; do printf -- ' --against %s' "$f"; done)
-{ echo "# measured $(date -u +%FT%TZ): $CROUNDS rounds, each a repeat into memory, then one with strata bench --sink $SINK${PREFAULT:+ --prefault}, each on a fresh server"
+{ echo "# measured $(date -u +%FT%TZ): $CROUNDS rounds, each a repeat into memory, then one with strata bench --sink $SINK, each on a fresh server"
   echo "\$ strata sim calibrate client-cal-*.json --sink client-sink.toml$against"
   (cd "$OUT" && "$S" sim calibrate client-cal-*.json --sink client-sink.toml $against); } > "$OUT/client-validation.txt"
 cat "$OUT/client-validation.txt"
