@@ -167,10 +167,7 @@ type Config struct {
 	Direct  bool
 	// Sink is a local directory reads are written to and fsynced in, as
 	// `strata get` writes a file (""): reads go to memory only).
-	Sink string
-	// Prefault, with Sink: the pages a sink file lands in are ones just
-	// used (see sinkTarget.stage).
-	Prefault bool
+	Sink     string
 	Deadline time.Duration // overrides the scale's
 	// ScalingMax overrides the scale's largest client and server count
 	// in the scaling scenario.
@@ -251,7 +248,7 @@ func Execute(ctx context.Context, cfg Config, scenarios []Scenario) (*Report, er
 	if err != nil {
 		return nil, err
 	}
-	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct, Sink: cfg.Sink, Prefault: cfg.Prefault})
+	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct, Sink: cfg.Sink})
 	if err != nil {
 		return nil, err
 	}
@@ -290,9 +287,6 @@ func (cfg *Config) normalise() (Scale, error) {
 	case "off", "inline", "after":
 	default:
 		return sc, fmt.Errorf("verify %q: want off, inline or after", cfg.Verify)
-	}
-	if cfg.Prefault && cfg.Sink == "" {
-		return sc, fmt.Errorf("prefault: only with a sink (--sink DIR)")
 	}
 	if cfg.Workers <= 0 {
 		// One worker per CPU of every process's host (assumed alike).

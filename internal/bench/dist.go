@@ -520,7 +520,7 @@ func follow(ctx context.Context, conn net.Conn, key, version string) error {
 	if err != nil {
 		return refuse(err)
 	}
-	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct, Sink: cfg.Sink, Prefault: cfg.Prefault})
+	t, err := OpenTarget(ctx, cfg.Target, Options{Direct: cfg.Direct, Sink: cfg.Sink})
 	if err != nil {
 		return refuse(err)
 	}

@@ -276,9 +276,6 @@ func (r *Run) runRoles(spec PhaseSpec) []Phase {
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	if st, ok := r.T.(stager); ok {
-		defer st.unstage()
-	}
 	p := &phaseRun{ctx: ctx, deadline: spec.Deadline}
 	p.cond = sync.NewCond(&p.mu)
 	for _, id := range r.mine(n) {

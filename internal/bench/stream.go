@@ -62,7 +62,7 @@ func (r *Run) seqWriteStriped(name string, fs []file, size, rec int64, deadline 
 		return nil
 	}
 	n := len(fs) + len(readers)
-	read := r.readSetup(rec, func(*Worker) int64 { return size })
+	read := readBuffer(rec)
 	setup := func(w *Worker) {
 		if w.ID >= len(fs) { // a reader beside the writers
 			read(w)
@@ -86,9 +86,7 @@ func (r *Run) seqWriteStriped(name string, fs []file, size, rec int64, deadline 
 // verifying inline when asked.
 func (r *Run) seqRead(name string, fs []file, counts []int64, size, rec int64, shift int) Phase {
 	cache := r.T.DropCache(r.ctx, r.dir(r.cur.Scenario))
-	ph := r.runPhase(PhaseSpec{Name: name, Workers: len(fs), Setup: r.readSetup(rec, func(w *Worker) int64 {
-		return min(size, counts[(w.ID+shift)%len(fs)]*rec)
-	}), Work: func(w *Worker) error {
+	ph := r.runPhase(PhaseSpec{Name: name, Workers: len(fs), Setup: readBuffer(rec), Work: func(w *Worker) error {
 		k := (w.ID + shift) % len(fs)
 		return r.seqReadWorker(w, fs[k], size, rec, counts[k])
 	}})
@@ -117,27 +115,6 @@ func (r *Run) seqReadWorker(w *Worker, f file, size, rec, count int64) error {
 		}
 	}
 	return nil
-}
-
-// stager is a target that prepares what a reader's data lands in before
-// the phase's clock starts (a sink with --prefault).
-type stager interface {
-	stage(n int64)
-	unstage()
-}
-
-// readSetup readies a reader before the clock: its buffer of rec bytes
-// (readBuffer), and, where the target stages, the n(w) bytes it will
-// read.
-func (r *Run) readSetup(rec int64, n func(w *Worker) int64) func(*Worker) {
-	buf := readBuffer(rec)
-	st, _ := r.T.(stager)
-	return func(w *Worker) {
-		buf(w)
-		if st != nil {
-			st.stage(n(w))
-		}
-	}
 }
 
 // readBuffer gives each worker a read buffer of n bytes with every page
@@ -262,7 +239,7 @@ func (r *Run) sharedWrite(name string, f file, workers int, block, xfer, blocks 
 // k+shift wrote.
 func (r *Run) sharedRead(name string, f file, workers int, block, xfer, blocks int64, shift int) Phase {
 	cache := r.T.DropCache(r.ctx, r.dir(r.cur.Scenario))
-	ph := r.runPhase(PhaseSpec{Name: name, Workers: workers, Setup: r.readSetup(xfer, func(*Worker) int64 { return blocks * block }), Work: func(w *Worker) error {
+	ph := r.runPhase(PhaseSpec{Name: name, Workers: workers, Setup: readBuffer(xfer), Work: func(w *Worker) error {
 		owner := int64((w.ID + shift) % workers)
 		rd, err := r.T.Open(w.Ctx(), f.path)
 		if err != nil {
@@ -357,7 +334,7 @@ func (r *Run) randomIO(res *Result, fs []file, size, bs int64, shared bool) {
 		r.add(res, Phase{Name: "randwrite " + label, Skipped: err.Error()})
 	}
 	cache := r.T.DropCache(r.ctx, r.dir(r.cur.Scenario))
-	ph := r.runPhase(PhaseSpec{Name: "randread " + label, Workers: r.Workers, Deadline: r.S.Deadline, Setup: r.readSetup(bs, func(*Worker) int64 { return min(steps, blocks) * bs }), Work: func(w *Worker) error {
+	ph := r.runPhase(PhaseSpec{Name: "randread " + label, Workers: r.Workers, Deadline: r.S.Deadline, Setup: readBuffer(bs), Work: func(w *Worker) error {
 		f, rng := pick(w)
 		h, err := r.T.Open(w.Ctx(), f.path)
 		if err != nil {

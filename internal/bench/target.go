@@ -99,7 +99,6 @@ type TargetInfo struct {
 	Server         string `json:"server,omitempty"`      // strata: server address and version
 	Direct         bool   `json:"o_direct"`              // data bypasses the client's page cache
 	Sink           string `json:"sink,omitempty"`        // reads also written to a file here and fsynced (--sink)
-	Prefault       bool   `json:"prefault,omitempty"`    // the sink's files land in pages just used (--prefault)
 	Durability     string `json:"durability"`            // what makes a write durable inside the timed region
 	Cache          string `json:"cache_hygiene"`         // what happens between a write and its read
 	MetaDurability string `json:"metadata_durability"`   // what a create has made durable when it returns
@@ -114,8 +113,6 @@ type Options struct {
 	// Sink, when set, is a local directory every read is also written
 	// to, and fsynced at the reader's Close (see sinkTarget).
 	Sink string
-	// Prefault: see sinkTarget.stage.
-	Prefault bool
 }
 
 // OpenTarget opens posix:PATH or strata://HOST:PORT.
@@ -140,5 +137,5 @@ func OpenTarget(ctx context.Context, spec string, o Options) (Target, error) {
 		}
 		return nil, fmt.Errorf("--sink %s: %w", o.Sink, err)
 	}
-	return &sinkTarget{Target: t, dir: o.Sink, prefault: o.Prefault}, nil
+	return &sinkTarget{Target: t, dir: o.Sink}, nil
 }

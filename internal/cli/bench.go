@@ -161,7 +161,6 @@ data does not verify.`,
 	f.StringVar(&cfg.Verify, "verify", "inline", "data check: off, inline (timed, in the read) or after (untimed re-read)")
 	f.BoolVar(&cfg.Direct, "direct", false, "posix: O_DIRECT")
 	f.StringVar(&cfg.Sink, "sink", "", "write every read to a file in this local directory and fsync it at the end, as strata get does (default: reads go to memory)")
-	f.BoolVar(&cfg.Prefault, "prefault", false, "with --sink: each reader touches as much memory as it will write before the clock starts and frees it as its sink file grows, so the file lands in pages this machine has just used (a VM whose host backs pages on first touch charges new ones to the sink)")
 	f.IntVar(&cfg.ScalingMax, "scaling-max", 0, "scaling: up to this many clients and servers (default: the scale's: tiny 2, small 4, medium 8, large 16)")
 	f.StringVar(&deadline, "deadline", "", "stonewall deadline for streaming and random phases (default: the scale's)")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
