@@ -119,9 +119,8 @@ func (r *Run) seqReadWorker(w *Worker, f file, size, rec, count int64) error {
 
 // readBuffer gives each worker a read buffer of n bytes with every page
 // touched, as fio and IOR allocate theirs before the clock starts: fresh
-// pages faulted in inside a timed read are charged to the target (on a
-// VM whose host backs a page on first touch, 160 MiB of them cost up to
-// 0.4 s, as long as the read).
+// pages faulted in inside a timed read would be charged to the target
+// (on a VM whose host backs a page on first touch, at ~0.4 GB/s here).
 func readBuffer(n int64) func(*Worker) {
 	return func(w *Worker) {
 		b := make([]byte, n)
