@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-storage/strata/internal/config"
 	"github.com/strata-storage/strata/internal/testutil"
 )
 
@@ -79,5 +80,36 @@ func TestScalingMax(t *testing.T) {
 	}
 	if _, err := Execute(ctx, Config{Target: "posix:" + t.TempDir(), Scale: "tiny", ScalingMax: 100}, nil); err == nil || !strings.Contains(err.Error(), "scaling-max") {
 		t.Errorf("scaling-max 100: %v", err)
+	}
+}
+
+// TestDescribeDeviceBandwidth: a Strata target's report says the cap its
+// pool's devices share, and none when they are uncapped or capped apart.
+func TestDescribeDeviceBandwidth(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		caps []config.Size
+		want int64
+	}{
+		{"uncapped", nil, 0},
+		{"all at 50 MB/s", []config.Size{50e6, 50e6, 50e6, 50e6}, 50e6},
+		{"capped apart", []config.Size{50e6, 50e6, 80e6, 50e6}, 0},
+	} {
+		s := testutil.Start(t, func(cfg *config.Config) {
+			for i := range cfg.Devices {
+				if i < len(c.caps) {
+					cfg.Devices[i].Bandwidth = c.caps[i]
+				}
+			}
+		})
+		tg, err := OpenTarget(ctx, "strata://"+strings.TrimPrefix(s.URL(), "http://"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti := tg.Describe(ctx)
+		tg.Close()
+		if ti.Devices != 4 || ti.DeviceBandwidth != c.want {
+			t.Errorf("%s: %d devices, bandwidth %d, want 4 and %d", c.name, ti.Devices, ti.DeviceBandwidth, c.want)
+		}
 	}
 }

@@ -92,10 +92,17 @@ func (t *stratat) Describe(ctx context.Context) TargetInfo {
 				ti.StripeUnit = k.StripeUnit
 				ti.Notes = fmt.Sprintf("class of service %s: pool %s, stripe width %d, unit %d", k.Name, k.Pool, k.StripeWidth, k.StripeUnit)
 				if df, err := t.c.DF(ctx); err == nil {
+					alike := true
 					for _, d := range df.Devices {
 						if d.Pool == k.Pool && d.Online {
-							ti.Devices++
+							if ti.Devices++; ti.Devices == 1 {
+								ti.DeviceBandwidth = d.Bandwidth
+							}
+							alike = alike && d.Bandwidth == ti.DeviceBandwidth
 						}
+					}
+					if !alike {
+						ti.DeviceBandwidth = 0
 					}
 				}
 			}

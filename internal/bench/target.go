@@ -105,6 +105,10 @@ type TargetInfo struct {
 	Notes          string `json:"notes,omitempty"`       // anything else that changes the numbers
 	Devices        int    `json:"devices,omitempty"`     // strata: disk devices in the default pool
 	StripeUnit     int64  `json:"stripe_unit,omitempty"` // strata: the default class's stripe unit
+	// DeviceBandwidth is the cap every device of that pool has, bytes/s
+	// (strata; 0: uncapped, or caps not all alike): a capped device is a
+	// token bucket (internal/disk), which a model of the run needs.
+	DeviceBandwidth int64 `json:"device_bandwidth,omitempty"`
 }
 
 // Options are how targets are opened.
