@@ -92,13 +92,17 @@ type DirEntry struct {
 
 // TargetInfo records what a target is, for the report.
 type TargetInfo struct {
-	Spec           string `json:"spec"`
-	Kind           string `json:"kind"`                  // posix or strata
-	FSType         string `json:"fs_type,omitempty"`     // posix: statfs type; strata: the devices' file system
-	Path           string `json:"path,omitempty"`        // posix: the directory
-	Server         string `json:"server,omitempty"`      // strata: server address and version
-	Direct         bool   `json:"o_direct"`              // data bypasses the client's page cache
-	Sink           string `json:"sink,omitempty"`        // reads also written to a file here and fsynced (--sink)
+	Spec   string `json:"spec"`
+	Kind   string `json:"kind"`              // posix or strata
+	FSType string `json:"fs_type,omitempty"` // posix: statfs type; strata: the devices' file system
+	Path   string `json:"path,omitempty"`    // posix: the directory
+	Server string `json:"server,omitempty"`  // strata: server address and version
+	Direct bool   `json:"o_direct"`          // data bypasses the client's page cache
+	Sink   string `json:"sink,omitempty"`    // reads also written to a file here and fsynced (--sink)
+	// Prefault marks reports whose sink files were written into pages
+	// staged before the clock (docs/sim's validation runs of 2026-11-30;
+	// strata bench no longer stages them): read, never set.
+	Prefault       bool   `json:"prefault,omitempty"`
 	Durability     string `json:"durability"`            // what makes a write durable inside the timed region
 	Cache          string `json:"cache_hygiene"`         // what happens between a write and its read
 	MetaDurability string `json:"metadata_durability"`   // what a create has made durable when it returns
