@@ -100,8 +100,8 @@ type TargetInfo struct {
 	Direct bool   `json:"o_direct"`          // data bypasses the client's page cache
 	Sink   string `json:"sink,omitempty"`    // reads also written to a file here and fsynced (--sink)
 	// Prefault marks reports whose sink files were written into pages
-	// staged before the clock (docs/sim's validation runs of 2026-11-30;
-	// strata bench no longer stages them): read, never set.
+	// staged before the clock (two of docs/sim's validation sets): read,
+	// never set — strata bench does not stage them.
 	Prefault       bool   `json:"prefault,omitempty"`
 	Durability     string `json:"durability"`            // what makes a write durable inside the timed region
 	Cache          string `json:"cache_hygiene"`         // what happens between a write and its read
