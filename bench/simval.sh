@@ -3,6 +3,7 @@
 #
 #   bench/simval.sh                # ~10 minutes
 #   PARTS=capped bench/simval.sh   # only part 1 (or PARTS=recall)
+#   PARTS=recall GO=/tmp/go bench/simval.sh  # commit $OUT/recall, touch /tmp/go.d2; again for .d4
 #   PARTS=client-predict bench/simval.sh; PARTS=client-measure bench/simval.sh
 #   PARTS=migrate bench/simval.sh
 #   PARTS=mixed GO=/tmp/go bench/simval.sh   # then commit $OUT/mixed, touch /tmp/go
@@ -17,7 +18,11 @@
 # 2. Strata with an emulated LTO-9 library: bench/hsmbench --parts recall
 #    migrates files, purges them, stages random sets, and compares what the
 #    library did with strata sim replaying the same requests through the
-#    same scheduler.
+#    same scheduler. The 1-drive runs calibrate the server's time per
+#    file; before the 2-drive (4-drive) runs start, their predictions are
+#    in $OUT/recall/recall-predicted-d2.txt (-d4), and with GO set the
+#    part waits for the file $GO.d2 ($GO.d4) so they can be committed
+#    first.
 # 3. Repeats predicted before they are measured, reads into memory and
 #    into local files: client-predict calibrates the server (cemss-char
 #    and scaling, reads into memory) and the client's disk alone
@@ -174,5 +179,5 @@ if [[ " $PARTS " == *" mixed "* ]]; then
 fi
 if [[ " $PARTS " == *" recall "* ]]; then
   go run ./bench/hsmbench --data "$OUT" --tapes /dev/shm/strata-simval --parts recall --gen LTO-9 --scale x100 \
-    --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall"
+    --recall-drives 1,2,4 --reps 3 --picks 40 --carts 8 --out "$OUT/recall" ${GO:+--go "$GO"}
 fi

@@ -54,7 +54,7 @@ var (
 	gapFiles = flag.Int("gap-files", 2000, "files on the cartridge in the gaps part (every fourth is recalled)")
 	prefault = flag.Bool("prefault", false, "touch the cartridges' memory before each timed migration and free it as the drive goes (see touch)")
 	rOut     = flag.String("out", "", "directory for the recall and mixed parts' traces and studies (default under --data)")
-	goFile   = flag.String("go", "", "mixed part: after writing the prediction, wait until this file exists before the run")
+	goFile   = flag.String("go", "", "mixed part: after writing the prediction, wait until this file exists before the run; recall part: FILE.dN before the runs on N drives")
 	logFile  = flag.String("log", "", "write the server's log (info) to this file")
 )
 
@@ -102,7 +102,7 @@ func main() {
 		gaps(g, *gapFiles, 1<<20)
 	}
 	if want("recall") {
-		recall(g, counts("--recall-drives", *rDrives), *rCarts, *rPicks, *rReps, *rOut)
+		recall(g, counts("--recall-drives", *rDrives), *rCarts, *rPicks, *rReps, *rOut, *goFile)
 	}
 	if want("mixed") {
 		mixed(g, *rOut, *goFile)

@@ -183,13 +183,7 @@ trace = "recalls.csv"
 	}
 	fmt.Print(head.String())
 	if goFile != "" {
-		fmt.Printf("waiting for %s before the run …\n", goFile)
-		for {
-			if _, err := os.Stat(goFile); err == nil {
-				break
-			}
-			time.Sleep(time.Second)
-		}
+		waitFor(goFile)
 	}
 
 	// The run.

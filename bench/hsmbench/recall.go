@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-storage/strata/client"
 	"github.com/strata-storage/strata/internal/api"
 	"github.com/strata-storage/strata/internal/config"
+	"github.com/strata-storage/strata/internal/server"
 	"github.com/strata-storage/strata/internal/sim"
 	"github.com/strata-storage/strata/internal/tape"
 )
@@ -25,6 +27,13 @@ import (
 // which runs the same scheduler and the same timing functions in virtual
 // time. The server's own time per recalled file is calibrated from the
 // runs on the first drive count and predicts the others.
+//
+// Every predicted run's figures are computed, and written with the traces
+// and studies they come from, before its staging starts: a drive count's
+// library is filled and its picks made first (where each picked file lies
+// is known once it is on tape), and with --go the part then waits for a
+// file to exist (FILE.dN for N drives), so the predictions can be
+// committed before the runs they predict.
 //
 // The emulator and the simulator share the tape physics, so this does not
 // validate LTO timing (no real drive here); it validates that the
@@ -39,8 +48,10 @@ const (
 
 type recallRun struct {
 	drives, rep int
-	files       int
-	trace       string
+	paths       []string
+	trace       []sim.RecallRequest
+	tracePath   string
+	staged      float64 // library seconds the stage call took
 	meas        recallOutcome
 	des         recallOutcome
 }
@@ -51,14 +62,17 @@ type recallOutcome struct {
 	locates        int
 }
 
-func recall(g tape.Generation, driveList []int, carts, picks, reps int, out string) {
+// recallLib is a library filled for the recall part, its picks made.
+type recallLib struct {
+	s    *server.Server
+	c    *client.Client
+	stop func()
+	runs []*recallRun
+}
+
+func recall(g tape.Generation, driveList []int, carts, picks, reps int, out, goFile string) {
 	k, out := validationRun("recall", "x100", out)
 	poll := time.Duration(200 * float64(time.Millisecond) * k) // the recaller's ticker, in library time
-	var runs []*recallRun
-	for _, d := range driveList {
-		runs = append(runs, recallSet(g, d, carts, picks, reps, k, out)...)
-	}
-	// calibrate the server's time per file on the first drive count
 	study := func(r *recallRun, overheadMS float64) string {
 		return fmt.Sprintf(`name = "recall, %d drives, rep %d"
 note = "replays a trace measured by bench/hsmbench --parts recall"
@@ -74,14 +88,20 @@ overhead_ms = %g
 [workload]
 op = "recall"
 trace = %q
-`, r.drives, r.rep, g.Name, r.drives, recallCapacity, recallAge, poll.String(), overheadMS, filepath.Base(r.trace))
+`, r.drives, r.rep, g.Name, r.drives, recallCapacity, recallAge, poll.String(), overheadMS, filepath.Base(r.tracePath))
 	}
+	// simulate writes r's trace and study and replays them.
 	simulate := func(r *recallRun, overheadMS float64) recallOutcome {
-		st, err := sim.ParseStudy([]byte(study(r, overheadMS)))
+		writeCSV(r.tracePath, func(w io.Writer) error { return sim.WriteTrace(w, r.trace) })
+		text := study(r, overheadMS)
+		if err := os.WriteFile(strings.TrimSuffix(r.tracePath, ".csv")+".toml", []byte(text), 0o644); err != nil {
+			fail(err)
+		}
+		st, err := sim.ParseStudy([]byte(text))
 		if err != nil {
 			fail(err)
 		}
-		c, err := st.With(map[string]string{"workload.trace": filepath.Join(out, filepath.Base(r.trace))})
+		c, err := st.With(map[string]string{"workload.trace": r.tracePath})
 		if err != nil {
 			fail(err)
 		}
@@ -92,25 +112,62 @@ trace = %q
 		x := res.Recall
 		return recallOutcome{makespan: x.Seconds, mean: x.Mean, mounts: x.Mounts, locates: x.Locates}
 	}
-	var extra, files float64
-	for _, r := range runs {
-		if r.drives == driveList[0] {
-			o := simulate(r, 0)
-			extra += r.meas.makespan - o.makespan
-			files += float64(r.files)
-		}
+
+	// The first drive count calibrates the server's time per file.
+	lib := newRecallLib(g, driveList[0], carts, picks, reps, out)
+	var extra, files, staged float64
+	for _, r := range lib.runs {
+		lib.measure(r, k)
+		spread(r.trace, r.staged) // as it ran
+		extra += r.meas.makespan - simulate(r, 0).makespan
+		files += float64(len(r.paths))
+		staged += r.staged / float64(len(lib.runs))
 	}
+	lib.stop()
 	overhead := math.Max(0, extra/files*1e3) * float64(driveList[0])
+	calib := lib.runs
+	for _, r := range calib {
+		r.des = simulate(r, overhead)
+	}
+
 	fmt.Printf("\n### Recall: Strata with an emulated %s library (time scale %s) against strata sim\n\n", g.Name, *scale)
 	fmt.Printf("%d cartridges of %d MiB spread over the whole tape, %d-MiB files, %d picked at random per run, staged at once; rules hold the queue for %s.\n",
 		carts, recallCapacity>>20, recallFile>>20, picks, recallAge)
-	fmt.Printf("Server time per file calibrated on the %d-drive runs: %.0f ms of library time (%.2f ms wall). Traces and studies: %s\n\n", driveList[0], overhead, overhead/k, out)
-	fmt.Println("| drives | rep | use | mounts meas / sim | locates meas / sim | makespan meas s | sim s | error | mean wait meas s | sim s | error |")
+	fmt.Printf("Server time per file calibrated on the %d-drive runs: %.0f ms of library time (%.2f ms wall); the stage call %.2f s of library time. Traces and studies: %s\n\n",
+		driveList[0], overhead, overhead/k, staged, out)
+	all := slices.Clone(calib)
+	for _, d := range driveList[1:] {
+		lib := newRecallLib(g, d, carts, picks, reps, out)
+		// The prediction, before the runs: each request arrives as the
+		// calibration's stage calls spread theirs (see measure).
+		var head strings.Builder
+		fmt.Fprintf(&head, "# strata sim's prediction of bench/hsmbench --parts recall on %d drives, made %s before the runs\n", d, time.Now().UTC().Format(time.RFC3339))
+		fmt.Fprintf(&head, "# server time per file %.0f ms of library time (%d-drive runs), stage call %.2f s\n", overhead, driveList[0], staged)
+		fmt.Fprintln(&head, "# rep  mounts  locates  makespan_s  mean_wait_s")
+		for _, r := range lib.runs {
+			spread(r.trace, staged)
+			r.des = simulate(r, overhead)
+			fmt.Fprintf(&head, "%d %d %d %.1f %.1f\n", r.rep, r.des.mounts, r.des.locates, r.des.makespan, r.des.mean)
+		}
+		name := filepath.Join(out, fmt.Sprintf("recall-predicted-d%d.txt", d))
+		if err := os.WriteFile(name, []byte(head.String()), 0o644); err != nil {
+			fail(err)
+		}
+		fmt.Print(head.String())
+		if goFile != "" {
+			waitFor(fmt.Sprintf("%s.d%d", goFile, d))
+		}
+		for _, r := range lib.runs {
+			lib.measure(r, k)
+		}
+		lib.stop()
+		all = append(all, lib.runs...)
+	}
+
+	fmt.Println("\n| drives | rep | use | mounts meas / sim | locates meas / sim | makespan meas s | sim s | error | mean wait meas s | sim s | error |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	var errs []float64
-	for _, r := range runs {
-		r.des = simulate(r, overhead)
-		os.WriteFile(strings.TrimSuffix(r.trace, ".csv")+".toml", []byte(study(r, overhead)), 0o644)
+	for _, r := range all {
 		use := "predict"
 		if r.drives == driveList[0] {
 			use = "calibrate"
@@ -129,9 +186,10 @@ trace = %q
 	}
 }
 
-// recallSet builds a library with the given drives, fills carts cartridges
-// with files, and measures reps random recalls.
-func recallSet(g tape.Generation, drives, carts, picks, reps int, k float64, out string) []*recallRun {
+// newRecallLib builds a library with the given drives, fills carts
+// cartridges with files, leaves only their tape copies, and picks reps
+// runs' files at random, each with where it lies.
+func newRecallLib(g tape.Generation, drives, carts, picks, reps int, out string) *recallLib {
 	ctx := context.Background()
 	s, c, stop := start(func(cfg *config.Config) {
 		cfg.Library = config.Library{Generation: g.Name, Drives: drives, Cartridges: carts, Capacity: recallCapacity, TimeScale: *scale, Path: *tapeDir}
@@ -139,69 +197,73 @@ func recallSet(g tape.Generation, drives, carts, picks, reps int, k float64, out
 		cfg.HSM.Aggregate = recallFile / 2 // every file its own tape file
 		cfg.HSM.RecallMinFiles, cfg.HSM.RecallMinBytes, cfg.HSM.RecallMaxAge = 1000000, 1<<50, recallAge
 	})
-	defer stop()
 	// fill the cartridges (the last one partly), then leave only tape copies
 	per := recallCapacity * 9 / 10 / recallFile
 	n := per * carts
 	all := onTapeOnly(ctx, c, "r", n, recallFile)
 	rng := rand.New(rand.NewPCG(uint64(drives), 7))
-	var runs []*recallRun
+	lib := &recallLib{s: s, c: c, stop: stop}
 	for rep := 1; rep <= reps; rep++ {
-		emptyDrives(ctx, s.Library)
-		perm := rng.Perm(n)[:picks]
-		paths := make([]string, picks)
-		var trace []sim.RecallRequest
-		for i, p := range perm {
-			paths[i] = all[p]
-			fi, err := c.Stat(ctx, paths[i])
+		r := &recallRun{drives: drives, rep: rep, tracePath: filepath.Join(out, fmt.Sprintf("recall-d%d-r%d.csv", drives, rep))}
+		for _, p := range rng.Perm(n)[:picks] {
+			fi, err := c.Stat(ctx, all[p])
 			if err != nil || len(fi.Layout.Tapes) != 1 {
-				fail(fmt.Errorf("recall: %s: want one tape copy: %v", paths[i], err))
+				fail(fmt.Errorf("recall: %s: want one tape copy: %v", all[p], err))
 			}
 			tc := fi.Layout.Tapes[0]
-			trace = append(trace, sim.RecallRequest{Volume: tc.Volume, Offset: tc.Position + tc.Offset, Size: tc.Length})
+			r.paths = append(r.paths, all[p])
+			r.trace = append(r.trace, sim.RecallRequest{Volume: tc.Volume, Offset: tc.Position + tc.Offset, Size: tc.Length})
 		}
-		before := s.Library.Stats()
-		t0 := time.Now()
-		if _, err := c.Stage(ctx, paths, 0); err != nil {
-			fail(err)
-		}
-		// the server queues the paths in order while the call lasts: the
-		// trace spreads them over it, so the scheduler's "oldest first"
-		// sees the same order in both
-		staged := time.Since(t0).Seconds() * k
-		for i := range trace {
-			trace[i].Time = staged * float64(i+1) / float64(len(trace))
-		}
-		// poll until every file is on disk; a file's wait ends at the
-		// poll that sees it (50 ms wall: 5 s of library time at x100)
-		left := slices.Clone(paths)
-		var waits []float64
-		for len(left) > 0 {
-			time.Sleep(50 * time.Millisecond)
-			var still []string
-			for _, p := range left {
-				st, err := c.StageStatus(ctx, p)
-				if err != nil || st.State == api.StageFailed {
-					fail(fmt.Errorf("recall %s: %+v %v", p, st, err))
-				}
-				if st.State == api.StageResident {
-					waits = append(waits, time.Since(t0).Seconds()*k)
-				} else {
-					still = append(still, p)
-				}
-			}
-			left = still
-		}
-		st := s.Library.Stats()
-		r := &recallRun{drives: drives, rep: rep, files: picks, trace: filepath.Join(out, fmt.Sprintf("recall-d%d-r%d.csv", drives, rep))}
-		r.meas = recallOutcome{makespan: slices.Max(waits), mean: mean(waits), mounts: int(st.Mounts - before.Mounts), locates: int(st.Locates - before.Locates)}
-		writeCSV(r.trace, func(w io.Writer) error { return sim.WriteTrace(w, trace) })
-		runs = append(runs, r)
-		if _, err := c.Purge(ctx, paths...); err != nil {
-			fail(err)
-		}
+		lib.runs = append(lib.runs, r)
 	}
-	return runs
+	return lib
+}
+
+// spread times a trace's requests over a stage call of staged seconds:
+// the server queues the paths in order while the call lasts, so the
+// scheduler's "oldest first" sees the same order in both.
+func spread(trace []sim.RecallRequest, staged float64) {
+	for i := range trace {
+		trace[i].Time = staged * float64(i+1) / float64(len(trace))
+	}
+}
+
+// measure stages r's files at once from a library with every cartridge in
+// its slot, polls until every one is on disk (a file's wait ends at the
+// poll that sees it: 50 ms wall, 5 s of library time at x100), records
+// what the library did, and purges them again.
+func (l *recallLib) measure(r *recallRun, k float64) {
+	ctx := context.Background()
+	emptyDrives(ctx, l.s.Library)
+	before := l.s.Library.Stats()
+	t0 := time.Now()
+	if _, err := l.c.Stage(ctx, r.paths, 0); err != nil {
+		fail(err)
+	}
+	r.staged = time.Since(t0).Seconds() * k
+	left := slices.Clone(r.paths)
+	var waits []float64
+	for len(left) > 0 {
+		time.Sleep(50 * time.Millisecond)
+		var still []string
+		for _, p := range left {
+			st, err := l.c.StageStatus(ctx, p)
+			if err != nil || st.State == api.StageFailed {
+				fail(fmt.Errorf("recall %s: %+v %v", p, st, err))
+			}
+			if st.State == api.StageResident {
+				waits = append(waits, time.Since(t0).Seconds()*k)
+			} else {
+				still = append(still, p)
+			}
+		}
+		left = still
+	}
+	st := l.s.Library.Stats()
+	r.meas = recallOutcome{makespan: slices.Max(waits), mean: mean(waits), mounts: int(st.Mounts - before.Mounts), locates: int(st.Locates - before.Locates)}
+	if _, err := l.c.Purge(ctx, r.paths...); err != nil {
+		fail(err)
+	}
 }
 
 // validationRun checks that a part comparing Strata with strata sim runs
@@ -239,4 +301,16 @@ func mean(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
+}
+
+// waitFor waits until the file name exists: the go-ahead for runs whose
+// predictions have been committed.
+func waitFor(name string) {
+	fmt.Printf("waiting for %s before the run …\n", name)
+	for {
+		if _, err := os.Stat(name); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
 }
