@@ -171,12 +171,12 @@ func (c *Config) deviceRate() (float64, string) {
 		return float64(n) * r, fmt.Sprintf("%s (%d+%d) of disks at %s", c.Storage.arrayName(), n, a.parity, mbps(r))
 	default:
 		cp := c.Storage.Curve
-		r := float64(cp.WriteRate)
+		r := cp.deviceRate(true)
 		switch op {
 		case "read":
-			r = float64(cp.ReadRate)
+			r = cp.deviceRate(false)
 		case "mixed":
-			r = (float64(cp.ReadRate) + float64(cp.WriteRate)) / 2
+			r = (cp.deviceRate(false) + cp.deviceRate(true)) / 2
 		}
 		per := c.Clients.Count * c.Workload.Streams / max(1, c.Servers.Count*c.Storage.PerServer)
 		if sc := cp.scale(op != "read"); sc != nil {

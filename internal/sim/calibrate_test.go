@@ -95,6 +95,29 @@ func TestCalibratePiecewise(t *testing.T) {
 	if len(p) != 2 || p[0].Upto != 512<<10 || math.Abs(float64(p[1].Rate)/500e6-1) > 0.02 {
 		t.Fatalf("pieces %+v", p)
 	}
+	// The DES on the fitted device, without capacity(n) (as a Strata
+	// server's devices are: its scaling runs are all predictions), gives
+	// each fitted point back: a small request flows at its piece's 2,000
+	// MB/s although the last piece's rate is 500.
+	dev := cal.Curve
+	dev.Streams = nil
+	n := 0
+	for _, s := range cal.Used {
+		if s.Op != "write" || !strings.HasPrefix(s.Source, "cemss-char") {
+			continue
+		}
+		got, err := predict(&dev, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got/s.MBps-1) > 0.03 {
+			t.Errorf("%d-byte writes: the DES gives %.0f MB/s, the fit's point %.0f", s.Size, got, s.MBps)
+		}
+		n++
+	}
+	if n < 6 {
+		t.Errorf("%d write points checked", n)
+	}
 }
 
 func TestCalibrateNeedsTheCurve(t *testing.T) {

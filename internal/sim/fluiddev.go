@@ -62,10 +62,14 @@ type CurveDevice struct {
 // if not nil, is the limit the server's devices share.
 func NewCurveDevice(s *des.Sim, id int32, name string, p CurveParams, write bool, shared *des.Resource) *CurveDevice {
 	d := &CurveDevice{sim: s, p: p, id: id, shared: shared}
-	rate := float64(p.ReadRate)
-	if write {
-		rate = float64(p.WriteRate)
-	}
+	// With capacity(n) from scaling runs, the rate is the last piece's
+	// (one stream of their requests) times scale(n). Without, each
+	// request flows at most at its own piece's rate and the device moves
+	// at least what its fastest piece says one stream does: a fit's
+	// pieces need not rise with size (this machine's uncapped reads are
+	// slower above 16 MiB than below), and a device held to the last
+	// piece's rate would not give the fit's own points back.
+	rate := p.deviceRate(write)
 	d.res = s.Fluid.NewResource(name, rate)
 	if sc := p.scale(write); sc != nil {
 		d.res.CapN = func(n int) float64 { return rate * interp(p.Streams, sc, n) }
@@ -104,6 +108,22 @@ func interp(xs []int, ys []float64, n int) float64 {
 		}
 	}
 	return ys[len(ys)-1]
+}
+
+// deviceRate is what the device moves at most, all its streams together,
+// before capacity(n) (see NewCurveDevice).
+func (p *CurveParams) deviceRate(write bool) float64 {
+	rate, pieces := float64(p.ReadRate), p.ReadPieces
+	if write {
+		rate, pieces = float64(p.WriteRate), p.WritePieces
+	}
+	if p.scale(write) != nil {
+		return rate
+	}
+	for _, pc := range pieces {
+		rate = max(rate, float64(pc.Rate))
+	}
+	return rate
 }
 
 // cost gives (t0, rate) for a request of size n.
