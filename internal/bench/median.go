@@ -22,9 +22,10 @@ func Median(reps []*Report) (*Report, error) {
 	}
 	first := reps[0]
 	for _, r := range reps[1:] {
-		if r.Target.Kind != first.Target.Kind || r.Target.Devices != first.Target.Devices || r.Target.Sink != first.Target.Sink || r.Scale != first.Scale {
-			return nil, fmt.Errorf("reports of different runs: %s (%d devices, scale %s, sink %q) and %s (%d devices, scale %s, sink %q)",
-				first.Target.Spec, first.Target.Devices, first.Scale, first.Target.Sink, r.Target.Spec, r.Target.Devices, r.Scale, r.Target.Sink)
+		a, b := &first.Target, &r.Target
+		if b.Kind != a.Kind || b.Devices != a.Devices || b.DeviceBandwidth != a.DeviceBandwidth || b.Uncapped != a.Uncapped || b.Sink != a.Sink || r.Scale != first.Scale {
+			return nil, fmt.Errorf("reports of different runs: %s (%d devices, cap %d B/s, scale %s, sink %q) and %s (%d devices, cap %d B/s, scale %s, sink %q)",
+				a.Spec, a.Devices, a.DeviceBandwidth, first.Scale, a.Sink, b.Spec, b.Devices, b.DeviceBandwidth, r.Scale, b.Sink)
 		}
 	}
 	type key struct{ scenario, phase string }

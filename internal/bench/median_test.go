@@ -15,6 +15,7 @@ func TestMedian(t *testing.T) {
 			},
 		}}}
 	}
+	capped := func(r *Report) *Report { r.Target.DeviceBandwidth = 50e6; return r }
 	rate := func(r *Report, phase string) float64 {
 		for _, ph := range r.Results[0].Phases {
 			if ph.Name == phase {
@@ -36,6 +37,7 @@ func TestMedian(t *testing.T) {
 		{"even: the mean of the middle two", []*Report{report("", 120, 200, ""), report("", 90, 260, "")}, 105, 230, 2, ""},
 		{"a failed phase does not count", []*Report{report("", 120, 1, "refused"), report("", 90, 260, ""), report("", 100, 180, "")}, 100, 220, 3, ""},
 		{"different sinks are different runs", []*Report{report("", 100, 200, ""), report("/tmp/s", 100, 200, "")}, 0, 0, 0, "different runs"},
+		{"capped and uncapped devices are different runs", []*Report{report("", 100, 200, ""), capped(report("", 100, 200, ""))}, 0, 0, 0, "different runs"},
 		{"none", nil, 0, 0, 0, "no reports"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

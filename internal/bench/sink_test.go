@@ -84,7 +84,8 @@ func TestScalingMax(t *testing.T) {
 }
 
 // TestDescribeDeviceBandwidth: a Strata target's report says the cap its
-// pool's devices share, and none when they are uncapped or capped apart.
+// pool's devices share, and none when they are uncapped or capped apart;
+// and that they are uncapped only when none has a cap.
 func TestDescribeDeviceBandwidth(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -108,8 +109,8 @@ func TestDescribeDeviceBandwidth(t *testing.T) {
 		}
 		ti := tg.Describe(ctx)
 		tg.Close()
-		if ti.Devices != 4 || ti.DeviceBandwidth != c.want {
-			t.Errorf("%s: %d devices, bandwidth %d, want 4 and %d", c.name, ti.Devices, ti.DeviceBandwidth, c.want)
+		if ti.Devices != 4 || ti.DeviceBandwidth != c.want || ti.Uncapped != (c.caps == nil) {
+			t.Errorf("%s: %d devices, bandwidth %d, uncapped %v; want 4 and %d", c.name, ti.Devices, ti.DeviceBandwidth, ti.Uncapped, c.want)
 		}
 	}
 }

@@ -104,6 +104,7 @@ func (t *stratat) Describe(ctx context.Context) TargetInfo {
 					if !alike {
 						ti.DeviceBandwidth = 0
 					}
+					ti.Uncapped = ti.Devices > 0 && alike && ti.DeviceBandwidth == 0
 				}
 			}
 		}

@@ -113,6 +113,11 @@ type TargetInfo struct {
 	// (strata; 0: uncapped, or caps not all alike): a capped device is a
 	// token bucket (internal/disk), which a model of the run needs.
 	DeviceBandwidth int64 `json:"device_bandwidth,omitempty"`
+	// Uncapped says that no device of that pool has a cap (strata): a
+	// model may then read as the run did, one request at a time, where on
+	// capped devices it must stand in for their buckets' bursts. Absent
+	// from reports made before it was recorded.
+	Uncapped bool `json:"devices_uncapped,omitempty"`
 }
 
 // Options are how targets are opened.

@@ -252,7 +252,7 @@ func Calibrate(rep *bench.Report, opt *CalibrateOptions) (*Calibration, error) {
 				cal.Used = append(cal.Used, s)
 				continue
 			}
-			p, err := predictStriped(&cal.Curve, s, devs, rep.Target.StripeUnit, nil)
+			p, err := predictStriped(&cal.Curve, s, &rep.Target, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -394,7 +394,7 @@ func (cal *Calibration) predictRepeats(rep *bench.Report, opt *CalibrateOptions)
 			var p float64
 			var err error
 			if s.Servers > 0 && rep.Target.Kind == "strata" && devs > 1 {
-				p, err = predictStriped(&cal.Curve, s, devs, rep.Target.StripeUnit, cl)
+				p, err = predictStriped(&cal.Curve, s, &rep.Target, cl)
 			} else {
 				p, err = predict(&cal.Curve, s, cl)
 			}
@@ -450,16 +450,21 @@ func predict(cp *CurveParams, s Sample, cl *ClientConfig) (float64, error) {
 	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp}, cl, func(w *WorkloadConfig) { w.OneDevice = true })
 }
 
-// predictStriped runs a scaling point as Strata laid it out: N streams,
-// each file striped over M of the server's devs devices in units of
-// unit bytes (the report's class; 0: each request split evenly),
-// consecutive files on consecutive devices (placement balances by load).
-// A Strata client moves a striped file's stripes in parallel, so each
-// stream keeps M requests in flight.
-func predictStriped(cp *CurveParams, s Sample, devs int, unit int64, cl *ClientConfig) (float64, error) {
+// predictStriped runs a scaling point as Strata laid it out on the
+// target's devices: N streams, each file striped over M of them in units
+// of the target's stripe unit (0: each request split evenly), consecutive
+// files on consecutive devices (placement balances by load). A put moves
+// a striped file's stripes in parallel, so each writer keeps M requests
+// in flight. strata bench reads through the client's Reader, one request
+// at a time on the stripes it spans, and so do the model's readers of
+// uncapped devices; on capped ones a request in flight per stripe stands
+// in for the devices' token buckets, which let a reader that turns to
+// the next device find it ready to burst (docs/SIMULATION.md).
+func predictStriped(cp *CurveParams, s Sample, t *bench.TargetInfo, cl *ClientConfig) (float64, error) {
+	devs, unit := t.Devices, t.StripeUnit
 	return predictOn(s, StorageConfig{Kind: "curve", Curve: cp, PerServer: devs}, cl, func(w *WorkloadConfig) {
 		w.Layout, w.Stripe, w.StripeUnit = "stripe", s.Servers, Size(unit)
-		if unit > 0 {
+		if unit > 0 && (s.Op != "read" || !t.Uncapped) {
 			w.Depth = max(1, s.Servers)
 		}
 	})

@@ -224,3 +224,31 @@ func TestCalibrateRepeatWithSink(t *testing.T) {
 		t.Error("a run with a sink compared without the client's disk")
 	}
 }
+
+// strata bench reads a file striped over four devices one 4 MiB request
+// (one stripe unit, one device) at a time: from uncapped devices the
+// model reads so too, at one device's rate; a put keeps a request in
+// flight per stripe, and on capped devices (or where a report does not
+// say) so do reads, standing in for the devices' token buckets.
+func TestStripedReaderOneRequestInFlight(t *testing.T) {
+	cp := &CurveParams{ReadRate: 1000e6, WriteRate: 1000e6}
+	for _, c := range []struct {
+		op       string
+		uncapped bool
+		want     float64 // MB/s
+	}{
+		{"read", true, 1000},
+		{"read", false, 4000},
+		{"write", true, 4000},
+		{"write", false, 4000},
+	} {
+		s := Sample{Op: c.op, Size: 4 << 20, Streams: 1, Servers: 4, Bytes: 256 << 20}
+		got, err := predictStriped(cp, s, &bench.TargetInfo{Kind: "strata", Devices: 4, StripeUnit: 4 << 20, Uncapped: c.uncapped}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got/c.want-1) > 0.02 {
+			t.Errorf("%s, uncapped %v: %.0f MB/s, want %.0f", c.op, c.uncapped, got, c.want)
+		}
+	}
+}
