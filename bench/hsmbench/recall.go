@@ -75,7 +75,7 @@ func recall(g tape.Generation, driveList []int, carts, picks, reps int, out, goF
 	poll := time.Duration(200 * float64(time.Millisecond) * k) // the recaller's ticker, in library time
 	study := func(r *recallRun, overheadMS float64) string {
 		return fmt.Sprintf(`name = "recall, %d drives, rep %d"
-note = "replays a trace measured by bench/hsmbench --parts recall"
+note = "the requests of a run of bench/hsmbench --parts recall, replayed"
 [tape]
 generation = %q
 drives = %d
