@@ -24,8 +24,8 @@ func Median(reps []*Report) (*Report, error) {
 	for _, r := range reps[1:] {
 		a, b := &first.Target, &r.Target
 		if b.Kind != a.Kind || b.Devices != a.Devices || b.DeviceBandwidth != a.DeviceBandwidth || b.Uncapped != a.Uncapped || b.Sink != a.Sink || r.Scale != first.Scale {
-			return nil, fmt.Errorf("reports of different runs: %s (%d devices, cap %d B/s, scale %s, sink %q) and %s (%d devices, cap %d B/s, scale %s, sink %q)",
-				a.Spec, a.Devices, a.DeviceBandwidth, first.Scale, a.Sink, b.Spec, b.Devices, b.DeviceBandwidth, r.Scale, b.Sink)
+			return nil, fmt.Errorf("reports of different runs: %s (%d devices, %s, scale %s, sink %q) and %s (%d devices, %s, scale %s, sink %q)",
+				a.Spec, a.Devices, capOf(a), first.Scale, a.Sink, b.Spec, b.Devices, capOf(b), r.Scale, b.Sink)
 		}
 	}
 	type key struct{ scenario, phase string }
@@ -122,4 +122,15 @@ func medianOf(phases []Phase, f func(Phase) float64) float64 {
 		return (v[n/2-1] + v[n/2]) / 2
 	}
 	return v[len(v)/2]
+}
+
+// capOf says what a report records of its devices' caps.
+func capOf(t *TargetInfo) string {
+	switch {
+	case t.DeviceBandwidth > 0:
+		return fmt.Sprintf("capped at %d B/s", t.DeviceBandwidth)
+	case t.Uncapped:
+		return "uncapped"
+	}
+	return "caps not recorded"
 }
